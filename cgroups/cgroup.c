@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "cgroup.h"
+#include "strv.h"
+
+static const char *const controller_names[_CGROUP_CONTROLLER_MAX] = {
+        [CGROUP_CPU] = "cpu",
+        [CGROUP_MEMORY] = "memory",
+        [CGROUP_PIDS] = "pids",
+};
+
+const char *cgroup_controller_to_string(CgroupController c) {
+        return c >= 0 && c < _CGROUP_CONTROLLER_MAX ? controller_names[c] : NULL;
+}
+
+int cg_parse_mountinfo(const char *text, char **ret_mount) {
+        const char *line = text;
+
+        /* "36 35 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw": the mount point is
+         * field 5, the file system type follows the " - " separator. */
+        while (line && *line) {
+                const char *end = strchrnul(line, '\n');
+                _cleanup_free_ char *l = strndup(line, (size_t) (end - line));
+                char *sep, *fields[5] = {}, *save = NULL, *p;
+                int i = 0;
+
+                if (!l)
+                        return -ENOMEM;
+                sep = strstr(l, " - ");
+                if (sep && strncmp(sep + 3, "cgroup2 ", 8) == 0) {
+                        *sep = '\0';
+                        for (p = strtok_r(l, " ", &save); p && i < 5; p = strtok_r(NULL, " ", &save))
+                                fields[i++] = p;
+                        if (i == 5 && fields[4][0] == '/') {
+                                char *m = strdup(fields[4]);
+                                if (!m)
+                                        return -ENOMEM;
+                                *ret_mount = m;
+                                return 0;
+                        }
+                }
+                line = *end ? end + 1 : NULL;
+        }
+        return -ENOENT;
+}
+
+int cg_parse_proc_cgroup(const char *text, char **ret_path) {
+        const char *p = text;
+
+        while (p && *p) {
+                const char *end = strchrnul(p, '\n');
+                if (strncmp(p, "0::", 3) == 0) {
+                        char *path = strndup(p + 3, (size_t) (end - p - 3));
+                        if (!path)
+                                return -ENOMEM;
+                        *ret_path = path;
+                        return 0;
+                }
+                p = *end ? end + 1 : NULL;
+        }
+        return -ENOENT;
+}
+
+unsigned cg_parse_controllers(const char *text) {
+        unsigned mask = 0;
+        const char *p = text;
+
+        while (*p) {
+                size_t n;
+                p += strspn(p, " \t\n");
+                n = strcspn(p, " \t\n");
+                for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                        if (n == strlen(controller_names[c]) && strncmp(p, controller_names[c], n) == 0)
+                                mask |= CGROUP_MASK(c);
+                p += n;
+        }
+        return mask;
+}
+
+static int read_file(const char *path, char **ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        if (fd < 0)
+                return negative_errno();
+        for (;;) {
+                ssize_t n;
+                if (allocated - size < 4096) {
+                        char *t;
+                        if (allocated > (4u << 20))
+                                return -EFBIG;
+                        t = realloc(buf, allocated + 8192);
+                        if (!t)
+                                return -ENOMEM;
+                        buf = t;
+                        allocated += 8192;
+                }
+                n = read(fd, buf + size, allocated - size - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        if (!buf && !(buf = strdup("")))
+                return -ENOMEM;
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int cg_find_mount(char **ret_mount) {
+        _cleanup_free_ char *text = NULL;
+        int r = read_file("/proc/self/mountinfo", &text);
+        if (r < 0)
+                return r;
+        return cg_parse_mountinfo(text, ret_mount);
+}
+
+int cg_pid_path(pid_t pid, char **ret_path) {
+        _cleanup_free_ char *text = NULL;
+        char p[64];
+        int r;
+
+        if (pid == 0)
+                snprintf(p, sizeof(p), "/proc/self/cgroup");
+        else
+                snprintf(p, sizeof(p), "/proc/%d/cgroup", (int) pid);
+        r = read_file(p, &text);
+        if (r < 0)
+                return r;
+        return cg_parse_proc_cgroup(text, ret_path);
+}
+
+int cg_create(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *s = '/';
+        }
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+int cg_open(const char *path, int *ret_fd) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        *ret_fd = fd;
+        return 0;
+}
+
+int cg_write_at(int dirfd, const char *file, const char *value) {
+        _cleanup_close_ int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        size_t n = strlen(value);
+        ssize_t w;
+
+        if (fd < 0)
+                return negative_errno();
+        w = write(fd, value, n);
+        if (w < 0)
+                return negative_errno();
+        return (size_t) w == n ? 0 : -EIO;
+}
+
+int cg_read_at(int dirfd, const char *file, char *buf, size_t size) {
+        _cleanup_close_ int fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t n;
+
+        if (fd < 0)
+                return negative_errno();
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        return (int) n;
+}
+
+unsigned cg_available_controllers(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[512];
+
+        if (cg_open(path, &fd) < 0 || cg_read_at(fd, "cgroup.controllers", buf, sizeof(buf)) < 0)
+                return 0;
+        return cg_parse_controllers(buf);
+}
+
+unsigned cg_enable_controllers(const char *path, unsigned mask) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[512], line[128] = "";
+
+        if (cg_open(path, &fd) < 0)
+                return 0;
+        mask &= cg_available_controllers(path);
+        for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                if (mask & CGROUP_MASK(c)) {
+                        strcat(line, line[0] ? " +" : "+");
+                        strcat(line, controller_names[c]);
+                }
+        /* One write enables all or none; on failure retry one by one so that one controller
+         * the kernel refuses (say, because of a process in an inner group) costs only itself. */
+        if (line[0] && cg_write_at(fd, "cgroup.subtree_control", line) < 0)
+                for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                        if (mask & CGROUP_MASK(c)) {
+                                snprintf(line, sizeof(line), "+%s", controller_names[c]);
+                                (void) cg_write_at(fd, "cgroup.subtree_control", line);
+                        }
+        if (cg_read_at(fd, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+                return 0;
+        return cg_parse_controllers(buf);
+}
+
+void cg_format_limit(uint64_t v, char buf[static 24]) {
+        if (v == UINT64_MAX)
+                strcpy(buf, "max");
+        else
+                snprintf(buf, 24, "%llu", (unsigned long long) v);
+}
+
+int cg_apply_limits(int dirfd, unsigned mask, const CgroupLimits *l) {
+        char v[24], cpu_max[64];
+        int r = 0, k;
+
+        if (mask & CGROUP_MASK(CGROUP_MEMORY)) {
+                cg_format_limit(l->memory_high, v);
+                if ((k = cg_write_at(dirfd, "memory.high", v)) < 0 && r == 0)
+                        r = k;
+                cg_format_limit(l->memory_max, v);
+                if ((k = cg_write_at(dirfd, "memory.max", v)) < 0 && r == 0)
+                        r = k;
+                if ((k = cg_write_at(dirfd, "memory.oom.group", "1")) < 0 && r == 0)
+                        r = k;
+        }
+        if (mask & CGROUP_MASK(CGROUP_CPU)) {
+                cg_format_limit(l->cpu_weight, v);
+                if ((k = cg_write_at(dirfd, "cpu.weight", v)) < 0 && r == 0)
+                        r = k;
+                cg_format_limit(l->cpu_max_quota, v);
+                snprintf(cpu_max, sizeof(cpu_max), "%s %llu", v,
+                         (unsigned long long) l->cpu_max_period);
+                if ((k = cg_write_at(dirfd, "cpu.max", cpu_max)) < 0 && r == 0)
+                        r = k;
+        }
+        if (mask & CGROUP_MASK(CGROUP_PIDS)) {
+                cg_format_limit(l->pids_max, v);
+                if ((k = cg_write_at(dirfd, "pids.max", v)) < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
+
+int cg_is_populated_at(int dirfd) {
+        char buf[256];
+        const char *p;
+        int r = cg_read_at(dirfd, "cgroup.events", buf, sizeof(buf));
+
+        if (r < 0)
+                return r;
+        p = strstr(buf, "populated ");
+        if (!p)
+                return -EIO;
+        return p[10] == '1';
+}
+
+static int kill_procs_at(int dirfd) {
+        char buf[8192];
+        int r = cg_read_at(dirfd, "cgroup.procs", buf, sizeof(buf));
+        char *save = NULL;
+
+        if (r < 0)
+                return r;
+        for (char *p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+                long pid = strtol(p, NULL, 10);
+                if (pid > 1)
+                        (void) kill((pid_t) pid, SIGKILL);
+        }
+        return 0;
+}
+
+int cg_kill_at(int dirfd) {
+        int r = cg_write_at(dirfd, "cgroup.kill", "1");
+        /* cgroup.kill arrived in Linux 5.14; before it, SIGKILL per process. A process forked
+         * during the walk survives it, which the populated watch then notices. */
+        if (r == -ENOENT)
+                return kill_procs_at(dirfd);
+        return r;
+}
+
+int cg_attach_at(int dirfd, pid_t pid) {
+        char v[24];
+        snprintf(v, sizeof(v), "%d", (int) pid);
+        return cg_write_at(dirfd, "cgroup.procs", v);
+}
+
+int cg_remove(const char *path) {
+        if (rmdir(path) < 0 && errno != ENOENT)
+                return negative_errno();
+        return 0;
+}
+
+int cg_cpu_usage_at(int dirfd, usec_t *ret) {
+        char buf[1024];
+        const char *p;
+        int r = cg_read_at(dirfd, "cpu.stat", buf, sizeof(buf));
+
+        if (r < 0)
+                return r;
+        p = strstr(buf, "usage_usec ");
+        if (!p)
+                return -EIO;
+        *ret = strtoull(p + 11, NULL, 10);
+        return 0;
+}
+
+int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) {
+        char buf[8192];
+        uint64_t sum = 0;
+        long page = sysconf(_SC_PAGESIZE);
+        char *save = NULL;
+        int r;
+
+        if (have_memory_controller) {
+                r = cg_read_at(dirfd, "memory.current", buf, sizeof(buf));
+                if (r < 0)
+                        return r;
+                *ret = strtoull(buf, NULL, 10);
+                return 0;
+        }
+        r = cg_read_at(dirfd, "cgroup.procs", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        for (char *p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+                char path[64], statm[128];
+                unsigned long long size, resident;
+                _cleanup_close_ int fd = -EBADF;
+                ssize_t n;
+
+                snprintf(path, sizeof(path), "/proc/%ld/statm", strtol(p, NULL, 10));
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* exited meanwhile */
+                n = read(fd, statm, sizeof(statm) - 1);
+                if (n <= 0)
+                        continue;
+                statm[n] = '\0';
+                if (sscanf(statm, "%llu %llu", &size, &resident) == 2)
+                        sum += resident * (uint64_t) page;
+        }
+        *ret = sum;
+        return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+#include "time-util.h"
+
+/* The cgroup v2 leaf: finding the tree, creating groups, writing limits, reading stats,
+ * killing. Every path here is absolute (mount point included). No logging above debug is
+ * done here: callers decide what a failure means. */
+
+typedef enum CgroupController {
+        CGROUP_CPU,
+        CGROUP_MEMORY,
+        CGROUP_PIDS,
+        _CGROUP_CONTROLLER_MAX,
+} CgroupController;
+
+#define CGROUP_MASK(c) (1u << (c))
+#define CGROUP_MASK_ALL ((1u << _CGROUP_CONTROLLER_MAX) - 1)
+
+const char *cgroup_controller_to_string(CgroupController c);
+
+/* Parses the text of a mountinfo file for the first cgroup2 mount. Pure, for tests. */
+int cg_parse_mountinfo(const char *text, char **ret_mount);
+/* Parses /proc/PID/cgroup text for the "0::/path" line. Pure. */
+int cg_parse_proc_cgroup(const char *text, char **ret_path);
+/* Parses a controller list ("cpu io memory pids") into a mask of the controllers we use. */
+unsigned cg_parse_controllers(const char *text);
+
+int cg_find_mount(char **ret_mount);                 /* /proc/self/mountinfo */
+int cg_pid_path(pid_t pid, char **ret_path);          /* 0 = self; path relative to mount */
+
+/* Creates path (and missing parents, mode 0755); ok if it exists. */
+int cg_create(const char *path);
+int cg_open(const char *path, int *ret_fd);          /* O_DIRECTORY|O_PATH-less, O_CLOEXEC */
+
+int cg_write_at(int dirfd, const char *file, const char *value);
+int cg_read_at(int dirfd, const char *file, char *buf, size_t size);
+
+/* Enables the controllers in mask in path/cgroup.subtree_control: one bulk write, then one
+ * controller at a time; returns the mask that really took (re-read). */
+unsigned cg_enable_controllers(const char *path, unsigned mask);
+unsigned cg_available_controllers(const char *path);   /* path/cgroup.controllers */
+
+/* "max" for UINT64_MAX, the number otherwise. */
+void cg_format_limit(uint64_t v, char buf[static 24]);
+
+typedef struct CgroupLimits {
+        uint64_t memory_high;   /* bytes */
+        uint64_t memory_max;    /* bytes */
+        uint64_t cpu_weight;    /* 1..10000 */
+        uint64_t cpu_max_quota; /* µs per cpu_max_period; UINT64_MAX = no quota */
+        uint64_t cpu_max_period;
+        uint64_t pids_max;      /* UINT64_MAX = max */
+} CgroupLimits;
+
+/* Writes every limit whose controller is in mask. Returns the first error, having tried all. */
+int cg_apply_limits(int dirfd, unsigned mask, const CgroupLimits *l);
+
+/* cgroup.events "populated": 1 populated, 0 empty, negative errno. */
+int cg_is_populated_at(int dirfd);
+/* cgroup.kill, falling back to SIGKILL for every pid in cgroup.procs. */
+int cg_kill_at(int dirfd);
+/* Moves the calling process (or pid) into the group. */
+int cg_attach_at(int dirfd, pid_t pid);
+/* rmdir; -EBUSY while populated. */
+int cg_remove(const char *path);
+
+/* cpu.stat usage_usec (available in v2 without the cpu controller). */
+int cg_cpu_usage_at(int dirfd, usec_t *ret);
+/* memory.current; where the memory controller is missing, the sum of the resident set sizes
+ * of the group's processes (from /proc/PID/statm), which over-counts shared pages. */
+int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret);

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "time-util.h"
+
+/* The parsed and validated configuration: slotd.ini plus every fleets.d/\*.ini (SPEC §2).
+ * Pure data; the parser does no I/O beyond reading the files it is given and never logs. */
+
+typedef enum QueryType {
+        QUERY_NONE,
+        QUERY_SQP,
+        QUERY_A2S,
+        _QUERY_TYPE_MAX,
+} QueryType;
+
+const char *query_type_to_string(QueryType t);
+QueryType query_type_from_string(const char *s); /* -1 (as int) when unknown */
+
+typedef struct FleetConfig {
+        char *file;                /* path of the fleet's INI file */
+        unsigned line;             /* line of the [fleet] section header, for errors */
+
+        /* [fleet] */
+        char *name;                /* fleet.name, default: file name without ".ini" */
+        char *build;               /* fleet.build, absolute path, required */
+        char **args;               /* fleet.args split into words, ${…} not yet expanded */
+        char **environment;        /* fleet.environment: "KEY=value" words, not yet expanded */
+        char *build_configuration; /* default "default" */
+        char *user;                /* default "nobody" */
+        char *group;               /* default "nogroup" */
+        bool start_on_provision;   /* default true */
+        usec_t stop_timeout;       /* default 10s */
+
+        /* [usage] */
+        double usage_cpu;          /* cores per server, > 0 (required) */
+        uint64_t usage_memory;     /* bytes per server, > 0 (required) */
+        unsigned usage_servers;    /* fixed count; 0 = auto (density decides) */
+
+        /* [ports] */
+        uint16_t game_port_base;   /* default 9000 */
+        uint16_t query_port_base;  /* default 9600 */
+
+        /* [checks] */
+        usec_t check_interval;     /* default 1m; 0 = checks off */
+        double cpu_tolerance;      /* fraction: "10%" → 0.10; default 0.10 */
+        uint64_t memory_tolerance; /* bytes; default 200M */
+        unsigned strikes;          /* default 3 */
+        usec_t strike_window;      /* default 30m */
+        int check_signal;          /* default SIGSEGV */
+        QueryType query;           /* default QUERY_NONE */
+        usec_t query_timeout;      /* default 2s */
+        usec_t heartbeat;          /* default 0 = off */
+        usec_t start_timeout;      /* default 0 = off */
+
+        /* [crash] */
+        unsigned crash_restarts;   /* default 1 */
+        usec_t crash_window;       /* default 30m */
+        bool pre_recovery;         /* default true */
+
+        /* [limits] */
+        uint64_t memory_max;       /* bytes; 0 in the file is an error; default (when unset)
+                                    * usage_memory + 2 × memory_tolerance, filled in by
+                                    * config_load() */
+        double cpu_max;            /* cores; 0 = off (the default) */
+        uint64_t pids_max;         /* default 4096 */
+
+        /* Lines of the keys that later checks (density, config_validate) name in their
+         * messages; 0 when the key was not set. */
+        unsigned build_line;
+        unsigned usage_servers_line;
+        unsigned game_port_base_line;
+        unsigned query_port_base_line;
+
+        /* Filled in by the density calculation. */
+        unsigned slots;
+} FleetConfig;
+
+typedef struct Config {
+        char *config_file;         /* path of slotd.ini (may not exist: then all defaults) */
+        char *fleets_dir;          /* path of fleets.d */
+
+        /* [machine] */
+        char *machine_id;          /* NULL = read /etc/machine-id at start */
+        char *ip;                  /* NULL = detect */
+        char *ipv6;                /* NULL = empty */
+        double cpus;               /* 0 = detect (online CPUs) */
+        uint64_t memory;           /* 0 = detect (MemTotal) */
+        double reserved_cpus;      /* default 0 */
+        uint64_t reserved_memory;  /* default 0 */
+        usec_t idle_ttl;           /* default 30m */
+
+        /* [supervisor] */
+        char *cgroup;              /* NULL = "slots" beside slotd's own leaf cgroup */
+        char *state_dir;           /* default /var/lib/slotd */
+        char *slots_dir;           /* default <state_dir>/slots, i.e. /var/lib/slotd/slots */
+        char *bus;                 /* "system" (default), "session" or a D-Bus address */
+        char *admin_group;         /* NULL = root only */
+
+        /* Lines of machine.reserved_cpus/reserved_memory for density messages; 0 = not set. */
+        unsigned reserved_cpus_line;
+        unsigned reserved_memory_line;
+
+        FleetConfig *fleets;       /* in file-name order */
+        size_t n_fleets;
+} Config;
+
+/* A Config holding every default of slotd.ini and no fleets; NULL on OOM. */
+Config *config_new(void);
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+/* The fleet with that fleet.name, or NULL. */
+FleetConfig *config_find_fleet(const Config *c, const char *name);
+
+/* Reads config_file (a missing file is not an error: all defaults) and every *.ini in
+ * fleets_dir (a missing directory means no fleets) in name order, validates every key, and
+ * fills in defaults. Does not run the density calculation. On error returns a negative errno
+ * and, when ret_error is non-NULL, a malloc'd message of the form
+ * "FILE:LINE: section.key: what is wrong" (or "FILE: what is wrong" where no line applies). */
+int config_load(const char *config_file, const char *fleets_dir, Config **ret, char **ret_error);
+
+/* The same for an in-memory slotd.ini and fleet files, for tests and fuzzers: 'name' is used
+ * in messages and (for fleets) as the default fleet name. config_parse_fleet() appends the
+ * fleet only when the whole file is good; config_parse_machine() may leave c half-updated on
+ * failure, so discard c then. */
+int config_parse_machine(Config *c, const char *name, const char *text, char **ret_error);
+int config_parse_fleet(Config *c, const char *name, const char *text, char **ret_error);
+/* Cross-fleet validation, done by config_load_full() after the density: unique fleet names,
+ * port ranges that do not overlap and fit below 65536 (needs slot counts, so call after
+ * density), a build that is an executable regular file. */
+int config_validate(Config *c, char **ret_error);
+
+/* Value parsers (SPEC §2): return 0 or -EINVAL/-ERANGE; never touch *ret on failure. */
+int parse_duration(const char *s, usec_t *ret);     /* "250ms" "10s" "5m" "1h", bare = s */
+int parse_size(const char *s, uint64_t *ret);       /* "512K" "200M" "2G", bare = bytes */
+int parse_percent(const char *s, double *ret);      /* "10%" → 0.10 */
+int parse_cpu(const char *s, double *ret);          /* "0.5" or "50%" → 0.5 cores, > 0 */
+int parse_boolean(const char *s, bool *ret);        /* yes/no true/false on/off 1/0 */
+int parse_signal(const char *s, int *ret);          /* "SIGSEGV", "SEGV", "11" */
+int parse_port(const char *s, uint16_t *ret);       /* 1..65535 */
+int parse_unsigned(const char *s, unsigned *ret);
+int parse_uint64(const char *s, uint64_t *ret);
+int parse_cores(const char *s, double *ret);        /* like parse_cpu, but 0 is allowed */
+
+/* The machine as the density sees it. */
+typedef struct MachineResources {
+        double cpus;
+        uint64_t memory;
+} MachineResources;
+
+/* SPEC §2 density: for each fleet in order, slots = min(floor(cpu_left / usage_cpu),
+ * floor(mem_left / usage_memory)), capped by usage_servers; what a fleet takes is
+ * subtracted before the next one. Sets fleets[i].slots (none of them on failure). A fleet that
+ * gets no slot, or whose fixed usage_servers does not fit, is an error naming the fleet's file.
+ * machine.cpus/machine.memory, when configured, win over m; m may be NULL when both are. */
+int density_compute(Config *c, const MachineResources *m, char **ret_error);
+
+/* "200M" for a whole number of a unit, "1.5G" otherwise, "512 bytes" below 1K. */
+#define FORMAT_BYTES_MAX 32
+const char *format_bytes(uint64_t bytes, char buf[static FORMAT_BYTES_MAX]);
+
+/* Online CPUs and MemTotal of this machine. */
+int machine_resources_detect(MachineResources *ret);
+
+/* Convenience for the daemon and --check: config_load + detect (or take the configured)
+ * machine resources + density + config_validate. 'detected' NULL = machine_resources_detect(). */
+int config_load_full(const char *config_file, const char *fleets_dir, const MachineResources *detected,
+                     Config **ret, char **ret_error);

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+#include <getopt.h>
+#include <signal.h>
+
+#include "cgroup.h"
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "slotd-config.h"
+
+static const char *arg_config = SLOTD_SYSCONFDIR "/slotd.ini";
+static char *arg_fleets;
+static const char *arg_bus;
+static bool arg_check;
+
+static void help(void) {
+        printf("slotd " SLOTD_VERSION " - supervisor for dedicated game server slots\n\n"
+               "Usage: slotd [OPTIONS]\n\n"
+               "  -c --config FILE   slotd.ini to read (default " SLOTD_SYSCONFDIR "/slotd.ini)\n"
+               "  -f --fleets DIR    fleet files (default: fleets.d beside the config file)\n"
+               "  -b --bus BUS       'system', 'session' or a D-Bus address (overrides "
+               "supervisor.bus)\n"
+               "  -t --check         validate the configuration, print the plan, start nothing\n"
+               "  -h --help          show this help\n"
+               "     --version       show the version\n");
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100 };
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "fleets", required_argument, NULL, 'f' },
+                { "bus", required_argument, NULL, 'b' },
+                { "check", no_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "c:f:b:th", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        arg_config = optarg;
+                        break;
+                case 'f':
+                        free(arg_fleets);
+                        arg_fleets = strdup(optarg);
+                        if (!arg_fleets)
+                                return log_oom();
+                        break;
+                case 'b':
+                        arg_bus = optarg;
+                        break;
+                case 't':
+                        arg_check = true;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("slotd " SLOTD_VERSION "\n");
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'; see --help", argv[optind]);
+                return -EINVAL;
+        }
+        if (!arg_fleets) {
+                const char *slash = strrchr(arg_config, '/');
+                if (asprintf(&arg_fleets, "%.*sfleets.d", slash ? (int) (slash - arg_config + 1) : 0,
+                             arg_config) < 0)
+                        return log_oom();
+        }
+        return 1;
+}
+
+static void format_size(uint64_t v, char buf[static 32]) {
+        static const char units[] = "KMGT";
+        double d = (double) v;
+        int u = -1;
+
+        while (d >= 1024.0 && u < 3) {
+                d /= 1024.0;
+                u++;
+        }
+        if (u < 0)
+                snprintf(buf, 32, "%llu", (unsigned long long) v);
+        else
+                snprintf(buf, 32, "%.4g%c", d, units[u]);
+}
+
+/* Like nginx -t: what would run, and what this host can hold it to. */
+static int print_plan(const Config *c, const MachineResources *res) {
+        _cleanup_free_ char *mount = NULL, *root = NULL;
+        unsigned available = 0;
+        char a[32], b[32];
+        int r;
+
+        printf("configuration: %s, fleets from %s: ok\n", c->config_file ?: arg_config,
+               c->fleets_dir ?: arg_fleets);
+        format_size(res->memory, a);
+        format_size(c->reserved_memory, b);
+        printf("machine: %.4g cpus (%.4g reserved), %s memory (%s reserved)\n", res->cpus,
+               c->reserved_cpus, a, b);
+        for (size_t i = 0; i < c->n_fleets; i++) {
+                const FleetConfig *f = &c->fleets[i];
+                format_size(f->usage_memory, a);
+                format_size(f->memory_max, b);
+                printf("fleet %s (%s): %u slots, %.4g cpus and %s memory each (memory.max %s), "
+                       "ports %u-%u, query ports %u-%u, build %s\n",
+                       f->name, f->file, f->slots, f->usage_cpu, a, b, f->game_port_base,
+                       f->game_port_base + f->slots - 1, f->query_port_base,
+                       f->query_port_base + f->slots - 1, f->build);
+        }
+
+        r = manager_resolve_cgroup_root(c, false, &mount, &root);
+        if (r < 0) {
+                printf("cgroups: no cgroup v2 tree found (%s): slots cannot run here\n",
+                       strerror(-r));
+                return 0;
+        }
+        /* The nearest existing group decides what the slot tree can get. */
+        for (char *p = strdup(root); p; ) {
+                char *slash;
+                if (access(p, F_OK) == 0) {
+                        available = cg_available_controllers(p);
+                        free(p);
+                        break;
+                }
+                slash = strrchr(p, '/');
+                if (!slash || slash == p || strlen(p) <= strlen(mount)) {
+                        free(p);
+                        break;
+                }
+                *slash = '\0';
+        }
+        printf("cgroups: slot tree %s; enforceable:", root);
+        for (int k = 0; k < _CGROUP_CONTROLLER_MAX; k++)
+                printf(" %s=%s", cgroup_controller_to_string(k),
+                       available & CGROUP_MASK(k) ? "yes" : "no");
+        printf("\n");
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *error = NULL;
+        Config *config = NULL;
+        MachineResources detected;
+        sigset_t mask;
+        int r;
+
+        log_open();
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                goto finish;
+
+        r = machine_resources_detect(&detected);
+        if (r < 0) {
+                log_error_errno(r, "Failed to read this machine's CPUs and memory: %m");
+                goto finish;
+        }
+        r = config_load_full(arg_config, arg_fleets, &detected, &config, &error);
+        if (r < 0) {
+                log_error("%s", error ?: "Failed to load the configuration");
+                goto finish;
+        }
+        if (arg_check) {
+                MachineResources res = {
+                        .cpus = config->cpus > 0 ? config->cpus : detected.cpus,
+                        .memory = config->memory > 0 ? config->memory : detected.memory,
+                };
+                r = print_plan(config, &res);
+                config_free(config);
+                goto finish;
+        }
+
+        /* sd-event takes these through signalfd and pidfds; they must never be delivered. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        r = manager_new(config, &m);
+        if (r < 0) {
+                config_free(config);
+                log_error_errno(r, "Failed to create the manager: %m");
+                goto finish;
+        }
+        m->resources.cpus = config->cpus > 0 ? config->cpus : detected.cpus;
+        m->resources.memory = config->memory > 0 ? config->memory : detected.memory;
+        r = manager_startup(m, arg_bus);
+        if (r < 0)
+                goto finish;
+        r = manager_run(m);
+        if (r < 0)
+                log_error_errno(r, "Event loop failed: %m");
+finish:
+        free(arg_fleets);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

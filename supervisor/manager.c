@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <grp.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include "cgroup.h"
+#include "slotd-config.h"
+#include "log.h"
+#include "manager.h"
+#include "notify.h"
+#include "spawn.h"
+#include "strv.h"
+
+int manager_new(Config *config, Manager **ret) {
+        Manager *m = calloc(1, sizeof(Manager));
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        m->notify_fd = -EBADF;
+        r = sd_event_new(&m->event);
+        if (r < 0) {
+                free(m);
+                return r;
+        }
+        m->config = config;
+        *ret = m;
+        return 0;
+}
+
+static void manager_free_fleets(Manager *m) {
+        for (size_t i = 0; i < m->n_fleets; i++) {
+                Fleet *f = &m->fleets[i];
+                for (size_t j = 0; j < f->n_slots; j++)
+                        slot_free(f->slots[j]);
+                free(f->slots);
+                free(f->cgroup_path);
+        }
+        free(m->fleets);
+        free(m->slots);
+        m->fleets = NULL;
+        m->slots = NULL;
+        m->n_fleets = m->n_slots = 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        manager_free_fleets(m);
+        sd_event_source_disable_unref(m->notify_source);
+        safe_close(m->notify_fd);
+        sd_bus_flush_close_unref(m->bus);
+        sd_event_unref(m->event);
+        config_free(m->config);
+        free(m->machine_id);
+        free(m->ip);
+        free(m->ipv6);
+        free(m->cgroup_mount);
+        free(m->cgroup_root);
+        free(m->cgroup_root_relative);
+        free(m->notify_path);
+        free(m);
+        return NULL;
+}
+
+Slot *manager_get_slot(Manager *m, unsigned id) {
+        return id < m->n_slots ? m->slots[id] : NULL;
+}
+
+static int read_machine_id(char **ret) {
+        _cleanup_fclose_ FILE *f = fopen("/etc/machine-id", "re");
+        char buf[64];
+
+        if (!f)
+                return negative_errno();
+        if (!fgets(buf, sizeof(buf), f))
+                return -EIO;
+        buf[strcspn(buf, "\n")] = '\0';
+        if (strlen(buf) != 32)
+                return -EBADMSG;
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The first global IPv4 address: what a player can reach, as Multiplay writes it. */
+static char *detect_ip(void) {
+        struct ifaddrs *list = NULL;
+        char buf[INET_ADDRSTRLEN] = "";
+
+        if (getifaddrs(&list) < 0)
+                return strdup("");
+        for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+                struct in_addr a;
+                uint32_t h;
+
+                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK))
+                        continue;
+                a = ((struct sockaddr_in *) i->ifa_addr)->sin_addr;
+                h = ntohl(a.s_addr);
+                if ((h >> 24) == 127 || (h >> 16) == 0xa9fe) /* loopback, link-local */
+                        continue;
+                inet_ntop(AF_INET, &a, buf, sizeof(buf));
+                break;
+        }
+        freeifaddrs(list);
+        return strdup(buf);
+}
+
+static int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error) {
+        struct passwd *pw;
+        struct group *gr;
+
+        errno = 0;
+        pw = getpwnam(f->user);
+        if (!pw) {
+                if (asprintf(ret_error, "%s: fleet.user: no such user '%s'", f->file, f->user) < 0)
+                        *ret_error = NULL;
+                return -ESRCH;
+        }
+        gr = getgrnam(f->group);
+        if (!gr) {
+                if (asprintf(ret_error, "%s: fleet.group: no such group '%s'", f->file, f->group) < 0)
+                        *ret_error = NULL;
+                return -ESRCH;
+        }
+        *ret_uid = pw->pw_uid;
+        *ret_gid = gr->gr_gid;
+        return 0;
+}
+
+int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root) {
+        _cleanup_free_ char *mount = NULL, *self = NULL, *root = NULL;
+        int r;
+
+        r = cg_find_mount(&mount);
+        if (r < 0)
+                return r;
+        if (c->cgroup) {
+                size_t n = strlen(mount);
+                /* Either a path below the mount point or a cgroup path as /proc/self/cgroup
+                 * shows it. */
+                if (strncmp(c->cgroup, mount, n) == 0 && (c->cgroup[n] == '/' || !c->cgroup[n]))
+                        root = strdup(c->cgroup);
+                else if (asprintf(&root, "%s%s", mount, c->cgroup) < 0)
+                        root = NULL;
+        } else {
+                const char *base;
+
+                r = cg_pid_path(0, &self);
+                if (r < 0)
+                        return r;
+                base = strrchr(self, '/');
+                if (streq(self, "/"))
+                        r = asprintf(&root, "%s/slots", mount);
+                else if (base && streq(base, "/supervisor"))
+                        r = asprintf(&root, "%s%.*s/slots", mount, (int) (base - self), self);
+                else {
+                        /* No internal processes: slotd moves into a leaf of its own, and the
+                         * slot tree grows beside it. */
+                        _cleanup_free_ char *leaf = NULL;
+                        _cleanup_close_ int fd = -EBADF;
+
+                        if (asprintf(&leaf, "%s%s/supervisor", mount, self) < 0)
+                                return -ENOMEM;
+                        if (create) {
+                                r = cg_create(leaf);
+                                if (r < 0)
+                                        return r;
+                                r = cg_open(leaf, &fd);
+                                if (r < 0)
+                                        return r;
+                                r = cg_attach_at(fd, getpid());
+                                if (r < 0)
+                                        return r;
+                        }
+                        r = asprintf(&root, "%s%s/slots", mount, self);
+                }
+                if (r < 0)
+                        root = NULL;
+        }
+        if (!root)
+                return -ENOMEM;
+        *ret_mount = TAKE_PTR(mount);
+        *ret_root = TAKE_PTR(root);
+        return 0;
+}
+
+static int manager_setup_cgroups(Manager *m) {
+        unsigned enforced = CGROUP_MASK_ALL;
+        size_t n;
+        int r;
+
+        r = manager_resolve_cgroup_root(m->config, true, &m->cgroup_mount, &m->cgroup_root);
+        if (r == -ENOENT)
+                return log_error_errno(r, "No cgroup v2 file system is mounted (looked in "
+                                          "/proc/self/mountinfo)");
+        if (r < 0)
+                return log_error_errno(r, "Failed to find the cgroup for the slot tree: %m");
+        n = strlen(m->cgroup_mount);
+        m->cgroup_root_relative = strdup(m->cgroup_root[n] ? m->cgroup_root + n : "/");
+        if (!m->cgroup_root_relative)
+                return log_oom();
+
+        r = cg_create(m->cgroup_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create cgroup %s: %m", m->cgroup_root);
+
+        /* Controllers must be enabled at every level from the mount down to a slot's parent;
+         * each level keeps only what the kernel really accepted above it. */
+        enforced &= cg_enable_controllers(m->cgroup_mount, enforced);
+        for (const char *p = m->cgroup_root + n; *p;) {
+                const char *next = strchr(p + 1, '/');
+                _cleanup_free_ char *level = strndup(m->cgroup_root,
+                                                     next ? (size_t) (next - m->cgroup_root)
+                                                          : strlen(m->cgroup_root));
+                if (!level)
+                        return log_oom();
+                enforced &= cg_enable_controllers(level, enforced);
+                if (!next)
+                        break;
+                p = next;
+        }
+
+        for (size_t i = 0; i < m->config->n_fleets; i++) {
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s/%s", m->cgroup_root, m->config->fleets[i].name) < 0)
+                        return log_oom();
+                r = cg_create(path);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create cgroup %s: %m", path);
+                enforced &= cg_enable_controllers(path, enforced);
+        }
+        m->enforced = m->config->n_fleets > 0 ? enforced : cg_available_controllers(m->cgroup_root);
+
+        for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                if (!(m->enforced & CGROUP_MASK(c)))
+                        log_warning("The %s controller is not available below %s: %s limits are "
+                                    "not enforced%s",
+                                    cgroup_controller_to_string(c), m->cgroup_root,
+                                    cgroup_controller_to_string(c),
+                                    c == CGROUP_MEMORY ? ", memory is measured from the processes' "
+                                                         "resident sets" : "");
+        r = spawn_probe_killed_cgroup_bug(m->cgroup_root);
+        if (r < 0)
+                log_debug_errno(r, "Could not probe clone3 into a killed cgroup, assuming it works: %m");
+        m->killed_cgroup_bug = r > 0;
+        if (m->killed_cgroup_bug)
+                log_debug("This kernel kills children cloned into a cgroup emptied by cgroup.kill; "
+                          "such slots start with fork and cgroup.procs instead");
+        log_info("Slot tree in %s", m->cgroup_root);
+        return 0;
+}
+
+static int manager_on_notify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        char buf[NOTIFY_MESSAGE_MAX + 1];
+        union {
+                struct cmsghdr header;
+                uint8_t space[CMSG_SPACE(sizeof(struct ucred))];
+        } control = {};
+        struct iovec iov = { buf, sizeof(buf) };
+        struct msghdr msg = {
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = &control,
+                .msg_controllen = sizeof(control),
+        };
+        struct ucred *cred = NULL;
+        ssize_t n;
+        Slot *s;
+
+        /* One datagram per wake-up keeps a flood from one server from starving the loop. */
+        n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
+        if (n < 0)
+                return 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+                    c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+                        cred = (struct ucred *) CMSG_DATA(c);
+                else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        int *fds = (int *) CMSG_DATA(c);
+                        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+                                safe_close(fds[i]);
+                }
+        if (!cred || cred->pid <= 0 || (size_t) n > NOTIFY_MESSAGE_MAX || (msg.msg_flags & MSG_TRUNC))
+                return 0;
+        s = manager_slot_by_pid(m, cred->pid);
+        if (!s) {
+                log_debug("Notify message from process %d outside every slot, ignoring",
+                          (int) cred->pid);
+                return 0;
+        }
+        slot_handle_notify(s, buf, (size_t) n);
+        return 0;
+}
+
+Slot *manager_slot_by_pid(Manager *m, pid_t pid) {
+        _cleanup_free_ char *path = NULL;
+        size_t n = strlen(m->cgroup_root_relative);
+        const char *p, *fleet_end;
+        unsigned long id;
+        char *end;
+        Slot *s;
+
+        if (cg_pid_path(pid, &path) < 0)
+                return NULL;
+        /* <root>/<fleet>/slot-<id>[/…]: the id finds the slot, the fleet must agree. */
+        if (strncmp(path, m->cgroup_root_relative, n) != 0)
+                return NULL;
+        p = path + n;
+        if (streq(m->cgroup_root_relative, "/"))
+                p--;
+        if (*p != '/')
+                return NULL;
+        p++;
+        fleet_end = strchr(p, '/');
+        if (!fleet_end || strncmp(fleet_end, "/slot-", 6) != 0)
+                return NULL;
+        errno = 0;
+        id = strtoul(fleet_end + 6, &end, 10);
+        if (errno != 0 || end == fleet_end + 6 || (*end != '\0' && *end != '/') || id > UINT32_MAX)
+                return NULL;
+        s = manager_get_slot(m, (unsigned) id);
+        if (!s || strlen(s->fleet->config->name) != (size_t) (fleet_end - p) ||
+            strncmp(s->fleet->config->name, p, (size_t) (fleet_end - p)) != 0)
+                return NULL;
+        return s;
+}
+
+static int manager_setup_notify(Manager *m) {
+        int r;
+
+        r = cg_create(m->config->state_dir);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", m->config->state_dir);
+        (void) chmod(m->config->state_dir, 0755);
+        if (asprintf(&m->notify_path, "%s/notify", m->config->state_dir) < 0)
+                return log_oom();
+        r = notify_socket_open(m->notify_path, &m->notify_fd);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the notify socket %s: %m",
+                                       m->notify_path);
+        r = sd_event_add_io(m->event, &m->notify_source, m->notify_fd, EPOLLIN, manager_on_notify, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the notify socket: %m");
+        return 0;
+}
+
+static int manager_setup_slots(Manager *m) {
+        unsigned total = 0, id = 0;
+        int r;
+
+        for (size_t i = 0; i < m->config->n_fleets; i++)
+                total += m->config->fleets[i].slots;
+        m->fleets = calloc(m->config->n_fleets ?: 1, sizeof(Fleet));
+        m->slots = calloc(total ?: 1, sizeof(Slot *));
+        if (!m->fleets || !m->slots)
+                return log_oom();
+
+        for (size_t i = 0; i < m->config->n_fleets; i++) {
+                Fleet *f = &m->fleets[i];
+                _cleanup_free_ char *error = NULL;
+
+                f->manager = m;
+                f->config = &m->config->fleets[i];
+                m->n_fleets++;
+                r = resolve_identity(f->config, &f->uid, &f->gid, &error);
+                if (r < 0)
+                        return log_error_errno(r, "%s", error ?: "Failed to resolve the fleet's user");
+                if (asprintf(&f->cgroup_path, "%s/%s", m->cgroup_root, f->config->name) < 0)
+                        return log_oom();
+                f->slots = calloc(f->config->slots, sizeof(Slot *));
+                if (!f->slots)
+                        return log_oom();
+                for (unsigned j = 0; j < f->config->slots; j++) {
+                        r = slot_new(m, f, id, j, &f->slots[j]);
+                        if (r < 0)
+                                return log_oom();
+                        f->n_slots++;
+                        m->slots[id++] = f->slots[j];
+                        m->n_slots++;
+                }
+        }
+        return 0;
+}
+
+static int manager_on_signal(sd_event_source *source, const struct signalfd_siginfo *si,
+                             void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Received %s, exiting; game servers keep running", strsignal((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(m->event, 0);
+}
+
+int manager_startup(Manager *m, const char *bus_override) {
+        int r;
+
+        if (m->config->machine_id)
+                m->machine_id = strdup(m->config->machine_id);
+        else if (read_machine_id(&m->machine_id) < 0)
+                m->machine_id = strdup("");
+        m->ip = m->config->ip ? strdup(m->config->ip) : detect_ip();
+        m->ipv6 = strdup(strempty(m->config->ipv6));
+        if (!m->machine_id || !m->ip || !m->ipv6)
+                return log_oom();
+
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, manager_on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, manager_on_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGTERM/SIGINT: %m");
+
+        r = manager_setup_cgroups(m);
+        if (r < 0)
+                return r;
+        r = manager_setup_notify(m);
+        if (r < 0)
+                return r;
+        r = manager_setup_slots(m);
+        if (r < 0)
+                return r;
+        r = manager_bus_setup(m, bus_override ?: m->config->bus);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < m->n_slots; i++) {
+                r = slot_provision(m->slots[i]);
+                if (r < 0)
+                        log_slot_error_errno(m->slots[i], r,
+                                             "Failed to provision the slot, it stays stopped: %m");
+        }
+        log_info("slotd " SLOTD_VERSION " running %zu slots in %zu fleets", m->n_slots, m->n_fleets);
+        (void) sd_notify(false, "READY=1\nSTATUS=Supervising slots");
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        return sd_event_loop(m->event);
+}
+
+void manager_stop_all(Manager *m) {
+        for (size_t i = 0; i < m->n_slots; i++)
+                (void) slot_stop(m->slots[i]);
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+
+/* server.json, the file Unity Multiplay game servers read (SPEC §4). Every value is a JSON
+ * string; NULL is written as "". */
+typedef struct ServerJson {
+        const char *server_id;
+        const char *allocated_uuid;
+        const char *machine_id;
+        const char *fleet_id;
+        const char *ip;
+        const char *ipv6;
+        const char *port;
+        const char *query_port;
+        const char *query_type;
+        const char *server_log_dir;
+} ServerJson;
+
+/* Formats into buf; returns the length, or -ENOBUFS if it does not fit. Pure. */
+int server_json_format(const ServerJson *j, char *buf, size_t size);
+
+/* Rewrites dirfd/server.json in place: open with O_TRUNC, then write. Never a rename, since
+ * SDKs watch the file for writes; never through a symlink or a hard link the game server may
+ * have planted (its home is its own). New files get the given owner, mode 0644. */
+int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid);

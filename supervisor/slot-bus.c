@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+#include "log.h"
+#include "manager.h"
+#include "strv.h"
+
+#define DEFINE_SLOT_GETTER(name, sig, expr)                                                    \
+        static int property_get_##name(sd_bus *bus, const char *path, const char *interface,   \
+                                       const char *property, sd_bus_message *reply,            \
+                                       void *userdata, sd_bus_error *error) {                  \
+                Slot *s = userdata;                                                            \
+                return sd_bus_message_append(reply, sig, expr);                                \
+        }
+
+DEFINE_SLOT_GETTER(fleet, "s", s->fleet->config->name)
+DEFINE_SLOT_GETTER(state, "s", slot_state(s))
+DEFINE_SLOT_GETTER(process_state, "s", process_state_to_string(s->process_state))
+DEFINE_SLOT_GETTER(failure_reason, "s", failure_reason_to_string(s->failure))
+DEFINE_SLOT_GETTER(allocation_uuid, "s", strempty(s->allocation_uuid))
+DEFINE_SLOT_GETTER(build_configuration, "s", s->build_configuration)
+DEFINE_SLOT_GETTER(main_pid, "u", (uint32_t) s->main_pid)
+DEFINE_SLOT_GETTER(cgroup, "s", s->cgroup_path)
+DEFINE_SLOT_GETTER(home, "s", s->home)
+DEFINE_SLOT_GETTER(cpu_budget, "d", s->fleet->config->usage_cpu)
+DEFINE_SLOT_GETTER(memory_budget, "t", s->fleet->config->usage_memory)
+DEFINE_SLOT_GETTER(cpu_usage, "d", slot_cpu_usage(s))
+DEFINE_SLOT_GETTER(memory_current, "t", slot_memory_current(s))
+DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
+DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
+
+static int slot_method_prologue(sd_bus_message *msg, Slot *s, sd_bus_error *error) {
+        return bus_check_admin(msg, s->manager, error);
+}
+
+static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = slot_method_prologue(msg, s, error);
+
+        if (r < 0)
+                return r;
+        log_slot_info(s, "Start requested over D-Bus");
+        r = slot_start(s);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "Slot %u cannot start while %s", s->id,
+                                         process_state_to_string(s->process_state));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = slot_method_prologue(msg, s, error);
+
+        if (r < 0)
+                return r;
+        log_slot_info(s, "Stop requested over D-Bus");
+        (void) slot_stop(s);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_restart(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = slot_method_prologue(msg, s, error);
+
+        if (r < 0)
+                return r;
+        log_slot_info(s, "Restart requested over D-Bus");
+        (void) slot_restart(s);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_reset_failed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = slot_method_prologue(msg, s, error);
+
+        if (r < 0)
+                return r;
+        r = slot_reset_failed(s);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "Slot %u is %s, not failed", s->id,
+                                         process_state_to_string(s->process_state));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+const sd_bus_vtable slot_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Id", "u", NULL, offsetof(Slot, id), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Fleet", "s", property_get_fleet, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ProcessState", "s", property_get_process_state, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FailureReason", "s", property_get_failure_reason, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("AllocationUUID", "s", property_get_allocation_uuid, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("BuildConfiguration", "s", property_get_build_configuration, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MainPID", "u", property_get_main_pid, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Cgroup", "s", property_get_cgroup, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Home", "s", property_get_home, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Port", "q", NULL, offsetof(Slot, port), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("QueryPort", "q", NULL, offsetof(Slot, query_port),
+                        SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("CPUBudget", "d", property_get_cpu_budget, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MemoryBudget", "t", property_get_memory_budget, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        /* Live figures: read on demand, never announced. */
+        SD_BUS_PROPERTY("CPUUsage", "d", property_get_cpu_usage, 0, 0),
+        SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory_current, 0, 0),
+        SD_BUS_PROPERTY("Restarts", "u", NULL, offsetof(Slot, restarts),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastExitCode", "i", NULL, offsetof(Slot, last_exit_code),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastExitSignal", "i", NULL, offsetof(Slot, last_exit_signal),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Ready", "b", property_get_ready, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("StartedAtUSec", "t", NULL, offsetof(Slot, started_at),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD("Start", NULL, NULL, method_start, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Restart", NULL, NULL, method_restart, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ResetFailed", NULL, NULL, method_reset_failed, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+/* /org/slotd/Supervisor1/slot/<id>, <id> a plain decimal with no leading zeros. */
+int slot_bus_find(sd_bus *bus, const char *path, const char *interface, void *userdata,
+                  void **ret_found, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *p;
+        unsigned long id;
+        char *end;
+        Slot *s;
+
+        if (strncmp(path, BUS_SLOT_PREFIX "/", strlen(BUS_SLOT_PREFIX) + 1) != 0)
+                return 0;
+        p = path + strlen(BUS_SLOT_PREFIX) + 1;
+        if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != '\0'))
+                return 0;
+        errno = 0;
+        id = strtoul(p, &end, 10);
+        if (errno != 0 || *end != '\0' || id > UINT32_MAX)
+                return 0;
+        s = manager_get_slot(m, (unsigned) id);
+        if (!s)
+                return 0;
+        *ret_found = s;
+        return 1;
+}
+
+int slot_bus_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***ret_nodes,
+                       sd_bus_error *error) {
+        _cleanup_strv_free_ char **nodes = calloc(1, sizeof(char *));
+        Manager *m = userdata;
+        int r;
+
+        if (!nodes)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_slots; i++) {
+                r = strv_extend(&nodes, m->slots[i]->object_path);
+                if (r < 0)
+                        return r;
+        }
+        *ret_nodes = TAKE_PTR(nodes);
+        return 0;
+}

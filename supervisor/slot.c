@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cgroup.h"
+#include "expand.h"
+#include "log.h"
+#include "manager.h"
+#include "notify.h"
+#include "server-json.h"
+#include "slot.h"
+#include "spawn.h"
+#include "strv.h"
+
+static void slot_dispatch(Slot *s, SlotEvent event);
+
+bool slot_is_allocated(const Slot *s) {
+        return s->allocation_uuid != NULL;
+}
+
+const char *slot_state(const Slot *s) {
+        if (slot_is_allocated(s))
+                return "allocated";
+        if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING)
+                return "online";
+        return "available";
+}
+
+
+static void slot_set_process_state(Slot *s, ProcessState state) {
+        if (s->process_state == state)
+                return;
+        log_slot_debug(s, "%s → %s", process_state_to_string(s->process_state),
+                       process_state_to_string(state));
+        s->process_state = state;
+}
+
+int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
+        Slot *s = calloc(1, sizeof(Slot));
+
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->fleet = f;
+        s->id = id;
+        s->index = index;
+        s->cgroup_fd = s->home_fd = -EBADF;
+        s->port = (uint16_t) (f->config->game_port_base + index);
+        s->query_port = (uint16_t) (f->config->query_port_base + index);
+        snprintf(s->id_string, sizeof(s->id_string), "%u", id);
+        snprintf(s->log_prefix, sizeof(s->log_prefix), "slot %u (%s): ", id, f->config->name);
+        if (asprintf(&s->object_path, BUS_SLOT_PREFIX "/%u", id) < 0 ||
+            asprintf(&s->cgroup_path, "%s/slot-%u", f->cgroup_path, id) < 0 ||
+            asprintf(&s->home, "%s/%s/slot-%u", m->config->slots_dir, f->config->name, id) < 0 ||
+            asprintf(&s->log_dir, "%s/logs", s->home) < 0 ||
+            asprintf(&s->log_fields[0], "SLOT_ID=%u", id) < 0 ||
+            asprintf(&s->log_fields[1], "FLEET=%s", f->config->name) < 0 ||
+            !(s->build_configuration = strdup(f->config->build_configuration))) {
+                slot_free(s);
+                return -ENOMEM;
+        }
+        s->announced_state = slot_state(s);
+        *ret = s;
+        return 0;
+}
+
+Slot *slot_free(Slot *s) {
+        if (!s)
+                return NULL;
+        sd_event_source_disable_unref(s->events_source);
+        sd_event_source_disable_unref(s->child_source);
+        sd_event_source_disable_unref(s->stop_timer);
+        sd_event_source_disable_unref(s->start_defer);
+        safe_close(s->cgroup_fd);
+        safe_close(s->home_fd);
+        free(s->object_path);
+        free(s->cgroup_path);
+        free(s->home);
+        free(s->log_dir);
+        free(s->log_fields[0]);
+        free(s->log_fields[1]);
+        free(s->allocation_uuid);
+        free(s->build_configuration);
+        free(s->status);
+        free(s);
+        return NULL;
+}
+
+static int make_owned_dir_at(int dirfd, const char *name, uid_t uid, gid_t gid, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (mkdirat(dirfd, name, 0750) < 0 && errno != EEXIST)
+                return negative_errno();
+        /* O_NOFOLLOW: the directory belongs to the game server, which may have replaced it
+         * with a symlink to somewhere root writes. */
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if ((st.st_uid != uid || st.st_gid != gid) && fchown(fd, uid, gid) < 0)
+                return negative_errno();
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int slot_setup_home(Slot *s) {
+        _cleanup_free_ char *fleet_dir = NULL;
+        _cleanup_close_ int parent = -EBADF, logs = -EBADF;
+        int r;
+
+        if (asprintf(&fleet_dir, "%s/%s", s->manager->config->slots_dir,
+                     s->fleet->config->name) < 0)
+                return -ENOMEM;
+        r = cg_create(fleet_dir); /* plain mkdir -p, root-owned 0755 */
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to create %s: %m", fleet_dir);
+        parent = open(fleet_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (parent < 0)
+                return log_slot_error_errno(s, negative_errno(), "Failed to open %s: %m",
+                                            fleet_dir);
+        s->home_fd = safe_close(s->home_fd);
+        r = make_owned_dir_at(parent, strrchr(s->home, '/') + 1, s->fleet->uid, s->fleet->gid,
+                              &s->home_fd);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to set up home %s: %m", s->home);
+        r = make_owned_dir_at(s->home_fd, "logs", s->fleet->uid, s->fleet->gid, &logs);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to set up %s: %m", s->log_dir);
+        return 0;
+}
+
+static CgroupLimits slot_limits(const Slot *s) {
+        const FleetConfig *f = s->fleet->config;
+        uint64_t weight = (uint64_t) (f->usage_cpu * 100.0 + 0.5);
+
+        return (CgroupLimits){
+                .memory_high = f->usage_memory + f->memory_tolerance,
+                .memory_max = f->memory_max,
+                .cpu_weight = MIN(MAX(weight, 1u), 10000u),
+                .cpu_max_period = 100000,
+                .cpu_max_quota = f->cpu_max > 0 ? (uint64_t) (f->cpu_max * 100000.0 + 0.5)
+                                                : UINT64_MAX,
+                .pids_max = f->pids_max,
+        };
+}
+
+static int slot_on_cgroup_events(sd_event_source *source, const struct inotify_event *ev,
+                                 void *userdata) {
+        Slot *s = userdata;
+
+        /* The main process is reaped through its pidfd; until then its exit decides. */
+        if (s->main_pid == 0 && s->process_state == PROCESS_STOPPING &&
+            cg_is_populated_at(s->cgroup_fd) == 0)
+                slot_dispatch(s, SLOT_EVENT_EMPTY);
+        return 0;
+}
+
+static int slot_setup_cgroup(Slot *s) {
+        _cleanup_free_ char *events = NULL;
+        CgroupLimits limits = slot_limits(s);
+        int r;
+
+        r = cg_create(s->cgroup_path);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to create cgroup %s: %m",
+                                            s->cgroup_path);
+        s->cgroup_fd = safe_close(s->cgroup_fd);
+        r = cg_open(s->cgroup_path, &s->cgroup_fd);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to open cgroup %s: %m", s->cgroup_path);
+        r = cg_apply_limits(s->cgroup_fd, s->manager->enforced, &limits);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to write the limits of %s: %m",
+                                            s->cgroup_path);
+        if (asprintf(&events, "%s/cgroup.events", s->cgroup_path) < 0)
+                return -ENOMEM;
+        s->events_source = sd_event_source_disable_unref(s->events_source);
+        r = sd_event_add_inotify(s->manager->event, &s->events_source, events, IN_MODIFY,
+                                 slot_on_cgroup_events, s);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to watch %s: %m", events);
+        return 0;
+}
+
+int slot_provision(Slot *s) {
+        int r;
+
+        r = slot_setup_cgroup(s);
+        if (r < 0)
+                return r;
+        r = slot_setup_home(s);
+        if (r < 0)
+                return r;
+
+        r = cg_is_populated_at(s->cgroup_fd);
+        if (r > 0) {
+                /* Adopting servers across slotd restarts needs their exit status, which only
+                 * their parent sees; until that exists, a server we did not start is ended
+                 * rather than left to run twice. */
+                log_slot_warning(s, "Cgroup %s still holds processes of an earlier slotd, "
+                                 "killing them before starting anew", s->cgroup_path);
+                slot_set_process_state(s, PROCESS_STOPPING);
+                s->stop_requested = true;
+                s->restart_requested = s->fleet->config->start_on_provision;
+                s->cgroup_killed = true;
+                r = cg_kill_at(s->cgroup_fd);
+                if (r < 0)
+                        return log_slot_error_errno(s, r, "Failed to kill %s: %m", s->cgroup_path);
+                if (cg_is_populated_at(s->cgroup_fd) == 0)
+                        slot_dispatch(s, SLOT_EVENT_EMPTY);
+                return 0;
+        }
+        if (s->fleet->config->start_on_provision)
+                slot_dispatch(s, SLOT_EVENT_START);
+        return 0;
+}
+
+static int slot_write_server_json(Slot *s) {
+        char port[8], query_port[8];
+        const FleetConfig *f = s->fleet->config;
+        ServerJson j = {
+                .server_id = s->id_string,
+                .allocated_uuid = s->allocation_uuid,
+                .machine_id = s->manager->machine_id,
+                .fleet_id = f->name,
+                .ip = s->manager->ip,
+                .ipv6 = s->manager->ipv6,
+                .port = port,
+                .query_port = query_port,
+                .query_type = f->query == QUERY_NONE ? "" : query_type_to_string(f->query),
+                .server_log_dir = s->log_dir,
+        };
+
+        snprintf(port, sizeof(port), "%u", s->port);
+        snprintf(query_port, sizeof(query_port), "%u", s->query_port);
+        return server_json_write_at(s->home_fd, &j, 0, 0);
+}
+
+static int slot_open_log(Slot *s, int *ret_fd) {
+        _cleanup_close_ int logs = -EBADF, fd = -EBADF;
+        struct stat st;
+
+        logs = openat(s->home_fd, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (logs < 0)
+                return negative_errno();
+        fd = openat(logs, "server.log",
+                    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0640);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+                return -EPERM;
+        if ((st.st_uid != s->fleet->uid || st.st_gid != s->fleet->gid) &&
+            fchown(fd, s->fleet->uid, s->fleet->gid) < 0)
+                return negative_errno();
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
+        const FleetConfig *f = s->fleet->config;
+        char port[8], query_port[8];
+        const ExpandVariable vars[] = {
+                { "PORT", port },
+                { "QUERY_PORT", query_port },
+                { "SERVER_ID", s->id_string },
+                { "ALLOCATION_UUID", strempty(s->allocation_uuid) },
+                { "SERVER_LOG_DIR", s->log_dir },
+                { "HOME", s->home },
+        };
+        _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
+        char *v;
+        int r;
+
+        snprintf(port, sizeof(port), "%u", s->port);
+        snprintf(query_port, sizeof(query_port), "%u", s->query_port);
+
+        r = strv_extend(&argv, f->build);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(a, f->args) {
+                r = expand_variables(*a, vars, ELEMENTSOF(vars), &v, NULL);
+                if (r < 0 || (r = strv_push(&argv, v)) < 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+                if (asprintf(&v, "%s=%s", vars[i].name, vars[i].value) < 0)
+                        return -ENOMEM;
+                if ((r = strv_push(&envp, v)) < 0) {
+                        free(v);
+                        return r;
+                }
+        }
+        if (asprintf(&v, "NOTIFY_SOCKET=%s", s->manager->notify_path) < 0 ||
+            strv_push(&envp, v) < 0)
+                return -ENOMEM;
+        r = strv_extend(&envp, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        if (r < 0)
+                return r;
+        if (asprintf(&v, "USER=%s", f->user) < 0 || strv_push(&envp, v) < 0)
+                return -ENOMEM;
+        STRV_FOREACH(e, f->environment) {
+                r = expand_variables(*e, vars, ELEMENTSOF(vars), &v, NULL);
+                if (r < 0 || (r = strv_push(&envp, v)) < 0)
+                        return r;
+        }
+        *ret_argv = TAKE_PTR(argv);
+        *ret_envp = TAKE_PTR(envp);
+        return 0;
+}
+
+static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata);
+
+static int slot_spawn(Slot *s) {
+        _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
+        _cleanup_close_ int log_fd = -EBADF, pidfd = -EBADF;
+        pid_t pid;
+        int r;
+
+        r = slot_build_command(s, &argv, &envp);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to build the command line: %m");
+        r = slot_open_log(s, &log_fd);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to open %s/server.log: %m", s->log_dir);
+        /* server.json is complete before the server's first instruction. */
+        r = slot_write_server_json(s);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to write %s/server.json: %m", s->home);
+
+        r = spawn_process(&(SpawnParams){
+                                  .path = s->fleet->config->build,
+                                  .argv = argv,
+                                  .envp = envp,
+                                  .working_directory = s->home,
+                                  .uid = s->fleet->uid,
+                                  .gid = s->fleet->gid,
+                                  .cgroup_fd = s->cgroup_fd,
+                                  .output_fd = log_fd,
+                                  .fork_and_attach = s->cgroup_killed &&
+                                                     s->manager->killed_cgroup_bug,
+                          },
+                          &pid, &pidfd);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to start %s: %m", s->fleet->config->build);
+
+        s->child_source = sd_event_source_disable_unref(s->child_source);
+        r = sd_event_add_child_pidfd(s->manager->event, &s->child_source, pidfd, WEXITED,
+                                     slot_on_exit, s);
+        if (r < 0) {
+                (void) pidfd_send_signal_wrapper(pidfd, SIGKILL);
+                return log_slot_error_errno(s, r, "Failed to watch process %d: %m", (int) pid);
+        }
+        (void) sd_event_source_set_child_pidfd_own(s->child_source, true);
+        TAKE_FD(pidfd);
+
+        s->main_pid = pid;
+        s->ready = false;
+        s->exit_code = s->exit_signal = 0;
+        s->status = mfree_str(s->status);
+        s->started_at = now_usec(CLOCK_REALTIME);
+        log_slot_info(s, "Started %s as process %d", s->fleet->config->build, (int) pid);
+        return 0;
+}
+
+static int slot_on_start_defer(sd_event_source *source, void *userdata) {
+        Slot *s = userdata;
+
+        s->start_defer = sd_event_source_disable_unref(s->start_defer);
+        slot_dispatch(s, SLOT_EVENT_START);
+        return 0;
+}
+
+/* Restarts go through the event loop so that a server which dies at once never recurses
+ * into its own restart. */
+static void slot_schedule_start(Slot *s) {
+        int r;
+
+        if (s->start_defer)
+                return;
+        r = sd_event_add_defer(s->manager->event, &s->start_defer, slot_on_start_defer, s);
+        if (r < 0)
+                log_slot_error_errno(s, r, "Failed to schedule a start: %m");
+}
+
+static int slot_on_stop_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+
+        s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
+        log_slot_notice(s, "Still running %s after SIGTERM, killing the slot's cgroup",
+                        "fleet.stop_timeout");
+        slot_dispatch(s, SLOT_EVENT_STOP_TIMEOUT);
+        return 0;
+}
+
+static void slot_terminate(Slot *s) {
+        usec_t timeout = s->fleet->config->stop_timeout;
+        int r;
+
+        if (s->main_pid > 0 && s->child_source) {
+                r = sd_event_source_send_child_signal(s->child_source, SIGTERM, NULL, 0);
+                if (r < 0)
+                        log_slot_warning_errno(s, r, "Failed to send SIGTERM: %m");
+        }
+        if (timeout == 0) {
+                slot_dispatch(s, SLOT_EVENT_STOP_TIMEOUT);
+                return;
+        }
+        s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
+        r = sd_event_add_time_relative(s->manager->event, &s->stop_timer, CLOCK_MONOTONIC, timeout,
+                                       USEC_PER_MSEC, slot_on_stop_timeout, s);
+        if (r < 0) {
+                log_slot_error_errno(s, r, "Failed to arm the stop timer, killing now: %m");
+                slot_dispatch(s, SLOT_EVENT_STOP_TIMEOUT);
+        }
+}
+
+static void slot_kill(Slot *s) {
+        int r;
+
+        s->cgroup_killed = true;
+        r = cg_kill_at(s->cgroup_fd);
+        if (r < 0)
+                log_slot_error_errno(s, r, "Failed to kill cgroup %s: %m", s->cgroup_path);
+}
+
+static int slot_set_allocation(Slot *s, const char *uuid) {
+        int r;
+
+        if (streq_ptr(s->allocation_uuid, uuid))
+                return 0;
+        r = free_and_strdup(&s->allocation_uuid, uuid);
+        if (r < 0)
+                return r;
+        /* Rewritten before anything announces the change (SPEC §4). */
+        r = slot_write_server_json(s);
+        if (r < 0)
+                log_slot_warning_errno(s, r, "Failed to rewrite server.json: %m");
+        return 0;
+}
+
+/* The process and everything it started are gone: decide what comes next (SPEC §6). */
+static void slot_settle(Slot *s) {
+        bool clean = s->exit_signal == 0 && s->exit_code == 0;
+        bool requested = s->stop_requested || s->restart_requested;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        const FleetConfig *f = s->fleet->config;
+        ExitVerdict v;
+
+        s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
+        if (!requested && !clean)
+                crash_history_add(&s->crashes, now);
+
+        v = slot_exit_policy(&(ExitInput){
+                .stop_requested = s->stop_requested,
+                .restart_requested = s->restart_requested,
+                .clean_exit = clean,
+                .allocated = slot_is_allocated(s),
+                .start_on_provision = f->start_on_provision,
+                .pre_recovery = f->pre_recovery,
+                .crashes_in_window = crash_history_count(&s->crashes, now, f->crash_window),
+                .crash_restarts = f->crash_restarts,
+        });
+        s->stop_requested = s->restart_requested = false;
+        s->ready = false;
+
+        if (v.deallocate && !requested)
+                (void) slot_set_allocation(s, NULL);
+        if (!requested && !clean) {
+                if (s->exit_signal)
+                        log_slot_warning(s, "Server crashed: killed by signal %d (%s)%s%s",
+                                         s->exit_signal, strsignal(s->exit_signal),
+                                         v.decision == EXIT_DECISION_RESTART ? ", restarting" : ", not restarting: ",
+                                         failure_reason_to_string(v.reason));
+                else
+                        log_slot_warning(s, "Server crashed: exit code %d%s%s", s->exit_code,
+                                         v.decision == EXIT_DECISION_RESTART ? ", restarting" : ", not restarting: ",
+                                         failure_reason_to_string(v.reason));
+                manager_bus_slot_crashed(s->manager, s, failure_reason_to_string(v.reason));
+        }
+
+        switch (v.decision) {
+        case EXIT_DECISION_RESTART:
+                slot_set_process_state(s, PROCESS_STOPPED);
+                s->restarts++;
+                slot_schedule_start(s);
+                break;
+        case EXIT_DECISION_STOP:
+                s->failure = v.reason;
+                slot_set_process_state(s, PROCESS_STOPPED);
+                break;
+        case EXIT_DECISION_FAIL:
+                s->failure = v.reason;
+                log_slot_warning(s, "Crashed %u times within crash.window, not restarting "
+                                 "until Start or ResetFailed",
+                                 crash_history_count(&s->crashes, now, f->crash_window));
+                slot_set_process_state(s, PROCESS_FAILED);
+                break;
+        }
+}
+
+static void slot_apply(Slot *s, SlotTransition t) {
+        if (t.actions & SLOT_ACTION_CLEAR_FAILURE) {
+                s->failure = FAILURE_NONE;
+                crash_history_reset(&s->crashes);
+        }
+        slot_set_process_state(s, t.next);
+        if (t.actions & SLOT_ACTION_SPAWN) {
+                if (slot_spawn(s) < 0) {
+                        /* A start that fails before the process exists counts as a crash, so
+                         * the back-off stops a slot that can never start. */
+                        s->exit_code = SPAWN_EXIT_SETUP;
+                        s->exit_signal = 0;
+                        s->last_exit_code = SPAWN_EXIT_SETUP;
+                        s->last_exit_signal = 0;
+                        slot_set_process_state(s, PROCESS_STOPPING);
+                        slot_settle(s);
+                }
+        }
+        if (t.actions & SLOT_ACTION_TERMINATE)
+                slot_terminate(s);
+        if (t.actions & SLOT_ACTION_KILL)
+                slot_kill(s);
+        if (t.actions & SLOT_ACTION_SETTLE)
+                slot_settle(s);
+}
+
+static void slot_dispatch(Slot *s, SlotEvent event) {
+        bool populated = false;
+        SlotTransition t;
+
+        if (event == SLOT_EVENT_EXIT)
+                populated = cg_is_populated_at(s->cgroup_fd) > 0;
+        t = slot_fsm_next(s->process_state, event, populated);
+        if (!t.valid)
+                return;
+        if (event == SLOT_EVENT_START && s->process_state == PROCESS_STOPPING)
+                s->restart_requested = true;
+        slot_apply(s, t);
+        if (s->process_state != s->announced_process_state ||
+            !streq(slot_state(s), s->announced_state))
+                manager_bus_slot_changed(s->manager, s);
+}
+
+static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
+        Slot *s = userdata;
+
+        s->main_pid = 0;
+        s->child_source = sd_event_source_disable_unref(s->child_source);
+        if (si->si_code == CLD_EXITED) {
+                s->exit_code = si->si_status;
+                s->exit_signal = 0;
+        } else {
+                s->exit_code = 0;
+                s->exit_signal = si->si_status;
+        }
+        s->last_exit_code = s->exit_code;
+        s->last_exit_signal = s->exit_signal;
+        log_slot_info(s, "Process %d %s %d", (int) si->si_pid,
+                      si->si_code == CLD_EXITED ? "exited with code" : "was killed by signal",
+                      si->si_status);
+        slot_dispatch(s, SLOT_EVENT_EXIT);
+        return 0;
+}
+
+int slot_start(Slot *s) {
+        if (s->process_state == PROCESS_STOPPING && s->stop_requested) {
+                s->restart_requested = true;
+                return 0;
+        }
+        slot_dispatch(s, SLOT_EVENT_START);
+        return 0;
+}
+
+int slot_stop(Slot *s) {
+        s->start_defer = sd_event_source_disable_unref(s->start_defer);
+        if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING ||
+            s->process_state == PROCESS_STOPPING) {
+                s->stop_requested = true;
+                s->restart_requested = false;
+        }
+        slot_dispatch(s, SLOT_EVENT_STOP);
+        return 0;
+}
+
+int slot_restart(Slot *s) {
+        if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING ||
+            s->process_state == PROCESS_STOPPING) {
+                s->restart_requested = true;
+                slot_dispatch(s, SLOT_EVENT_STOP);
+                return 0;
+        }
+        slot_dispatch(s, SLOT_EVENT_START);
+        return 0;
+}
+
+int slot_reset_failed(Slot *s) {
+        if (s->process_state != PROCESS_FAILED)
+                return -EBUSY;
+        slot_dispatch(s, SLOT_EVENT_RESET);
+        return 0;
+}
+
+void slot_handle_notify(Slot *s, const char *buf, size_t size) {
+        NotifyMessage msg;
+
+        if (notify_parse(buf, size, &msg) < 0) {
+                log_slot_debug(s, "Ignoring a malformed notify message");
+                return;
+        }
+        if (msg.has_status)
+                (void) free_and_strdup(&s->status, msg.status);
+        if (msg.ready && !s->ready) {
+                s->ready = true;
+                log_slot_debug(s, "READY=1");
+                slot_dispatch(s, SLOT_EVENT_READY);
+        }
+        manager_bus_slot_changed(s->manager, s);
+}
+
+uint64_t slot_memory_current(Slot *s) {
+        uint64_t v = 0;
+
+        if (s->cgroup_fd < 0 ||
+            cg_memory_current_at(s->cgroup_fd, s->manager->enforced & CGROUP_MASK(CGROUP_MEMORY),
+                                 &v) < 0)
+                return 0;
+        return v;
+}
+
+double slot_cpu_usage(Slot *s) {
+        usec_t usage, now = now_usec(CLOCK_MONOTONIC);
+
+        if (s->cgroup_fd < 0 || cg_cpu_usage_at(s->cgroup_fd, &usage) < 0)
+                return s->cpu_usage;
+        /* Cores over the time since the previous sample, at most every 100 ms, so that
+         * property reads in a burst do not turn noise into a figure. */
+        if (s->cpu_sample_at == 0 || now - s->cpu_sample_at >= 100 * USEC_PER_MSEC) {
+                if (s->cpu_sample_at != 0 && usage >= s->cpu_sample_usage)
+                        s->cpu_usage = (double) (usage - s->cpu_sample_usage) /
+                                       (double) (now - s->cpu_sample_at);
+                s->cpu_sample_usage = usage;
+                s->cpu_sample_at = now;
+        }
+        return s->cpu_usage;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "slot-fsm.h"
+#include "time-util.h"
+
+typedef struct Manager Manager;
+typedef struct Fleet Fleet;
+
+/* One server slot: its cgroup, its home, its process, its allocation. */
+typedef struct Slot {
+        Manager *manager;
+        Fleet *fleet;
+        unsigned id;              /* machine-wide, the D-Bus object's number */
+        unsigned index;           /* within the fleet: ports are base + index */
+        char id_string[12];
+
+        char *object_path;
+        char *cgroup_path;        /* absolute */
+        char *home;
+        char *log_dir;
+        char *log_fields[3];      /* SLOT_ID=…, FLEET=… for the journal */
+        char log_prefix[96];
+        int cgroup_fd;
+        int home_fd;
+        sd_event_source *events_source;   /* inotify on cgroup.events */
+        bool cgroup_killed;       /* cgroup.kill was used on it (see spawn.h) */
+
+        uint16_t port;
+        uint16_t query_port;
+
+        ProcessState process_state;
+        FailureReason failure;
+        char *allocation_uuid;    /* NULL = not allocated */
+        char *build_configuration;
+
+        pid_t main_pid;
+        sd_event_source *child_source;    /* owns the pidfd */
+        sd_event_source *stop_timer;
+        sd_event_source *start_defer;
+        bool stop_requested;      /* no restart when the process is gone */
+        bool restart_requested;   /* start again when the process is gone */
+        int exit_code;            /* of the process that just ended */
+        int exit_signal;
+
+        unsigned restarts;
+        int last_exit_code;
+        int last_exit_signal;
+        usec_t started_at;        /* CLOCK_REALTIME, 0 = never */
+        bool ready;
+        char *status;
+        CrashHistory crashes;
+
+        usec_t cpu_sample_usage;  /* cpu.stat usage_usec at the last sample */
+        usec_t cpu_sample_at;     /* CLOCK_MONOTONIC of that sample */
+        double cpu_usage;         /* cores over the last interval */
+
+        const char *announced_state;
+        ProcessState announced_process_state;
+} Slot;
+
+int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret);
+Slot *slot_free(Slot *s);
+
+/* Creates the cgroup (with limits) and home; empties a group left populated by an earlier
+ * slotd. Then starts the server if the fleet starts on provision. */
+int slot_provision(Slot *s);
+
+int slot_start(Slot *s);          /* -EBUSY where the state refuses */
+int slot_stop(Slot *s);
+int slot_restart(Slot *s);
+int slot_reset_failed(Slot *s);   /* -EBUSY unless failed */
+
+void slot_handle_notify(Slot *s, const char *buf, size_t size);
+
+/* The allocation view (SPEC §5). */
+const char *slot_state(const Slot *s);
+bool slot_is_allocated(const Slot *s);
+
+/* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
+uint64_t slot_memory_current(Slot *s);
+double slot_cpu_usage(Slot *s);
+
+#define log_slot_full_errno(slot, level, error, ...)                                       \
+        ({                                                                                 \
+                const Slot *_s = (slot);                                                   \
+                int _l = (level), _e = (error);                                            \
+                (log_get_max_level() >= _l)                                                \
+                        ? log_internal(_l, _e, _s->log_prefix, _s->log_fields, __FILE__,   \
+                                       __LINE__, __func__, __VA_ARGS__)                    \
+                        : -abs(_e);                                                        \
+        })
+#define log_slot_debug(s, ...) (void) log_slot_full_errno(s, LOG_DEBUG, 0, __VA_ARGS__)
+#define log_slot_info(s, ...) (void) log_slot_full_errno(s, LOG_INFO, 0, __VA_ARGS__)
+#define log_slot_notice(s, ...) (void) log_slot_full_errno(s, LOG_NOTICE, 0, __VA_ARGS__)
+#define log_slot_warning(s, ...) (void) log_slot_full_errno(s, LOG_WARNING, 0, __VA_ARGS__)
+#define log_slot_error_errno(s, e, ...) log_slot_full_errno(s, LOG_ERR, e, __VA_ARGS__)
+#define log_slot_warning_errno(s, e, ...) log_slot_full_errno(s, LOG_WARNING, e, __VA_ARGS__)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages slotd needs to build, run its demo and pass its tests.
+# Idempotent: asks apt only for what is missing. Run as root.
+set -euo pipefail
+
+build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libcap-dev libseccomp-dev
+       libinih-dev libcmocka-dev)
+run=(dbus-daemon systemd python3)
+vm=(qemu-system-x86 busybox-static cpio xz-utils)
+
+want=("${build[@]}" "${run[@]}")
+[ "${1:-}" = "--vm" ] && want+=("${vm[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+        echo "deps: missing ${missing[*]}; run as root to install them" >&2
+        exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: MIT
+# Shared harness for the integration tests: a private dbus-daemon, a private cgroup subtree, a
+# private state directory, the real slotd driven through busctl. Sourced by each test-*.sh.
+# Every wait polls with a deadline; nothing sleeps a fixed time and hopes.
+set -euo pipefail
+
+: "${SLOTD:?SLOTD must name the slotd binary}"
+: "${TEST_SERVER:?TEST_SERVER must name the test game server binary}"
+
+skip() {
+        echo "skipped: $*"
+        exit 77
+}
+# fd 3 is the test's stderr, even inside conditions whose output is thrown away.
+exec 3>&2
+fail() {
+        echo "FAIL: $*" >&3
+        if [ -n "${T:-}" ] && [ -f "$T/slotd.log" ]; then
+                echo "---- last lines of slotd's log ----" >&3
+                tail -n 40 "$T/slotd.log" >&3 || true
+        fi
+        exit 1
+}
+note() { echo "# $*"; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (cgroups, setuid to the fleet user)"
+command -v dbus-daemon >/dev/null || skip "dbus-daemon is not installed"
+command -v busctl >/dev/null || skip "busctl is not installed"
+
+CG_MOUNT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+[ -n "$CG_MOUNT" ] || skip "no cgroup v2 mount on this host"
+
+T=$(mktemp -d /tmp/slotd-it.XXXXXX)
+chmod 755 "$T"
+CG="$CG_MOUNT/slotd-it-$$-$RANDOM"
+BUS="unix:path=$T/bus"
+SLOTD_PID=
+DBUS_PID=
+PASSED=0
+
+# Kill every process of the test's cgroup tree, then remove it bottom-up.
+cleanup_cgroup() {
+        [ -d "$CG" ] || return 0
+        local d deadline=$((SECONDS + 10))
+        for d in $(find "$CG" -mindepth 0 -type d | sort -r); do
+                if [ -e "$d/cgroup.kill" ]; then
+                        echo 1 > "$d/cgroup.kill" 2>/dev/null || true
+                else
+                        xargs -r kill -9 < "$d/cgroup.procs" 2>/dev/null || true
+                fi
+        done
+        for d in $(find "$CG" -mindepth 0 -type d | sort -r); do
+                while ! rmdir "$d" 2>/dev/null; do
+                        [ $SECONDS -lt $deadline ] || { echo "warning: could not remove $d" >&2; break; }
+                        sleep 0.05
+                done
+        done
+}
+
+cleanup() {
+        local rc=$?
+        if [ -n "$SLOTD_PID" ] && kill -0 "$SLOTD_PID" 2>/dev/null; then
+                kill -TERM "$SLOTD_PID" 2>/dev/null || true
+                wait "$SLOTD_PID" 2>/dev/null || true
+        fi
+        cleanup_cgroup
+        if [ -n "$DBUS_PID" ]; then
+                kill "$DBUS_PID" 2>/dev/null || true
+                wait "$DBUS_PID" 2>/dev/null || true
+        fi
+        if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${KEEP_FAILED:-}" ]; then
+                echo "keeping $T" >&2
+        else
+                rm -rf "$T"
+        fi
+        exit $rc
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# wait_until TIMEOUT_SECONDS DESCRIPTION COMMAND...: polls COMMAND every 20 ms until it
+# succeeds or the deadline passes.
+wait_until() {
+        local timeout=$1 what=$2
+        shift 2
+        local deadline=$(($(date +%s%N) + timeout * 1000000000))
+        until "$@" >/dev/null 2>&1; do
+                [ "$(date +%s%N)" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
+                sleep 0.02
+        done
+}
+
+start_bus() {
+        cat > "$T/bus.conf" <<EOC
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>$BUS</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+EOC
+        dbus-daemon --config-file="$T/bus.conf" --nofork --nosyslog >"$T/dbus.log" 2>&1 &
+        DBUS_PID=$!
+        wait_until 10 "the private bus socket" test -S "$T/bus"
+}
+
+# write_config [EXTRA SLOTD.INI LINES]: slotd.ini for this test, on this test's bus and cgroup.
+write_config() {
+        mkdir -p "$T/etc/fleets.d"
+        cat > "$T/etc/slotd.ini" <<EOC
+[machine]
+id = 0123456789abcdef0123456789abcdef
+ip = 192.0.2.1
+cpus = ${MACHINE_CPUS:-4}
+memory = ${MACHINE_MEMORY:-4G}
+
+[supervisor]
+cgroup = $CG
+state_dir = $T/state
+slots_dir = $T/slots
+bus = $BUS
+EOC
+}
+
+# write_fleet NAME [EXTRA FLEET LINES...]: a fleet running the test server.
+write_fleet() {
+        local name=$1
+        shift
+        {
+                echo "[fleet]"
+                echo "build = $TEST_SERVER"
+                echo "args = --server-id \${SERVER_ID} --port \${PORT} --query-port \${QUERY_PORT}"
+                echo "stop_timeout = ${STOP_TIMEOUT:-2s}"
+                echo "[usage]"
+                echo "cpu = ${USAGE_CPU:-1}"
+                echo "memory = ${USAGE_MEMORY:-512M}"
+                local l
+                for l in "$@"; do echo "$l"; done
+        } > "$T/etc/fleets.d/$name.ini"
+}
+
+start_slotd() {
+        SLOTD_LOG_LEVEL=debug "$SLOTD" --config "$T/etc/slotd.ini" >>"$T/slotd.log" 2>&1 &
+        SLOTD_PID=$!
+        wait_until 20 "slotd on the bus" bus_name_owned
+}
+
+bus_name_owned() {
+        kill -0 "$SLOTD_PID" 2>/dev/null || fail "slotd exited during start-up"
+        busctl --address="$BUS" status org.slotd.Supervisor1 >/dev/null 2>&1
+}
+
+stop_slotd() {
+        kill -TERM "$SLOTD_PID"
+        wait "$SLOTD_PID" || fail "slotd exited with $? on SIGTERM"
+        SLOTD_PID=
+}
+
+bctl() { busctl --address="$BUS" "$@"; }
+
+# mprop PROPERTY: a Manager property, value only (strings unquoted).
+mprop() {
+        bctl get-property org.slotd.Supervisor1 /org/slotd/Supervisor1 \
+                org.slotd.Supervisor1.Manager "$1" | strip_type
+}
+# sprop ID PROPERTY: a slot property, value only.
+sprop() {
+        bctl get-property org.slotd.Supervisor1 "/org/slotd/Supervisor1/slot/$1" \
+                org.slotd.Supervisor1.Slot "$2" | strip_type
+}
+strip_type() { sed -E 's/^[a-z()]+ //; s/^"(.*)"$/\1/'; }
+
+scall() {
+        local id=$1 method=$2
+        shift 2
+        bctl call org.slotd.Supervisor1 "/org/slotd/Supervisor1/slot/$id" \
+                org.slotd.Supervisor1.Slot "$method" "$@"
+}
+mcall() {
+        local method=$1
+        shift
+        bctl call org.slotd.Supervisor1 /org/slotd/Supervisor1 org.slotd.Supervisor1.Manager \
+                "$method" "$@"
+}
+
+prop_is() { [ "$(sprop "$1" "$2")" = "$3" ]; }
+wait_prop() { wait_until "${4:-20}" "slot $1 $2 = $3" prop_is "$1" "$2" "$3"; }
+
+# The test server's state file, key=value per line.
+server_state() { sed -n "s/^$2=//p" "$(sprop "$1" Home)/test-server.state" 2>/dev/null; }
+
+# control ID COMMAND: tells the test server of slot ID what to do.
+control() { echo "$2" >> "$(sprop "$1" Home)/test-server.control"; }
+
+cgroup_procs() { cat "$(sprop "$1" Cgroup)/cgroup.procs"; }
+cgroup_empty() { [ -z "$(cgroup_procs "$1")" ]; }
+
+enforced() { mprop Enforcement | grep -qw "$1"; }
+
+assert_eq() {
+        [ "$1" = "$2" ] || fail "${3:-value}: expected '$2', got '$1'"
+        PASSED=$((PASSED + 1))
+}
+assert_ok() {
+        local what=$1
+        shift
+        "$@" || fail "$what"
+        PASSED=$((PASSED + 1))
+}
+
+finish() {
+        echo "ok: $PASSED assertions"
+}
+
+start_bus

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# slotd --check validates and prints the plan without starting anything; a bad config exits
+# non-zero naming file:line and key; --help and --version answer.
+. "$(dirname "$0")/lib.sh"
+
+write_config
+write_fleet shooter "[ports]" "game_base = 30000" "query_base = 30100"
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini")
+note "$out"
+assert_ok "plan names the fleet with 4 slots" grep -q "fleet shooter .*: 4 slots" <<<"$out"
+assert_ok "plan shows ports" grep -q "ports 30000-30003, query ports 30100-30103" <<<"$out"
+assert_ok "plan shows the cgroup tree" grep -q "slot tree $CG" <<<"$out"
+assert_ok "plan says what is enforceable" grep -Eq "enforceable: cpu=(yes|no) memory=(yes|no) pids=(yes|no)" <<<"$out"
+assert_ok "--check created no cgroup" test ! -e "$CG"
+assert_ok "--check created no state" test ! -e "$T/state"
+
+# A bad value: non-zero exit, file:line and key in the message.
+cat >> "$T/etc/fleets.d/shooter.ini" <<EOC
+[checks]
+interval = soon
+EOC
+line=$(grep -n "interval = soon" "$T/etc/fleets.d/shooter.ini" | cut -d: -f1)
+set +e
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_ok "bad config exits non-zero" test $rc -ne 0
+assert_ok "error names file:line and key" grep -q "$T/etc/fleets.d/shooter.ini:$line: checks.interval" <<<"$out"
+
+# The daemon refuses the same config at start-up.
+set +e
+"$SLOTD" --config "$T/etc/slotd.ini" >"$T/start.log" 2>&1
+rc=$?
+set -e
+assert_ok "daemon refuses a bad config" test $rc -ne 0
+assert_ok "daemon names the key" grep -q "checks.interval" "$T/start.log"
+
+# A fleet that does not fit: 99 servers of 1 core on 4 cores.
+printf '[fleet]\nbuild = %s\n[usage]\ncpu = 1\nmemory = 512M\nservers = 99\n' "$TEST_SERVER" \
+        > "$T/etc/fleets.d/shooter.ini"
+set +e
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_ok "oversized fleet refused" test $rc -ne 0
+assert_ok "oversized fleet names its file" grep -q "shooter.ini" <<<"$out"
+
+assert_ok "--help" bash -c "'$SLOTD' --help | grep -q -- --check"
+assert_ok "--version" bash -c "'$SLOTD' --version | grep -Eq '^slotd [0-9]+\.[0-9]+'"
+set +e
+"$SLOTD" --no-such-option >/dev/null 2>&1
+rc=$?
+set -e
+assert_ok "unknown option exits non-zero" test $rc -ne 0
+finish

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cgroup.h"
+
+static void test_mountinfo_hybrid(_unused_ void **state) {
+        const char *text =
+                "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+                "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+                "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        _cleanup_free_ char *m = NULL;
+
+        assert_int_equal(cg_parse_mountinfo(text, &m), 0);
+        assert_string_equal(m, "/sys/fs/cgroup/unified");
+}
+
+static void test_mountinfo_unified_and_none(_unused_ void **state) {
+        _cleanup_free_ char *m = NULL;
+        char *none = NULL;
+
+        assert_int_equal(cg_parse_mountinfo("26 1 0:23 / /sys/fs/cgroup rw,nosuid shared:4 - "
+                                            "cgroup2 cgroup2 rw,nsdelegate\n", &m), 0);
+        assert_string_equal(m, "/sys/fs/cgroup");
+        assert_int_equal(cg_parse_mountinfo("1 0 0:1 / / rw - ext4 /dev/vda rw\n", &none), -ENOENT);
+        assert_null(none);
+        assert_int_equal(cg_parse_mountinfo("", &none), -ENOENT);
+        assert_int_equal(cg_parse_mountinfo("garbage - cgroup2 x\n", &none), -ENOENT);
+}
+
+static void test_proc_cgroup(_unused_ void **state) {
+        _cleanup_free_ char *p = NULL, *q = NULL;
+        char *none = NULL;
+
+        assert_int_equal(cg_parse_proc_cgroup("4:memory:/x\n0::/system.slice/slotd.service\n", &p), 0);
+        assert_string_equal(p, "/system.slice/slotd.service");
+        assert_int_equal(cg_parse_proc_cgroup("0::/\n", &q), 0);
+        assert_string_equal(q, "/");
+        assert_int_equal(cg_parse_proc_cgroup("4:memory:/x\n", &none), -ENOENT);
+}
+
+static void test_controllers(_unused_ void **state) {
+        assert_int_equal(cg_parse_controllers("cpuset cpu io memory hugetlb pids rdma misc\n"),
+                         CGROUP_MASK_ALL);
+        assert_int_equal(cg_parse_controllers("hugetlb\n"), 0);
+        assert_int_equal(cg_parse_controllers("cpuset io memory"), CGROUP_MASK(CGROUP_MEMORY));
+        assert_int_equal(cg_parse_controllers(""), 0);
+        assert_string_equal(cgroup_controller_to_string(CGROUP_PIDS), "pids");
+}
+
+static void test_format_limit(_unused_ void **state) {
+        char buf[24];
+        cg_format_limit(UINT64_MAX, buf);
+        assert_string_equal(buf, "max");
+        cg_format_limit(0, buf);
+        assert_string_equal(buf, "0");
+        cg_format_limit(UINT64_MAX - 1, buf);
+        assert_string_equal(buf, "18446744073709551614");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_mountinfo_hybrid),
+                cmocka_unit_test(test_mountinfo_unified_and_none),
+                cmocka_unit_test(test_proc_cgroup),
+                cmocka_unit_test(test_controllers),
+                cmocka_unit_test(test_format_limit),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

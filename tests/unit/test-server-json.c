@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "macro.h"
+#include "server-json.h"
+
+static const ServerJson sample = {
+        .server_id = "7",
+        .allocated_uuid = "0f3c5a4e-1b2d-4c8e-9a7f-5d6e7f8a9b0c",
+        .machine_id = "1234567890abcdef1234567890abcdef",
+        .fleet_id = "shooter",
+        .ip = "192.0.2.10",
+        .ipv6 = NULL,
+        .port = "9007",
+        .query_port = "9607",
+        .query_type = "sqp",
+        .server_log_dir = "/var/lib/slotd/slots/shooter/slot-7/logs",
+};
+
+static const char sample_text[] =
+        "{\n"
+        "  \"serverID\": \"7\",\n"
+        "  \"allocatedUUID\": \"0f3c5a4e-1b2d-4c8e-9a7f-5d6e7f8a9b0c\",\n"
+        "  \"machineID\": \"1234567890abcdef1234567890abcdef\",\n"
+        "  \"fleetID\": \"shooter\",\n"
+        "  \"ip\": \"192.0.2.10\",\n"
+        "  \"ipv6\": \"\",\n"
+        "  \"port\": \"9007\",\n"
+        "  \"queryPort\": \"9607\",\n"
+        "  \"queryType\": \"sqp\",\n"
+        "  \"serverLogDir\": \"/var/lib/slotd/slots/shooter/slot-7/logs\"\n"
+        "}\n";
+
+static void test_format_exact(_unused_ void **state) {
+        char buf[4096];
+        int n = server_json_format(&sample, buf, sizeof(buf));
+
+        assert_int_equal(n, (int) strlen(sample_text));
+        assert_string_equal(buf, sample_text);
+}
+
+static void test_format_escapes(_unused_ void **state) {
+        ServerJson j = { .fleet_id = "a\"b\\c\nd\x01" };
+        char buf[4096];
+
+        assert_true(server_json_format(&j, buf, sizeof(buf)) > 0);
+        assert_non_null(strstr(buf, "\"fleetID\": \"a\\\"b\\\\c\\u000ad\\u0001\""));
+        /* NULL values are empty strings, never missing keys. */
+        assert_non_null(strstr(buf, "\"allocatedUUID\": \"\""));
+}
+
+static void test_format_too_small(_unused_ void **state) {
+        char buf[64];
+        assert_int_equal(server_json_format(&sample, buf, sizeof(buf)), -ENOBUFS);
+        assert_int_equal(server_json_format(&sample, buf, 0), -ENOBUFS);
+}
+
+static void test_write_in_place_and_refuse_links(_unused_ void **state) {
+        char dir[] = "/tmp/test-server-json-XXXXXX", path[256], victim[256], buf[4096];
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        struct stat before, after;
+        ssize_t n;
+
+        assert_non_null(mkdtemp(dir));
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        snprintf(path, sizeof(path), "%s/server.json", dir);
+
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid()), 0);
+        assert_int_equal(stat(path, &before), 0);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        n = read(fd, buf, sizeof(buf) - 1);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        assert_string_equal(buf, sample_text);
+
+        /* Rewritten in place: same inode, new shorter content, no stale tail. */
+        ServerJson j = sample;
+        j.allocated_uuid = "";
+        assert_int_equal(server_json_write_at(dfd, &j, getuid(), getgid()), 0);
+        assert_int_equal(stat(path, &after), 0);
+        assert_int_equal(before.st_ino, after.st_ino);
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        buf[n] = '\0';
+        assert_non_null(strstr(buf, "\"allocatedUUID\": \"\","));
+        assert_int_equal((size_t) n, strlen(sample_text) - strlen(sample.allocated_uuid));
+
+        /* A symlink planted in place of server.json is never followed. */
+        assert_int_equal(unlink(path), 0);
+        snprintf(victim, sizeof(victim), "%s/victim", dir);
+        close(open(victim, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+        assert_int_equal(symlink(victim, path), 0);
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid()), -ELOOP);
+        assert_int_equal(stat(victim, &after), 0);
+        assert_int_equal(after.st_size, 0);
+
+        /* Nor is a hard link to another file truncated. */
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(link(victim, path), 0);
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid()), -EPERM);
+        assert_int_equal(stat(victim, &after), 0);
+        assert_int_equal(after.st_size, 0);
+
+        unlink(path);
+        unlink(victim);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_format_exact),
+                cmocka_unit_test(test_format_escapes),
+                cmocka_unit_test(test_format_too_small),
+                cmocka_unit_test(test_write_in_place_and_refuse_links),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "macro.h"
+#include "slot-fsm.h"
+
+static void test_every_pair_is_decided(_unused_ void **state) {
+        /* The table must decide every (state, event) pair: a valid transition names a real
+         * state, or the event is refused on purpose. */
+        for (int s = 0; s < _PROCESS_STATE_MAX; s++)
+                for (int e = 0; e < _SLOT_EVENT_MAX; e++) {
+                        SlotTransition t = slot_fsm_next(s, e, false);
+                        if (t.valid)
+                                assert_in_range(t.next, 0, _PROCESS_STATE_MAX - 1);
+                        else
+                                assert_int_equal(e, SLOT_EVENT_RESET);
+                }
+}
+
+static void test_start_spawns_from_stopped_and_failed(_unused_ void **state) {
+        SlotTransition t = slot_fsm_next(PROCESS_STOPPED, SLOT_EVENT_START, false);
+        assert_true(t.valid);
+        assert_int_equal(t.next, PROCESS_STARTING);
+        assert_int_equal(t.actions, SLOT_ACTION_SPAWN);
+
+        t = slot_fsm_next(PROCESS_FAILED, SLOT_EVENT_START, false);
+        assert_int_equal(t.next, PROCESS_STARTING);
+        assert_int_equal(t.actions, SLOT_ACTION_SPAWN | SLOT_ACTION_CLEAR_FAILURE);
+
+        /* Starting a running server does nothing. */
+        t = slot_fsm_next(PROCESS_RUNNING, SLOT_EVENT_START, false);
+        assert_int_equal(t.next, PROCESS_RUNNING);
+        assert_int_equal(t.actions, SLOT_ACTION_NONE);
+}
+
+static void test_ready_moves_starting_to_running(_unused_ void **state) {
+        SlotTransition t = slot_fsm_next(PROCESS_STARTING, SLOT_EVENT_READY, false);
+        assert_int_equal(t.next, PROCESS_RUNNING);
+        t = slot_fsm_next(PROCESS_STOPPING, SLOT_EVENT_READY, false);
+        assert_int_equal(t.next, PROCESS_STOPPING);
+}
+
+static void test_stop_terminates_then_kills(_unused_ void **state) {
+        SlotTransition t = slot_fsm_next(PROCESS_RUNNING, SLOT_EVENT_STOP, false);
+        assert_int_equal(t.next, PROCESS_STOPPING);
+        assert_int_equal(t.actions, SLOT_ACTION_TERMINATE);
+        t = slot_fsm_next(PROCESS_STOPPING, SLOT_EVENT_STOP_TIMEOUT, true);
+        assert_int_equal(t.next, PROCESS_STOPPING);
+        assert_int_equal(t.actions, SLOT_ACTION_KILL);
+        t = slot_fsm_next(PROCESS_STOPPING, SLOT_EVENT_EMPTY, false);
+        assert_int_equal(t.actions, SLOT_ACTION_SETTLE);
+}
+
+static void test_exit_with_leftovers_kills_first(_unused_ void **state) {
+        SlotTransition t = slot_fsm_next(PROCESS_RUNNING, SLOT_EVENT_EXIT, false);
+        assert_int_equal(t.next, PROCESS_STOPPING);
+        assert_int_equal(t.actions, SLOT_ACTION_SETTLE);
+        t = slot_fsm_next(PROCESS_RUNNING, SLOT_EVENT_EXIT, true);
+        assert_int_equal(t.next, PROCESS_STOPPING);
+        assert_int_equal(t.actions, SLOT_ACTION_KILL);
+        t = slot_fsm_next(PROCESS_STARTING, SLOT_EVENT_EXIT, true);
+        assert_int_equal(t.actions, SLOT_ACTION_KILL);
+}
+
+static void test_reset_only_from_failed(_unused_ void **state) {
+        assert_false(slot_fsm_next(PROCESS_RUNNING, SLOT_EVENT_RESET, false).valid);
+        SlotTransition t = slot_fsm_next(PROCESS_FAILED, SLOT_EVENT_RESET, false);
+        assert_true(t.valid);
+        assert_int_equal(t.next, PROCESS_STOPPED);
+        assert_int_equal(t.actions, SLOT_ACTION_CLEAR_FAILURE);
+        assert_true(slot_fsm_next(PROCESS_STOPPED, SLOT_EVENT_RESET, false).valid);
+}
+
+static void test_out_of_range_is_refused(_unused_ void **state) {
+        assert_false(slot_fsm_next(_PROCESS_STATE_MAX, SLOT_EVENT_START, false).valid);
+        assert_false(slot_fsm_next(PROCESS_STOPPED, _SLOT_EVENT_MAX, false).valid);
+        assert_string_equal(process_state_to_string(_PROCESS_STATE_MAX), "invalid");
+}
+
+static void test_names(_unused_ void **state) {
+        assert_string_equal(process_state_to_string(PROCESS_STOPPED), "stopped");
+        assert_string_equal(process_state_to_string(PROCESS_STARTING), "starting");
+        assert_string_equal(process_state_to_string(PROCESS_RUNNING), "running");
+        assert_string_equal(process_state_to_string(PROCESS_STOPPING), "stopping");
+        assert_string_equal(process_state_to_string(PROCESS_FAILED), "failed");
+        assert_string_equal(failure_reason_to_string(FAILURE_NONE), "");
+        assert_string_equal(failure_reason_to_string(FAILURE_CRASH_BACKOFF), "crash-backoff");
+        assert_string_equal(failure_reason_to_string(FAILURE_PRE_RECOVERY), "pre-recovery");
+        assert_string_equal(failure_reason_to_string(FAILURE_MISBEHAVIOUR), "misbehaviour");
+        assert_string_equal(failure_reason_to_string(FAILURE_START_TIMEOUT), "start-timeout");
+        assert_string_equal(failure_reason_to_string(FAILURE_OOM), "oom");
+}
+
+static void test_exit_zero_deallocates_and_restarts_on_provision(_unused_ void **state) {
+        ExitVerdict v = slot_exit_policy(&(ExitInput){
+                .clean_exit = true, .allocated = true, .start_on_provision = true,
+                .pre_recovery = true, .crash_restarts = 1,
+        });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+        assert_true(v.deallocate);
+
+        v = slot_exit_policy(&(ExitInput){ .clean_exit = true, .start_on_provision = false });
+        assert_int_equal(v.decision, EXIT_DECISION_STOP);
+        assert_true(v.deallocate);
+        assert_int_equal(v.reason, FAILURE_NONE);
+}
+
+static void test_crash_while_allocated_with_pre_recovery_stays_stopped(_unused_ void **state) {
+        ExitVerdict v = slot_exit_policy(&(ExitInput){
+                .allocated = true, .pre_recovery = true, .start_on_provision = true,
+                .crashes_in_window = 1, .crash_restarts = 1,
+        });
+        assert_int_equal(v.decision, EXIT_DECISION_STOP);
+        assert_int_equal(v.reason, FAILURE_PRE_RECOVERY);
+        assert_false(v.deallocate);
+
+        /* Without pre-recovery the allocated server comes back with its allocation. */
+        v = slot_exit_policy(&(ExitInput){
+                .allocated = true, .pre_recovery = false, .crashes_in_window = 1,
+                .crash_restarts = 1,
+        });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+        assert_false(v.deallocate);
+}
+
+static void test_crash_backoff_after_restarts(_unused_ void **state) {
+        ExitVerdict v = slot_exit_policy(&(ExitInput){ .crashes_in_window = 1, .crash_restarts = 1 });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+        v = slot_exit_policy(&(ExitInput){ .crashes_in_window = 2, .crash_restarts = 1 });
+        assert_int_equal(v.decision, EXIT_DECISION_FAIL);
+        assert_int_equal(v.reason, FAILURE_CRASH_BACKOFF);
+        v = slot_exit_policy(&(ExitInput){ .crashes_in_window = 3, .crash_restarts = 3 });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+}
+
+static void test_requests_win_over_exit_status(_unused_ void **state) {
+        ExitVerdict v = slot_exit_policy(&(ExitInput){ .stop_requested = true, .crashes_in_window = 9 });
+        assert_int_equal(v.decision, EXIT_DECISION_STOP);
+        assert_int_equal(v.reason, FAILURE_NONE);
+        v = slot_exit_policy(&(ExitInput){ .restart_requested = true, .stop_requested = true });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+}
+
+static void test_crash_history_window(_unused_ void **state) {
+        CrashHistory h = {};
+        usec_t min = USEC_PER_MINUTE;
+
+        assert_int_equal(crash_history_count(&h, 100 * min, 30 * min), 0);
+        crash_history_add(&h, 10 * min);
+        crash_history_add(&h, 50 * min);
+        crash_history_add(&h, 60 * min);
+        assert_int_equal(crash_history_count(&h, 60 * min, 30 * min), 2);
+        assert_int_equal(crash_history_count(&h, 60 * min, 60 * min), 3);
+        assert_int_equal(crash_history_count(&h, 200 * min, 30 * min), 0);
+        for (int i = 0; i < 100; i++)
+                crash_history_add(&h, 300 * min);
+        assert_int_equal(crash_history_count(&h, 300 * min, min), SLOT_CRASH_HISTORY);
+        crash_history_reset(&h);
+        assert_int_equal(crash_history_count(&h, 300 * min, min), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_every_pair_is_decided),
+                cmocka_unit_test(test_start_spawns_from_stopped_and_failed),
+                cmocka_unit_test(test_ready_moves_starting_to_running),
+                cmocka_unit_test(test_stop_terminates_then_kills),
+                cmocka_unit_test(test_exit_with_leftovers_kills_first),
+                cmocka_unit_test(test_reset_only_from_failed),
+                cmocka_unit_test(test_out_of_range_is_refused),
+                cmocka_unit_test(test_names),
+                cmocka_unit_test(test_exit_zero_deallocates_and_restarts_on_provision),
+                cmocka_unit_test(test_crash_while_allocated_with_pre_recovery_stays_stopped),
+                cmocka_unit_test(test_crash_backoff_after_restarts),
+                cmocka_unit_test(test_requests_win_over_exit_status),
+                cmocka_unit_test(test_crash_history_window),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
