@@ -231,6 +231,8 @@ struct server {
         usec_t state_written_at;
         usec_t next_file_check;
         usec_t next_refresh;
+        bool control_event;
+        bool json_event;
 };
 
 static atomic_uint burn_generation;
@@ -925,31 +927,41 @@ struct burner_args {
         usec_t busy_usec;
 };
 
+/*
+ * Busy time is counted on the thread's own CPU clock, not the wall clock:
+ * on a loaded host a wall-clock duty cycle would be preempted and burn less
+ * than asked, and the supervisor measures CPU time.
+ */
 static void *burner_main(void *userdata)
 {
         struct burner_args a = *(struct burner_args *) userdata;
-        usec_t period_start = now_usec(CLOCK_MONOTONIC);
+        usec_t period_end = now_usec(CLOCK_MONOTONIC) + BURN_PERIOD_USEC;
 
         free(userdata);
         while (atomic_load_explicit(&burn_generation, memory_order_relaxed) == a.generation) {
-                usec_t now = now_usec(CLOCK_MONOTONIC);
+                usec_t cpu_start = now_usec(CLOCK_THREAD_CPUTIME_ID), now;
 
-                if (now - period_start < a.busy_usec)
-                        continue;
-                if (a.busy_usec < BURN_PERIOD_USEC) {
-                        usec_t wake = period_start + BURN_PERIOD_USEC;
+                do {
+                        if (atomic_load_explicit(&burn_generation, memory_order_relaxed) !=
+                            a.generation)
+                                return NULL;
+                        now = now_usec(CLOCK_MONOTONIC);
+                } while (now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu_start < a.busy_usec &&
+                         now < period_end);
+
+                if (now < period_end) {
                         struct timespec ts = {
-                                .tv_sec = (time_t) (wake / USEC_PER_SEC),
-                                .tv_nsec = (long) (wake % USEC_PER_SEC) * 1000,
+                                .tv_sec = (time_t) (period_end / USEC_PER_SEC),
+                                .tv_nsec = (long) (period_end % USEC_PER_SEC) * 1000,
                         };
 
                         (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
                 }
-                period_start += BURN_PERIOD_USEC;
-                /* After a stall (throttled by cpu.max) start a fresh period instead of catching up. */
+                period_end += BURN_PERIOD_USEC;
+                /* After a stall (throttled by cpu.max) start afresh instead of catching up. */
                 now = now_usec(CLOCK_MONOTONIC);
-                if (now - period_start > BURN_PERIOD_USEC)
-                        period_start = now;
+                if (now > period_end)
+                        period_end = now + BURN_PERIOD_USEC;
         }
         return NULL;
 }
@@ -1470,7 +1482,7 @@ static void command_run_text(struct server *s, const char *text, size_t len, con
  * content runs nothing.  A last line without its newline may be a write in
  * progress, so it waits until the file has been still for a moment.
  */
-static void control_check(struct server *s, usec_t now, bool baseline)
+static void control_check(struct server *s, usec_t now, bool baseline, bool reread)
 {
         struct file_stamp stamp;
         size_t len = 0, usable;
@@ -1483,7 +1495,7 @@ static void control_check(struct server *s, usec_t now, bool baseline)
         if (stamp_changed) {
                 s->control_stamp = stamp;
                 s->control_stamp_since = now;
-        } else if (!baseline && stamp.size == (off_t) s->control_applied_len)
+        } else if (!baseline && !reread && stamp.size == (off_t) s->control_applied_len)
                 return;
 
         if (stamp.exists) {
@@ -1523,18 +1535,38 @@ static void control_check(struct server *s, usec_t now, bool baseline)
 
 /* ---- server.json ---- */
 
-static void json_check(struct server *s, bool force)
+enum json_read {
+        JSON_IF_STAMP_CHANGED,
+        /*
+         * Timestamps tick by the jiffy: two same-size rewrites within one
+         * tick look alike, so after an inotify event the content decides.
+         */
+        JSON_IF_CONTENT_CHANGED,
+        JSON_ALWAYS,
+};
+
+static bool server_json_equal(const struct server_json *a, const struct server_json *b)
+{
+        for (int i = 0; i < _SJ_MAX; i++)
+                if (a->present[i] != b->present[i] || strcmp(a->value[i], b->value[i]) != 0)
+                        return false;
+        return true;
+}
+
+static void json_check(struct server *s, enum json_read how)
 {
         struct file_stamp stamp;
         struct server_json j;
         char old_uuid[VALUE_MAX];
         size_t len;
         char *buf;
+        bool force;
         int r;
 
         file_stamp_get(s->json_path, &stamp);
-        if (!force && file_stamp_equal(&stamp, &s->json_stamp))
+        if (how == JSON_IF_STAMP_CHANGED && file_stamp_equal(&stamp, &s->json_stamp))
                 return;
+        force = how == JSON_ALWAYS;
         r = read_file(s->json_path, JSON_MAX_BYTES, &buf, &len);
         if (r < 0) {
                 if (force || !file_stamp_equal(&stamp, &s->json_bad_stamp))
@@ -1553,10 +1585,12 @@ static void json_check(struct server *s, bool force)
                 return;
         }
 
+        s->json_stamp = stamp;
+        if (!force && s->json_valid && server_json_equal(&j, &s->json))
+                return;
         copy_string(old_uuid, sizeof(old_uuid), s->allocated_uuid);
         s->json = j;
         s->json_valid = true;
-        s->json_stamp = stamp;
         s->json_seq++;
         copy_string(s->allocated_uuid, sizeof(s->allocated_uuid), j.value[SJ_ALLOCATED_UUID]);
         if (s->json_seq > 1 && strcmp(old_uuid, s->allocated_uuid) != 0)
@@ -1986,8 +2020,8 @@ static void starts_append(struct server *s)
 
 static void reload(struct server *s, usec_t now)
 {
-        json_check(s, true);
-        control_check(s, now, false);
+        json_check(s, JSON_ALWAYS);
+        control_check(s, now, false, true);
         s->state_dirty = true;
 }
 
@@ -2026,14 +2060,15 @@ static void inotify_handle(struct server *s)
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         ssize_t n;
 
-        /* Only a wake-up: the stamp comparison decides what changed, so nothing is applied twice. */
+        /* Only a wake-up: the content comparison decides what changed, so nothing runs twice. */
         while ((n = read(s->inotify_fd, buf, sizeof(buf))) > 0) {
                 for (char *p = buf; p < buf + n;) {
                         struct inotify_event *ev = (struct inotify_event *) p;
 
-                        if (ev->len > 0 && (strcmp(ev->name, CONTROL_NAME) == 0 ||
-                                            strcmp(ev->name, JSON_NAME) == 0))
-                                s->next_file_check = 0;
+                        if (ev->len > 0 && strcmp(ev->name, CONTROL_NAME) == 0)
+                                s->control_event = true;
+                        if (ev->len > 0 && strcmp(ev->name, JSON_NAME) == 0)
+                                s->json_event = true;
                         p += sizeof(*ev) + ev->len;
                 }
         }
@@ -2055,9 +2090,11 @@ static void timers_run(struct server *s, usec_t now)
                 die_by_signal(s->crash_signal);
         if (s->watchdog_enabled && s->watchdog_usec > 0 && now >= s->watchdog_next)
                 watchdog_ping(s, now);
-        if (now >= s->next_file_check) {
-                json_check(s, false);
-                control_check(s, now, false);
+        if (now >= s->next_file_check || s->json_event || s->control_event) {
+                json_check(s, s->json_event ? JSON_IF_CONTENT_CHANGED : JSON_IF_STAMP_CHANGED);
+                control_check(s, now, false, s->control_event);
+                s->json_event = false;
+                s->control_event = false;
                 s->next_file_check = now + FILE_CHECK_USEC;
         }
         if (now >= s->next_refresh) {
@@ -2436,7 +2473,7 @@ static void identity_init(struct server *s, const struct options *o)
 {
         const char *v;
 
-        json_check(s, true);
+        json_check(s, JSON_ALWAYS);
         if (!s->json_valid)
                 copy_string(s->allocated_uuid, sizeof(s->allocated_uuid),
                             pick(o->allocation_uuid, "ALLOCATION_UUID", ""));
@@ -2467,6 +2504,38 @@ static void watchdog_from_env(struct server *s)
                 return;
         s->watchdog_usec = deadline / 2 > 0 ? deadline / 2 : 1;
         s->watchdog_enabled = true;
+}
+
+/* The 50 ms stat check works without it; inotify only makes changes land sooner. */
+static void inotify_open(struct server *s)
+{
+        s->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (s->inotify_fd < 0)
+                return;
+        if (inotify_add_watch(s->inotify_fd, s->home, IN_CLOSE_WRITE | IN_MOVED_TO | IN_MODIFY |
+                                                      IN_CREATE | IN_DELETE | IN_ATTRIB) < 0) {
+                close(s->inotify_fd);
+                s->inotify_fd = -1;
+        }
+}
+
+/* Options first, then the at-start file, which may override them per slot. */
+static int start_commands_run(struct server *s, const struct options *o)
+{
+        size_t len;
+        char *text;
+        int r;
+
+        for (size_t i = 0; i < o->n_lines; i++) {
+                r = command_run_line(s, o->lines[i], "option");
+                if (r < 0)
+                        return r;
+        }
+        if (read_file(s->at_start_path, CONTROL_MAX_BYTES, &text, &len) == 0) {
+                command_run_text(s, text, len, AT_START_NAME);
+                free(text);
+        }
+        return 0;
 }
 
 int main(int argc, char **argv)
@@ -2537,31 +2606,15 @@ int main(int argc, char **argv)
                                  s.query_port, strerror(-r));
         }
 
-        s.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (s.inotify_fd >= 0 &&
-            inotify_add_watch(s.inotify_fd, s.home, IN_CLOSE_WRITE | IN_MOVED_TO | IN_MODIFY |
-                                                    IN_CREATE | IN_DELETE | IN_ATTRIB) < 0) {
-                close(s.inotify_fd);
-                s.inotify_fd = -1;
-        }
-
+        inotify_open(&s);
         now = now_usec(CLOCK_MONOTONIC);
         cgroup_read(s.cgroup, sizeof(s.cgroup));
         s.next_refresh = now + STATE_REFRESH_USEC;
-        for (size_t i = 0; i < o.n_lines; i++)
-                if (command_run_line(&s, o.lines[i], "option") < 0)
-                        return 2;
-        {
-                char *text;
-                size_t len;
-
-                if (read_file(s.at_start_path, CONTROL_MAX_BYTES, &text, &len) == 0) {
-                        command_run_text(&s, text, len, AT_START_NAME);
-                        free(text);
-                }
-        }
+        r = start_commands_run(&s, &o);
+        if (r < 0)
+                return 2;
         /* What the control file already says belongs to an earlier run. */
-        control_check(&s, now, true);
+        control_check(&s, now, true, true);
 
         if (s.ready_wanted) {
                 if (s.ready_delay > 0)

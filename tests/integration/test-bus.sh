@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The D-Bus surface: --bus overrides supervisor.bus; bad calls get errors and never take
+# slotd down; PropertiesChanged and SlotChanged are emitted on state changes.
+. "$(dirname "$0")/lib.sh"
+
+MACHINE_CPUS=2 write_config
+# supervisor.bus names a bus that does not exist; --bus must win.
+sed -i "s|^bus = .*|bus = unix:path=$T/no-such-bus|" "$T/etc/slotd.ini"
+write_fleet game "[ports]" "game_base = 23000" "query_base = 23100"
+SLOTD_LOG_LEVEL=debug "$SLOTD" --config "$T/etc/slotd.ini" --bus "$BUS" >>"$T/slotd.log" 2>&1 &
+SLOTD_PID=$!
+wait_until 20 "slotd on the bus given by --bus" bus_name_owned
+assert_eq "$(mprop SlotCount)" 2 "SlotCount"
+wait_prop 0 ProcessState running
+wait_prop 1 ProcessState running
+
+expect_error() { # expect_error PATTERN COMMAND...: the call fails with PATTERN in its error
+        local pattern=$1 out
+        shift
+        if out=$("$@" 2>&1); then
+                fail "expected an error matching '$pattern' from: $*"
+        fi
+        grep -q -- "$pattern" <<<"$out" || fail "expected '$pattern', got: $out"
+        PASSED=$((PASSED + 1))
+}
+M=(org.slotd.Supervisor1 /org/slotd/Supervisor1 org.slotd.Supervisor1.Manager)
+S=org.slotd.Supervisor1.Slot
+expect_error "No slot 4294967295" bctl call "${M[@]}" GetSlot u 4294967295
+expect_error "No slot 2" bctl call "${M[@]}" GetSlot u 2
+expect_error "InvalidArgs\|Invalid argument\|signature" bctl call "${M[@]}" GetSlot s nope
+expect_error "InvalidArgs\|Invalid argument\|signature" bctl call "${M[@]}" ListSlots u 1
+expect_error "Unknown method\|UnknownMethod" bctl call "${M[@]}" NoSuchMethod
+for path in /org/slotd/Supervisor1/slot/2 /org/slotd/Supervisor1/slot/01 \
+            /org/slotd/Supervisor1/slot/-1 /org/slotd/Supervisor1/slot/99999999999999999999 \
+            /org/slotd/Supervisor1/slot/x; do
+        expect_error "Unknown object\|UnknownObject\|Unknown interface\|UnknownInterface\|Invalid object path" \
+                bctl call org.slotd.Supervisor1 "$path" $S Start
+done
+long=$(head -c 100000 /dev/zero | tr '\0' a)
+expect_error "InvalidArgs\|Invalid argument\|signature" bctl call org.slotd.Supervisor1 \
+        /org/slotd/Supervisor1/slot/0 $S Start s "$long"
+expect_error "Unknown property\|UnknownProperty\|or property NoSuchProperty" bctl get-property "${M[@]}" NoSuchProperty
+expect_error "not writable\|read-only\|PropertyReadOnly" bctl set-property org.slotd.Supervisor1 \
+        /org/slotd/Supervisor1/slot/0 $S State s allocated
+assert_ok "slotd survived the bad calls" kill -0 "$SLOTD_PID"
+assert_eq "$(sprop 0 State)" online "slot 0 untouched"
+
+# Signals: PropertiesChanged on the slot, SlotChanged on the Manager.
+bctl monitor --match "type='signal',sender='org.slotd.Supervisor1'" >"$T/signals.log" 2>&1 &
+MONITOR_PID=$!
+trap 'kill $MONITOR_PID 2>/dev/null || true; cleanup' EXIT
+wait_until 10 "monitor attached" grep -q "Monitoring bus" "$T/signals.log"
+scall 1 Stop
+wait_prop 1 ProcessState stopped
+wait_until 10 "PropertiesChanged of slot 1" grep -q "Path=/org/slotd/Supervisor1/slot/1.*Member=PropertiesChanged\|Member=PropertiesChanged" "$T/signals.log"
+wait_until 10 "SlotChanged to stopped" grep -A3 "Member=SlotChanged" "$T/signals.log"
+python3 - "$T/signals.log" <<'PY' || fail "signals"
+import re, sys
+text = open(sys.argv[1]).read()
+msgs = text.split("‣ Type=")
+pc = [m for m in msgs if "Member=PropertiesChanged" in m and "/slot/1" in m]
+sc = [m for m in msgs if "Member=SlotChanged" in m]
+assert pc, "no PropertiesChanged for slot 1"
+assert any('"ProcessState"' in m and '"stopped"' in m for m in pc), "no ProcessState=stopped in PropertiesChanged"
+assert any('UINT32 1;' in m and '"available"' in m and '"stopped"' in m for m in sc), "no SlotChanged(1, available, stopped)"
+PY
+PASSED=$((PASSED + 1))
+finish

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# meson install puts the binary, the unit, the D-Bus policy and the example config in place,
+# and what it installs is valid: the unit parses, the policy is well-formed XML.
+set -euo pipefail
+: "${BUILD_ROOT:?}"
+dest=$(mktemp -d /tmp/slotd-install.XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+n=0
+check() { [ -e "$dest$1" ] || fail "not installed: $1"; n=$((n + 1)); }
+
+meson install -C "$BUILD_ROOT" --no-rebuild --destdir "$dest" --quiet >/dev/null
+prefix=$(meson introspect "$BUILD_ROOT" --buildoptions |
+        python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
+check "$prefix/sbin/slotd"
+check "$prefix/lib/systemd/system/slotd.service"
+check "$prefix/share/dbus-1/system.d/org.slotd.Supervisor1.conf"
+sysconf=$(find "$dest" -path '*/etc/slotd/slotd.ini' | head -n 1)
+[ -n "$sysconf" ] || fail "slotd.ini not installed"
+n=$((n + 1))
+"$dest$prefix/sbin/slotd" --version | grep -q '^slotd ' || fail "installed binary does not run"
+n=$((n + 1))
+python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' \
+        "$dest$prefix/share/dbus-1/system.d/org.slotd.Supervisor1.conf" || fail "policy is not XML"
+n=$((n + 1))
+unit="$dest$prefix/lib/systemd/system/slotd.service"
+for kv in Type=notify Delegate=yes KillMode=process; do
+        grep -qx "$kv" "$unit" || fail "unit lacks $kv"
+        n=$((n + 1))
+done
+if command -v systemd-analyze >/dev/null && [ -d /run/systemd/system ]; then
+        systemd-analyze verify "$unit" 2>&1 | grep -v "not executable\|No such file" | grep . &&
+                fail "systemd-analyze verify complains" || true
+fi
+# The installed example config is the one a fresh machine gets: all defaults, so a check
+# with it and no fleets passes.
+"$dest$prefix/sbin/slotd" --check --config "$sysconf" --fleets "$dest/no-fleets" >/dev/null ||
+        fail "the installed slotd.ini does not pass --check"
+n=$((n + 1))
+echo "ok: $n assertions"
