@@ -527,7 +527,7 @@ static int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *val
                         return key_error(ctx, k, value, -EINVAL,
                                          "unknown or malformed variable at '%s'; known: ${PORT} "
                                          "${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} "
-                                         "${SERVER_LOG_DIR} ${HOME}", quote(bad, q));
+                                         "${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}", quote(bad, q));
                 }
         }
 
@@ -554,7 +554,7 @@ static int parse_environment_key(ParseContext *ctx, const ConfigKey *k, const ch
          * contract with the game server. */
         static const char *const reserved[] = {
                 "SERVER_ID", "PORT", "QUERY_PORT", "ALLOCATION_UUID", "SERVER_LOG_DIR",
-                "NOTIFY_SOCKET", "HOME",
+                "NOTIFY_SOCKET", "HOME", "BUILD_CONFIGURATION",
         };
         _cleanup_strv_free_ char **l = NULL;
         char ***p = data;
@@ -837,7 +837,7 @@ Config *config_new(void) {
         return TAKE_PTR(c);
 }
 
-static void fleet_config_done(FleetConfig *f) {
+void config_fleet_done(FleetConfig *f) {
         free(f->file);
         free(f->name);
         free(f->build);
@@ -864,7 +864,7 @@ Config *config_free(Config *c) {
         free(c->bus);
         free(c->admin_group);
         for (size_t i = 0; i < c->n_fleets; i++)
-                fleet_config_done(&c->fleets[i]);
+                config_fleet_done(&c->fleets[i]);
         free(c->fleets);
         free(c);
         return NULL;
@@ -1051,7 +1051,7 @@ static int fleet_finalize(ParseContext *ctx, const Config *c, FleetConfig *f) {
 
 static int parse_fleet_data(Config *c, const char *name, const char *data, size_t size,
                             char **ret_error) {
-        _cleanup_(fleet_config_done) FleetConfig f;
+        _cleanup_(config_fleet_done) FleetConfig f;
         ParseContext ctx = {
                 .file = name,
                 .schema = &fleet_schema,

@@ -112,6 +112,8 @@ typedef struct Config {
 /* A Config holding every default of slotd.ini and no fleets; NULL on OOM. */
 Config *config_new(void);
 Config *config_free(Config *c);
+/* Frees what a FleetConfig owns and zeroes it (for a FleetConfig moved out of its Config). */
+void config_fleet_done(FleetConfig *f);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 
 /* The fleet with that fleet.name, or NULL. */

@@ -4,6 +4,7 @@
 
 const char *const expand_known_names[] = {
         "PORT", "QUERY_PORT", "SERVER_ID", "ALLOCATION_UUID", "SERVER_LOG_DIR", "HOME",
+        "BUILD_CONFIGURATION",
 };
 const unsigned expand_n_known_names = ELEMENTSOF(expand_known_names);
 

@@ -50,8 +50,11 @@ static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return r;
         for (size_t i = 0; i < m->n_slots; i++) {
                 Slot *s = m->slots[i];
+                if (!s)
+                        continue;
                 r = sd_bus_message_append(reply, "(ussssso)", s->id, s->fleet->config->name,
-                                          slot_state(s), process_state_to_string(s->process_state),
+                                          slot_state_to_string(slot_state(s)),
+                                          process_state_to_string(s->process_state),
                                           strempty(s->allocation_uuid), s->build_configuration,
                                           s->object_path);
                 if (r < 0)
@@ -117,7 +120,8 @@ static int property_get_fleets(sd_bus *bus, const char *path, const char *interf
         int r = sd_bus_message_open_container(reply, 'a', "s");
 
         for (size_t i = 0; r >= 0 && i < m->n_fleets; i++)
-                r = sd_bus_message_append(reply, "s", m->fleets[i].config->name);
+                if (!m->fleets[i]->retired)
+                        r = sd_bus_message_append(reply, "s", m->fleets[i]->config->name);
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
@@ -125,7 +129,7 @@ static int property_get_slot_count(sd_bus *bus, const char *path, const char *in
                                    const char *property, sd_bus_message *reply, void *userdata,
                                    sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "u", (uint32_t) m->n_slots);
+        return sd_bus_message_append(reply, "u", (uint32_t) m->n_live_slots);
 }
 
 static int property_get_enforcement(sd_bus *bus, const char *path, const char *interface,
@@ -146,6 +150,175 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", SLOTD_VERSION);
 }
 
+/* Maps the manager's negative errno to the contract's D-Bus errors. */
+int bus_error_from_errno(sd_bus_error *error, int r, const char *what) {
+        switch (r) {
+        case -ENOSPC:
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "NoCapacity", "%s: no slot free", what);
+        case -EAGAIN:
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "Draining",
+                                         "%s: the machine is draining", what);
+        case -EBUSY:
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "%s: not possible in the slot's state", what);
+        case -EINVAL:
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument", "%s", what);
+        default:
+                return sd_bus_error_set_errnof(error, r, "%s: %m", what);
+        }
+}
+
+/* Allocation UUIDs and build configuration IDs end up in files, logs and cgroups' neighbours:
+ * only the characters of the contract, and a bounded length. */
+int bus_check_id(sd_bus_error *error, const char *what, const char *s, bool empty_ok) {
+        if ((empty_ok && s[0] == '\0') || alloc_id_is_valid(s))
+                return 0;
+        return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
+                                 "Invalid %s: 1 to %d characters of A-Z a-z 0-9 . _ : -", what,
+                                 ALLOC_ID_MAX);
+}
+
+/* Replies (u id, o path) once the change is durable. */
+int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "uo", s->id, s->object_path);
+        if (r < 0)
+                return r;
+        return manager_reply_durable(m, msg, reply);
+}
+
+int bus_reply_empty_durable(sd_bus_message *msg, Manager *m) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+
+        if (r < 0)
+                return r;
+        return manager_reply_durable(m, msg, reply);
+}
+
+static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *fleet, *uuid, *bc;
+        Slot *s;
+        int r;
+
+        r = bus_check_admin(msg, m, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "sss", &fleet, &uuid, &bc);
+        if (r < 0)
+                return r;
+        if ((r = bus_check_id(error, "allocation UUID", uuid, false)) < 0 ||
+            (r = bus_check_id(error, "build configuration", bc, true)) < 0)
+                return r;
+        r = manager_allocate(m, fleet, uuid, bc, &s);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument", "No fleet '%s'",
+                                         fleet);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Allocate");
+        return bus_reply_slot_durable(msg, m, s);
+}
+
+static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *uuid;
+        Slot *s;
+        int r;
+
+        r = bus_check_admin(msg, m, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "s", &uuid);
+        if (r < 0)
+                return r;
+        s = manager_slot_by_uuid(m, uuid);
+        if (!s || !streq_ptr(s->allocation_uuid, uuid))
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "NoSuchAllocation",
+                                         "No allocation '%s'", uuid);
+        r = slot_deallocate(s);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Deallocate");
+        return bus_reply_empty_durable(msg, m);
+}
+
+#define RESERVE_DEFAULT_USEC (60 * USEC_PER_SEC)
+#define TIMEOUT_MAX_USEC (7 * 24 * USEC_PER_HOUR)
+
+static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *fleet, *uuid;
+        uint64_t timeout;
+        Slot *s;
+        int r;
+
+        r = bus_check_admin(msg, m, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "sst", &fleet, &uuid, &timeout);
+        if (r < 0)
+                return r;
+        if ((r = bus_check_id(error, "reservation UUID", uuid, false)) < 0)
+                return r;
+        if (timeout > TIMEOUT_MAX_USEC)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
+                                         "Reservation timeout longer than 7 days");
+        r = manager_reserve(m, fleet, uuid, timeout ?: RESERVE_DEFAULT_USEC, &s);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument", "No fleet '%s'",
+                                         fleet);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Reserve");
+        return bus_reply_slot_durable(msg, m, s);
+}
+
+static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int b, r;
+
+        r = bus_check_admin(msg, m, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "b", &b);
+        if (r < 0)
+                return r;
+        (void) manager_set_draining(m, b);
+        return bus_reply_empty_durable(msg, m);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = bus_check_admin(msg, m, error);
+        if (r < 0)
+                return r;
+        r = manager_reload(m, &why);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
+                                         "Configuration refused, the running one stays: %s",
+                                         why ?: strerror(-r));
+        return bus_reply_empty_durable(msg, m);
+}
+
+#define DEFINE_MANAGER_GETTER(name, sig, expr)                                                 \
+        static int property_get_##name(sd_bus *bus, const char *path, const char *interface,   \
+                                       const char *property, sd_bus_message *reply,            \
+                                       void *userdata, sd_bus_error *error) {                  \
+                Manager *m = userdata;                                                         \
+                return sd_bus_message_append(reply, sig, expr);                                \
+        }
+
+DEFINE_MANAGER_GETTER(draining, "b", (int) m->draining)
+DEFINE_MANAGER_GETTER(idle_since, "t", (uint64_t) m->idle_since)
+DEFINE_MANAGER_GETTER(hold_until, "t", (uint64_t) m->hold_until)
+DEFINE_MANAGER_GETTER(deprovisionable, "b", (int) m->deprovisionable)
+
 const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -158,6 +331,24 @@ const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Enforcement", "as", property_get_enforcement, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Draining", "b", property_get_draining, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("IdleSinceUSec", "t", property_get_idle_since, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("HoldUntilUSec", "t", property_get_hold_until, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Deprovisionable", "b", property_get_deprovisionable, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_ARGS("Allocate", SD_BUS_ARGS("s", fleet, "s", uuid, "s", build_configuration),
+                                SD_BUS_RESULT("u", id, "o", path), method_allocate,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Deallocate", SD_BUS_ARGS("s", uuid), SD_BUS_NO_RESULT,
+                                method_deallocate, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reserve", SD_BUS_ARGS("s", fleet, "s", uuid, "t", timeout_usec),
+                                SD_BUS_RESULT("u", id, "o", path), method_reserve,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetDraining", SD_BUS_ARGS("b", draining), SD_BUS_NO_RESULT,
+                                method_set_draining, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", NULL, NULL, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListSlots", SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a(ussssso)", slots), method_list_slots, 0),
         SD_BUS_METHOD_WITH_ARGS("GetSlot", SD_BUS_ARGS("u", id), SD_BUS_RESULT("o", path),
@@ -167,11 +358,12 @@ const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("u", id, "s", state, "s", process_state), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Crashed",
                                 SD_BUS_ARGS("u", id, "i", code, "i", signal, "s", reason), 0),
+        SD_BUS_SIGNAL("Deprovisionable", NULL, 0),
         SD_BUS_VTABLE_END,
 };
 
 void manager_bus_slot_changed(Manager *m, Slot *s) {
-        const char *state = slot_state(s);
+        SlotState state = slot_state(s);
         int r;
 
         if (!m->bus)
@@ -179,14 +371,27 @@ void manager_bus_slot_changed(Manager *m, Slot *s) {
         r = sd_bus_emit_properties_changed_strv(m->bus, s->object_path, BUS_SLOT_INTERFACE, NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit PropertiesChanged for slot %u: %m", s->id);
-        if (streq(state, s->announced_state) && s->process_state == s->announced_process_state)
+        if (state == s->announced_state && s->process_state == s->announced_process_state)
                 return;
         s->announced_state = state;
         s->announced_process_state = s->process_state;
         r = sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "SlotChanged", "uss", s->id,
-                               state, process_state_to_string(s->process_state));
+                               slot_state_to_string(state),
+                               process_state_to_string(s->process_state));
         if (r < 0)
                 log_debug_errno(r, "Failed to emit SlotChanged for slot %u: %m", s->id);
+}
+
+void manager_bus_property_changed(Manager *m, const char *property) {
+        if (m->bus)
+                (void) sd_bus_emit_properties_changed(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
+                                                      property, NULL);
+}
+
+void manager_bus_deprovisionable(Manager *m) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
+                                          "Deprovisionable", NULL);
 }
 
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason) {

@@ -23,7 +23,7 @@ int manager_new(Config *config, Manager **ret) {
 
         if (!m)
                 return -ENOMEM;
-        m->notify_fd = -EBADF;
+        m->notify_fd = m->state_dir_fd = -EBADF;
         r = sd_event_new(&m->event);
         if (r < 0) {
                 free(m);
@@ -36,11 +36,17 @@ int manager_new(Config *config, Manager **ret) {
 
 static void manager_free_fleets(Manager *m) {
         for (size_t i = 0; i < m->n_fleets; i++) {
-                Fleet *f = &m->fleets[i];
+                Fleet *f = m->fleets[i];
                 for (size_t j = 0; j < f->n_slots; j++)
-                        slot_free(f->slots[j]);
+                        if (!f->slots[j]->retired_gone)
+                                slot_free(f->slots[j]);
                 free(f->slots);
                 free(f->cgroup_path);
+                if (f->owned_config) {
+                        config_fleet_done(f->owned_config);
+                        free(f->owned_config);
+                }
+                free(f);
         }
         free(m->fleets);
         free(m->slots);
@@ -52,7 +58,21 @@ static void manager_free_fleets(Manager *m) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        if (m->state_dirty && m->state_dir_fd >= 0)
+                (void) manager_commit(m);
+        for (size_t i = 0; i < m->n_pending; i++)
+                sd_bus_message_unref(m->pending[i]);
+        free(m->pending);
+        for (size_t i = 0; i < m->n_graveyard; i++)
+                slot_free(m->graveyard[i]);
+        free(m->graveyard);
         manager_free_fleets(m);
+        hashmap_done(&m->uuids);
+        sd_event_source_disable_unref(m->graveyard_source);
+        sd_event_source_disable_unref(m->commit_source);
+        sd_event_source_disable_unref(m->commit_retry);
+        sd_event_source_disable_unref(m->ttl_timer);
+        safe_close(m->state_dir_fd);
         sd_event_source_disable_unref(m->notify_source);
         safe_close(m->notify_fd);
         sd_bus_flush_close_unref(m->bus);
@@ -112,7 +132,7 @@ static char *detect_ip(void) {
         return strdup(buf);
 }
 
-static int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error) {
+int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error) {
         struct passwd *pw;
         struct group *gr;
 
@@ -227,16 +247,8 @@ static int manager_setup_cgroups(Manager *m) {
                 p = next;
         }
 
-        for (size_t i = 0; i < m->config->n_fleets; i++) {
-                _cleanup_free_ char *path = NULL;
-                if (asprintf(&path, "%s/%s", m->cgroup_root, m->config->fleets[i].name) < 0)
-                        return log_oom();
-                r = cg_create(path);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to create cgroup %s: %m", path);
-                enforced &= cg_enable_controllers(path, enforced);
-        }
-        m->enforced = m->config->n_fleets > 0 ? enforced : cg_available_controllers(m->cgroup_root);
+        /* What the slot tree's root passes down is what every fleet group can enable. */
+        m->enforced = enforced & cg_enable_controllers(m->cgroup_root, enforced);
 
         for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
                 if (!(m->enforced & CGROUP_MASK(c)))
@@ -352,40 +364,95 @@ static int manager_setup_notify(Manager *m) {
         return 0;
 }
 
-static int manager_setup_slots(Manager *m) {
-        unsigned total = 0, id = 0;
+int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error) {
+        _cleanup_free_ Fleet *f = calloc(1, sizeof(Fleet));
+        Fleet **fleets;
+        unsigned took;
         int r;
 
-        for (size_t i = 0; i < m->config->n_fleets; i++)
-                total += m->config->fleets[i].slots;
-        m->fleets = calloc(m->config->n_fleets ?: 1, sizeof(Fleet));
-        m->slots = calloc(total ?: 1, sizeof(Slot *));
-        if (!m->fleets || !m->slots)
-                return log_oom();
+        if (!f)
+                return -ENOMEM;
+        f->manager = m;
+        f->config = fc;
+        r = resolve_identity(fc, &f->uid, &f->gid, ret_error);
+        if (r < 0)
+                return r;
+        if (asprintf(&f->cgroup_path, "%s/%s", m->cgroup_root, fc->name) < 0)
+                return -ENOMEM;
+        r = cg_create(f->cgroup_path);
+        if (r < 0) {
+                if (asprintf(ret_error, "Failed to create cgroup %s: %s", f->cgroup_path,
+                             strerror(-r)) < 0)
+                        *ret_error = NULL;
+                free(f->cgroup_path);
+                return r;
+        }
+        took = cg_enable_controllers(f->cgroup_path, m->enforced);
+        if (took != m->enforced) {
+                log_warning("Cgroup %s took fewer controllers than its parent offers; limits of "
+                            "the rest are not enforced", f->cgroup_path);
+                m->enforced &= took;
+        }
+        fleets = realloc(m->fleets, (m->n_fleets + 1) * sizeof(Fleet *));
+        if (!fleets) {
+                free(f->cgroup_path);
+                return -ENOMEM;
+        }
+        m->fleets = fleets;
+        m->fleets[m->n_fleets++] = f;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+/* New slots take new ids: an id once handed out always names the same slot. */
+int manager_add_slots(Manager *m, Fleet *f, unsigned count) {
+        Slot **fs, **ms;
+        int r;
+
+        fs = realloc(f->slots, (f->n_slots + count + 1) * sizeof(Slot *));
+        if (!fs)
+                return -ENOMEM;
+        f->slots = fs;
+        ms = realloc(m->slots, (m->n_slots + count + 1) * sizeof(Slot *));
+        if (!ms)
+                return -ENOMEM;
+        m->slots = ms;
+        for (unsigned j = 0; j < count; j++) {
+                Slot *s;
+                unsigned index = 0;
+
+                /* The lowest index no slot of the fleet uses: ports stay within the range
+                 * the config validated. */
+                for (bool used = true; used; index += used) {
+                        used = false;
+                        for (size_t k = 0; k < f->n_slots && !used; k++)
+                                used = f->slots[k]->index == index && !f->slots[k]->retired;
+                }
+                r = slot_new(m, f, (unsigned) m->n_slots, index, &s);
+                if (r < 0)
+                        return r;
+                f->slots[f->n_slots++] = s;
+                m->slots[m->n_slots++] = s;
+                m->n_live_slots++;
+        }
+        return 0;
+}
+
+static int manager_setup_slots(Manager *m) {
+        int r;
 
         for (size_t i = 0; i < m->config->n_fleets; i++) {
-                Fleet *f = &m->fleets[i];
                 _cleanup_free_ char *error = NULL;
+                Fleet *f;
 
-                f->manager = m;
-                f->config = &m->config->fleets[i];
-                m->n_fleets++;
-                r = resolve_identity(f->config, &f->uid, &f->gid, &error);
+                r = manager_add_fleet(m, &m->config->fleets[i], &f, &error);
+                if (r == -ENOMEM)
+                        return log_oom();
                 if (r < 0)
-                        return log_error_errno(r, "%s", error ?: "Failed to resolve the fleet's user");
-                if (asprintf(&f->cgroup_path, "%s/%s", m->cgroup_root, f->config->name) < 0)
+                        return log_error_errno(r, "%s", error ?: "Failed to set up a fleet");
+                r = manager_add_slots(m, f, f->config->slots);
+                if (r < 0)
                         return log_oom();
-                f->slots = calloc(f->config->slots, sizeof(Slot *));
-                if (!f->slots)
-                        return log_oom();
-                for (unsigned j = 0; j < f->config->slots; j++) {
-                        r = slot_new(m, f, id, j, &f->slots[j]);
-                        if (r < 0)
-                                return log_oom();
-                        f->n_slots++;
-                        m->slots[id++] = f->slots[j];
-                        m->n_slots++;
-                }
         }
         return 0;
 }
@@ -420,10 +487,16 @@ int manager_startup(Manager *m, const char *bus_override) {
         r = manager_setup_cgroups(m);
         if (r < 0)
                 return r;
+        r = manager_open_state(m);
+        if (r < 0)
+                return r;
         r = manager_setup_notify(m);
         if (r < 0)
                 return r;
         r = manager_setup_slots(m);
+        if (r < 0)
+                return r;
+        r = manager_restore_state(m);
         if (r < 0)
                 return r;
         r = manager_bus_setup(m, bus_override ?: m->config->bus);
@@ -436,7 +509,10 @@ int manager_startup(Manager *m, const char *bus_override) {
                         log_slot_error_errno(m->slots[i], r,
                                              "Failed to provision the slot, it stays stopped: %m");
         }
-        log_info("slotd " SLOTD_VERSION " running %zu slots in %zu fleets", m->n_slots, m->n_fleets);
+        r = manager_commit(m);
+        if (r < 0)
+                return r;
+        log_info("slotd " SLOTD_VERSION " running %zu slots in %zu fleets", m->n_live_slots, m->n_fleets);
         (void) sd_notify(false, "READY=1\nSTATUS=Supervising slots");
         return 0;
 }
@@ -447,5 +523,6 @@ int manager_run(Manager *m) {
 
 void manager_stop_all(Manager *m) {
         for (size_t i = 0; i < m->n_slots; i++)
-                (void) slot_stop(m->slots[i]);
+                if (m->slots[i])
+                        (void) slot_stop(m->slots[i]);
 }

@@ -4,18 +4,23 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "allocation.h"
 #include "config.h"
+#include "hashmap.h"
 #include "slot.h"
 
 /* A fleet as it runs: its config section, its cgroup, its identity, its slots. */
 typedef struct Fleet {
         Manager *manager;
-        const FleetConfig *config;   /* owned by manager->config */
+        const FleetConfig *config;   /* in manager->config, or owned_config once retired */
+        FleetConfig *owned_config;
         char *cgroup_path;
         uid_t uid;
         gid_t gid;
         Slot **slots;
         size_t n_slots;
+        AllocIndex index;            /* allocation candidates by class */
+        bool retired;                /* gone from the config: drains, then goes */
 } Fleet;
 
 typedef struct Manager {
@@ -34,14 +39,35 @@ typedef struct Manager {
         unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
         bool killed_cgroup_bug;      /* see spawn_probe_killed_cgroup_bug() */
 
-        Fleet *fleets;
+        Fleet **fleets;
         size_t n_fleets;
-        Slot **slots;                /* by id */
-        size_t n_slots;
+        Slot **slots;                /* by id; NULL where a slot was removed */
+        size_t n_slots;              /* ids handed out */
+        size_t n_live_slots;
 
         char *notify_path;
         int notify_fd;
         sd_event_source *notify_source;
+
+        Hashmap uuids;               /* allocation and reservation UUID → Slot */
+        bool draining;
+        unsigned n_busy;             /* slots allocated or reserved */
+        usec_t idle_since;           /* CLOCK_REALTIME, 0 while busy */
+        usec_t hold_until;           /* the furthest hold, CLOCK_REALTIME */
+        bool deprovisionable;
+        sd_event_source *ttl_timer;
+
+        int state_dir_fd;
+        bool state_dirty;
+        sd_event_source *commit_source;   /* idle priority: one commit for a burst */
+        sd_event_source *commit_retry;
+        sd_bus_message **pending;         /* (call, reply) pairs waiting for the commit */
+        size_t n_pending;
+        size_t n_pending_allocated;
+
+        Slot **graveyard;            /* retired slots, freed outside their callbacks */
+        size_t n_graveyard;
+        sd_event_source *graveyard_source;
 } Manager;
 
 int manager_new(Config *config, Manager **ret);  /* takes the config */
@@ -53,14 +79,50 @@ int manager_startup(Manager *m, const char *bus_override);
 int manager_run(Manager *m);
 
 Slot *manager_get_slot(Manager *m, unsigned id);
+int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);
+int manager_add_slots(Manager *m, Fleet *f, unsigned count);
+int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error);
+Fleet *manager_find_fleet(Manager *m, const char *name);
+
+/* Called by slots on every change: allocation index, idle count, durable state, D-Bus. */
+void manager_slot_changed(Manager *m, Slot *s, bool durable);
+int manager_uuid_link(Manager *m, const char *uuid, Slot *s);
+void manager_uuid_unlink(Manager *m, const char *uuid, Slot *s);
+Slot *manager_slot_by_uuid(Manager *m, const char *uuid);
+void manager_hold_started(Manager *m, usec_t until);
+void manager_hold_ended(Manager *m, usec_t until);
+void manager_retire_slot(Manager *m, Slot *s);
+void manager_set_busy(Manager *m, Slot *s, bool busy);
+int manager_open_state(Manager *m);
+int manager_restore_state(Manager *m);
+
+/* SPEC §7. -EINVAL unknown fleet, -EAGAIN draining, -ENOSPC no capacity. */
+int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
+                     Slot **ret);
+int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret);
+int manager_set_draining(Manager *m, bool draining);
+/* Reads the config again; on error *ret_error says why and nothing changed. */
+int manager_reload(Manager *m, char **ret_error);
+
+/* Sends 'reply' to 'call' once the state is durable (group commit); takes both refs. On a
+ * failed commit the caller gets an error instead. */
+int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply);
+void manager_state_dirty(Manager *m);
+int manager_commit(Manager *m);
 Slot *manager_slot_by_pid(Manager *m, pid_t pid);
 void manager_stop_all(Manager *m);
 
 /* D-Bus (manager-bus.c, slot-bus.c). */
 int manager_bus_setup(Manager *m, const char *bus);
 void manager_bus_slot_changed(Manager *m, Slot *s);
+void manager_bus_property_changed(Manager *m, const char *property);
+void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
 int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_error *error);
+int bus_error_from_errno(sd_bus_error *error, int r, const char *what);
+int bus_check_id(sd_bus_error *error, const char *what, const char *s, bool empty_ok);
+int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s);
+int bus_reply_empty_durable(sd_bus_message *msg, Manager *m);
 
 /* What the slot tree would look like, for --check. */
 int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root);

@@ -12,7 +12,7 @@
         }
 
 DEFINE_SLOT_GETTER(fleet, "s", s->fleet->config->name)
-DEFINE_SLOT_GETTER(state, "s", slot_state(s))
+DEFINE_SLOT_GETTER(state, "s", slot_state_to_string(slot_state(s)))
 DEFINE_SLOT_GETTER(process_state, "s", process_state_to_string(s->process_state))
 DEFINE_SLOT_GETTER(failure_reason, "s", failure_reason_to_string(s->failure))
 DEFINE_SLOT_GETTER(allocation_uuid, "s", strempty(s->allocation_uuid))
@@ -29,6 +29,118 @@ DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
 
 static int slot_method_prologue(sd_bus_message *msg, Slot *s, sd_bus_error *error) {
         return bus_check_admin(msg, s->manager, error);
+}
+
+/* Hold and ReleaseHold: managers, and the game server of this very slot (SPEC §8). */
+static int slot_check_hold_caller(sd_bus_message *msg, Slot *s, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        sd_bus_error admin = SD_BUS_ERROR_NULL;
+        pid_t pid;
+        int r;
+
+        r = bus_check_admin(msg, s->manager, &admin);
+        if (r >= 0)
+                return 0;
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID, &creds) >= 0 &&
+            sd_bus_creds_get_pid(creds, &pid) >= 0 && manager_slot_by_pid(s->manager, pid) == s) {
+                sd_bus_error_free(&admin);
+                return 0;
+        }
+        return sd_bus_error_move(error, &admin);
+}
+
+#define HOLD_DEFAULT_USEC (60 * USEC_PER_SEC)
+#define HOLD_MAX_USEC (7 * 24 * USEC_PER_HOUR)
+
+static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        const char *uuid, *bc;
+        Slot *other;
+        int r = slot_method_prologue(msg, s, error);
+
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "ss", &uuid, &bc);
+        if (r < 0)
+                return r;
+        if ((r = bus_check_id(error, "allocation UUID", uuid, false)) < 0 ||
+            (r = bus_check_id(error, "build configuration", bc, true)) < 0)
+                return r;
+        other = manager_slot_by_uuid(s->manager, uuid);
+        if (other && other != s)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "%s is allocated or reserved on slot %u", uuid, other->id);
+        if (s->manager->draining && !streq_ptr(s->allocation_uuid, uuid))
+                return bus_error_from_errno(error, -EAGAIN, "Allocate");
+        r = slot_allocate(s, uuid, bc[0] ? bc : NULL);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "Slot %u is %s, %s", s->id,
+                                         slot_state_to_string(slot_state(s)),
+                                         process_state_to_string(s->process_state));
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Allocate");
+        return bus_reply_empty_durable(msg, s->manager);
+}
+
+static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = slot_method_prologue(msg, s, error);
+
+        if (r < 0)
+                return r;
+        r = slot_deallocate(s);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "Slot %u is not allocated", s->id);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Deallocate");
+        return bus_reply_empty_durable(msg, s->manager);
+}
+
+static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Slot *s = userdata;
+        uint64_t timeout;
+        usec_t until;
+        int r = slot_check_hold_caller(msg, s, error);
+
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "t", &timeout);
+        if (r < 0)
+                return r;
+        if (timeout > HOLD_MAX_USEC)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
+                                         "Hold timeout longer than 7 days");
+        r = slot_hold(s, timeout ?: HOLD_DEFAULT_USEC, &until);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "Slot %u is %s: only an online or available slot can be held",
+                                         s->id, slot_state_to_string(slot_state(s)));
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Hold");
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "t", (uint64_t) until);
+        if (r < 0)
+                return r;
+        return manager_reply_durable(s->manager, msg, reply);
+}
+
+static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = slot_check_hold_caller(msg, s, error);
+
+        if (r < 0)
+                return r;
+        if (s->hold_until == 0)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
+                                         "Slot %u is not held", s->id);
+        slot_end_hold(s, HOLD_EVENT_RELEASE);
+        manager_slot_changed(s->manager, s, true);
+        return bus_reply_empty_durable(msg, s->manager);
 }
 
 static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -118,10 +230,20 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("StartedAtUSec", "t", NULL, offsetof(Slot, started_at),
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("HoldUntilUSec", "t", NULL, offsetof(Slot, hold_until),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ReservedUntilUSec", "t", NULL, offsetof(Slot, reserved_until),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Start", NULL, NULL, method_start, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Restart", NULL, NULL, method_restart, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("ResetFailed", NULL, NULL, method_reset_failed, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Allocate", SD_BUS_ARGS("s", uuid, "s", build_configuration),
+                                SD_BUS_NO_RESULT, method_allocate, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Deallocate", NULL, NULL, method_deallocate, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Hold", SD_BUS_ARGS("t", timeout_usec), SD_BUS_RESULT("t", until_usec),
+                                method_hold, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ReleaseHold", NULL, NULL, method_release_hold, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
@@ -159,6 +281,8 @@ int slot_bus_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***
         if (!nodes)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_slots; i++) {
+                if (!m->slots[i])
+                        continue;
                 r = strv_extend(&nodes, m->slots[i]->object_path);
                 if (r < 0)
                         return r;

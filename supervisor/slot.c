@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,14 +21,28 @@ bool slot_is_allocated(const Slot *s) {
         return s->allocation_uuid != NULL;
 }
 
-const char *slot_state(const Slot *s) {
-        if (slot_is_allocated(s))
-                return "allocated";
-        if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING)
-                return "online";
-        return "available";
+bool slot_is_running(const Slot *s) {
+        return s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING;
 }
 
+SlotFacts slot_facts(const Slot *s) {
+        return (SlotFacts){
+                .allocated = s->allocation_uuid != NULL,
+                .reserved = s->reservation_uuid != NULL,
+                .held = s->hold_until != 0,
+                .running = slot_is_running(s),
+                .ready = s->ready,
+                .failed = s->process_state == PROCESS_FAILED,
+                /* Mid-restart, or due for one: not a slot to hand out as it is. */
+                .busy = s->process_state == PROCESS_STOPPING || s->start_defer || s->stale ||
+                        s->retired,
+        };
+}
+
+SlotState slot_state(const Slot *s) {
+        SlotFacts f = slot_facts(s);
+        return slot_state_from_facts(&f);
+}
 
 static void slot_set_process_state(Slot *s, ProcessState state) {
         if (s->process_state == state)
@@ -62,6 +77,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
                 return -ENOMEM;
         }
         s->announced_state = slot_state(s);
+        s->announced_process_state = s->process_state;
         *ret = s;
         return 0;
 }
@@ -73,6 +89,8 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->child_source);
         sd_event_source_disable_unref(s->stop_timer);
         sd_event_source_disable_unref(s->start_defer);
+        sd_event_source_disable_unref(s->reserve_timer);
+        sd_event_source_disable_unref(s->hold_timer);
         safe_close(s->cgroup_fd);
         safe_close(s->home_fd);
         free(s->object_path);
@@ -82,6 +100,7 @@ Slot *slot_free(Slot *s) {
         free(s->log_fields[0]);
         free(s->log_fields[1]);
         free(s->allocation_uuid);
+        free(s->reservation_uuid);
         free(s->build_configuration);
         free(s->status);
         free(s);
@@ -186,6 +205,14 @@ static int slot_setup_cgroup(Slot *s) {
         return 0;
 }
 
+/* At provisioning: run if the fleet starts on provision or a session lives here, unless the
+ * slot was left failed or stopped by pre-recovery. */
+static bool slot_wants_to_run(const Slot *s) {
+        if (s->process_state == PROCESS_FAILED || s->failure == FAILURE_PRE_RECOVERY)
+                return false;
+        return s->fleet->config->start_on_provision || slot_is_allocated(s);
+}
+
 int slot_provision(Slot *s) {
         int r;
 
@@ -205,7 +232,7 @@ int slot_provision(Slot *s) {
                                  "killing them before starting anew", s->cgroup_path);
                 slot_set_process_state(s, PROCESS_STOPPING);
                 s->stop_requested = true;
-                s->restart_requested = s->fleet->config->start_on_provision;
+                s->restart_requested = slot_wants_to_run(s);
                 s->cgroup_killed = true;
                 r = cg_kill_at(s->cgroup_fd);
                 if (r < 0)
@@ -214,8 +241,10 @@ int slot_provision(Slot *s) {
                         slot_dispatch(s, SLOT_EVENT_EMPTY);
                 return 0;
         }
-        if (s->fleet->config->start_on_provision)
+        if (slot_wants_to_run(s))
                 slot_dispatch(s, SLOT_EVENT_START);
+        else
+                manager_slot_changed(s->manager, s, false);
         return 0;
 }
 
@@ -272,6 +301,7 @@ static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
                 { "ALLOCATION_UUID", strempty(s->allocation_uuid) },
                 { "SERVER_LOG_DIR", s->log_dir },
                 { "HOME", s->home },
+                { "BUILD_CONFIGURATION", s->build_configuration },
         };
         _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
         char *v;
@@ -431,13 +461,24 @@ static void slot_kill(Slot *s) {
 }
 
 static int slot_set_allocation(Slot *s, const char *uuid) {
+        char *copy = NULL;
         int r;
 
         if (streq_ptr(s->allocation_uuid, uuid))
                 return 0;
-        r = free_and_strdup(&s->allocation_uuid, uuid);
-        if (r < 0)
-                return r;
+        if (uuid && !(copy = strdup(uuid)))
+                return -ENOMEM;
+        if (copy) {
+                r = manager_uuid_link(s->manager, copy, s);
+                if (r < 0) {
+                        free(copy);
+                        return r;
+                }
+        }
+        if (s->allocation_uuid)
+                manager_uuid_unlink(s->manager, s->allocation_uuid, s);
+        free(s->allocation_uuid);
+        s->allocation_uuid = copy;
         /* Rewritten before anything announces the change (SPEC §4). */
         r = slot_write_server_json(s);
         if (r < 0)
@@ -467,11 +508,16 @@ static void slot_settle(Slot *s) {
                 .crashes_in_window = crash_history_count(&s->crashes, now, f->crash_window),
                 .crash_restarts = f->crash_restarts,
         });
-        s->stop_requested = s->restart_requested = false;
         s->ready = false;
 
-        if (v.deallocate && !requested)
+        if (v.deallocate && !requested) {
+                if (s->allocation_uuid)
+                        log_slot_info(s, "Server exited 0: allocation %s is over", s->allocation_uuid);
                 (void) slot_set_allocation(s, NULL);
+        }
+        /* Whatever starts next starts with the fleet's current configuration. */
+        if (!slot_is_allocated(s))
+                s->stale = false;
         if (!requested && !clean) {
                 if (s->exit_signal)
                         log_slot_warning(s, "Server crashed: killed by signal %d (%s)%s%s",
@@ -485,6 +531,12 @@ static void slot_settle(Slot *s) {
                 manager_bus_slot_crashed(s->manager, s, failure_reason_to_string(v.reason));
         }
 
+        s->stop_requested = s->restart_requested = false;
+        if (s->retired && !slot_is_allocated(s)) {
+                slot_set_process_state(s, PROCESS_STOPPED);
+                manager_retire_slot(s->manager, s);
+                return;
+        }
         switch (v.decision) {
         case EXIT_DECISION_RESTART:
                 slot_set_process_state(s, PROCESS_STOPPED);
@@ -543,9 +595,7 @@ static void slot_dispatch(Slot *s, SlotEvent event) {
         if (event == SLOT_EVENT_START && s->process_state == PROCESS_STOPPING)
                 s->restart_requested = true;
         slot_apply(s, t);
-        if (s->process_state != s->announced_process_state ||
-            !streq(slot_state(s), s->announced_state))
-                manager_bus_slot_changed(s->manager, s);
+        manager_slot_changed(s->manager, s, true);
 }
 
 static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
@@ -579,6 +629,7 @@ int slot_start(Slot *s) {
 }
 
 int slot_stop(Slot *s) {
+        slot_end_hold(s, HOLD_EVENT_STOP);
         s->start_defer = sd_event_source_disable_unref(s->start_defer);
         if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING ||
             s->process_state == PROCESS_STOPPING) {
@@ -590,6 +641,7 @@ int slot_stop(Slot *s) {
 }
 
 int slot_restart(Slot *s) {
+        slot_end_hold(s, HOLD_EVENT_RESTART);
         if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING ||
             s->process_state == PROCESS_STOPPING) {
                 s->restart_requested = true;
@@ -621,7 +673,7 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
                 log_slot_debug(s, "READY=1");
                 slot_dispatch(s, SLOT_EVENT_READY);
         }
-        manager_bus_slot_changed(s->manager, s);
+        manager_slot_changed(s->manager, s, false);
 }
 
 uint64_t slot_memory_current(Slot *s) {
@@ -649,4 +701,231 @@ double slot_cpu_usage(Slot *s) {
                 s->cpu_sample_at = now;
         }
         return s->cpu_usage;
+}
+
+static int slot_on_hold_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+
+        log_slot_info(s, "Hold expired");
+        slot_end_hold(s, HOLD_EVENT_TIMEOUT);
+        manager_slot_changed(s->manager, s, true);
+        return 0;
+}
+
+void slot_end_hold(Slot *s, HoldEvent event) {
+        usec_t until = s->hold_until;
+
+        if (until == 0 || !hold_ends_on(event))
+                return;
+        s->hold_until = 0;
+        s->hold_timer = sd_event_source_disable_unref(s->hold_timer);
+        manager_hold_ended(s->manager, until);
+}
+
+/* Deadlines are kept as CLOCK_REALTIME (shown and persisted) and armed on CLOCK_MONOTONIC,
+ * which wall-clock steps do not move. */
+static int slot_arm_deadline(Slot *s, sd_event_source **source, usec_t until_realtime,
+                             sd_event_time_handler_t handler) {
+        usec_t now = now_usec(CLOCK_REALTIME);
+        usec_t left = until_realtime > now ? until_realtime - now : 0;
+
+        *source = sd_event_source_disable_unref(*source);
+        return sd_event_add_time_relative(s->manager->event, source, CLOCK_MONOTONIC, left,
+                                          USEC_PER_MSEC, handler, s);
+}
+
+int slot_hold(Slot *s, usec_t timeout, usec_t *ret_until) {
+        usec_t until;
+        int r;
+
+        if (!hold_allowed(slot_state(s)))
+                return -EBUSY;
+        until = now_usec(CLOCK_REALTIME) + timeout;
+        r = slot_arm_deadline(s, &s->hold_timer, until, slot_on_hold_timeout);
+        if (r < 0)
+                return r;
+        s->hold_until = until;
+        manager_hold_started(s->manager, until);
+        log_slot_info(s, "Held for %" PRIu64 " ms", timeout / USEC_PER_MSEC);
+        manager_slot_changed(s->manager, s, true);
+        *ret_until = until;
+        return 0;
+}
+
+void slot_end_reservation(Slot *s) {
+        if (!s->reservation_uuid)
+                return;
+        manager_uuid_unlink(s->manager, s->reservation_uuid, s);
+        s->reservation_uuid = mfree_str(s->reservation_uuid);
+        s->reserved_until = 0;
+        s->reserve_timer = sd_event_source_disable_unref(s->reserve_timer);
+}
+
+static int slot_on_reserve_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+
+        log_slot_info(s, "Reservation for %s expired", s->reservation_uuid);
+        slot_end_reservation(s);
+        manager_slot_changed(s->manager, s, true);
+        return 0;
+}
+
+int slot_reserve(Slot *s, const char *uuid, usec_t timeout) {
+        _cleanup_free_ char *copy = strdup(uuid);
+        usec_t until = now_usec(CLOCK_REALTIME) + timeout;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        if (slot_is_allocated(s) || s->reservation_uuid ||
+            s->process_state == PROCESS_FAILED)
+                return -EBUSY;
+        r = slot_arm_deadline(s, &s->reserve_timer, until, slot_on_reserve_timeout);
+        if (r < 0)
+                return r;
+        r = manager_uuid_link(s->manager, copy, s);
+        if (r < 0) {
+                s->reserve_timer = sd_event_source_disable_unref(s->reserve_timer);
+                return r;
+        }
+        slot_end_hold(s, HOLD_EVENT_RESERVE);
+        s->reservation_uuid = TAKE_PTR(copy);
+        s->reserved_until = until;
+        log_slot_info(s, "Reserved for %s", s->reservation_uuid);
+        manager_slot_changed(s->manager, s, true);
+        return 0;
+}
+
+int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
+        bool restart, start, pre_recovery = s->failure == FAILURE_PRE_RECOVERY;
+        const char *bc = build_configuration ?: s->build_configuration;
+        int r;
+
+        if (streq_ptr(s->allocation_uuid, uuid))
+                return 0;
+        /* A slot stopped by pre-recovery keeps its session until a new allocation replaces
+         * it (SPEC §6); any other allocated or foreign-reserved slot is taken. */
+        if ((slot_is_allocated(s) && !pre_recovery) ||
+            (s->reservation_uuid && !streq(s->reservation_uuid, uuid)) || s->retired ||
+            s->process_state == PROCESS_STOPPING)
+                return -EBUSY;
+
+        restart = slot_is_running(s) && (!streq(bc, s->build_configuration) || s->stale);
+        start = !slot_is_running(s);
+        if (!streq(bc, s->build_configuration)) {
+                r = free_and_strdup(&s->build_configuration, bc);
+                if (r < 0)
+                        return r;
+        }
+        slot_end_reservation(s);
+        slot_end_hold(s, HOLD_EVENT_ALLOCATE);
+        r = slot_set_allocation(s, uuid);
+        if (r < 0)
+                return r;
+        log_slot_info(s, "Allocated to %s (build configuration %s)%s", uuid, bc,
+                      restart ? ", restarting into it" : start ? ", starting" : "");
+        if (pre_recovery)
+                s->failure = FAILURE_NONE;
+        if (restart) {
+                s->stale = false;
+                s->restart_requested = true;
+                slot_dispatch(s, SLOT_EVENT_STOP);
+        } else if (start)
+                /* A failed slot starts again too: a new allocation clears crash-backoff. */
+                slot_dispatch(s, SLOT_EVENT_START);
+        manager_slot_changed(s->manager, s, true);
+        return 0;
+}
+
+int slot_deallocate(Slot *s) {
+        bool stopped_for_recovery = s->failure == FAILURE_PRE_RECOVERY;
+        int r;
+
+        if (!slot_is_allocated(s))
+                return -EBUSY;
+        log_slot_info(s, "Deallocated %s", s->allocation_uuid);
+        r = slot_set_allocation(s, NULL);
+        if (r < 0)
+                return r;
+        if (stopped_for_recovery)
+                s->failure = FAILURE_NONE;
+        if (s->retired) {
+                if (slot_is_running(s))
+                        (void) slot_stop(s);
+                else
+                        manager_retire_slot(s->manager, s);
+                return 0;
+        }
+        if (slot_is_running(s) && s->stale) {
+                /* The session ran the configuration Reload replaced; the server it leaves
+                 * behind takes the new one. */
+                s->stale = false;
+                s->restart_requested = true;
+                slot_dispatch(s, SLOT_EVENT_STOP);
+        } else if (!slot_is_running(s) && s->process_state != PROCESS_FAILED &&
+                   s->fleet->config->start_on_provision)
+                slot_dispatch(s, SLOT_EVENT_START);
+        manager_slot_changed(s->manager, s, true);
+        return 0;
+}
+
+void slot_reconfigure(Slot *s, bool build_changed) {
+        CgroupLimits limits = slot_limits(s);
+
+        if (s->cgroup_fd >= 0)
+                (void) cg_apply_limits(s->cgroup_fd, s->manager->enforced, &limits);
+        if (!build_changed)
+                return;
+        if (slot_is_allocated(s)) {
+                s->stale = slot_is_running(s);
+                return;
+        }
+        (void) free_and_strdup(&s->build_configuration, s->fleet->config->build_configuration);
+        slot_end_hold(s, HOLD_EVENT_BUILD_CHANGE);
+        if (slot_is_running(s) || s->process_state == PROCESS_STOPPING) {
+                log_slot_info(s, "Configuration changed, restarting into it");
+                s->restart_requested = true;
+                slot_dispatch(s, SLOT_EVENT_STOP);
+        }
+        manager_slot_changed(s->manager, s, true);
+}
+
+void slot_restore(Slot *s, const SlotRecord *r) {
+        usec_t now = now_usec(CLOCK_REALTIME);
+
+        if (r->build_configuration)
+                (void) free_and_strdup(&s->build_configuration, r->build_configuration);
+        if (r->allocation_uuid && slot_set_allocation(s, r->allocation_uuid) < 0)
+                log_slot_error_errno(s, -ENOMEM, "Failed to restore allocation %s", r->allocation_uuid);
+        if (r->reservation_uuid && r->reserved_until > now)
+                (void) slot_reserve(s, r->reservation_uuid, r->reserved_until - now);
+        if (r->hold_until > now) {
+                usec_t until;
+                (void) slot_hold(s, r->hold_until - now, &until);
+        }
+        for (FailureReason f = 0; r->failure && f < _FAILURE_REASON_MAX; f++)
+                if (streq(r->failure, failure_reason_to_string(f)))
+                        s->failure = f;
+        if (r->failed)
+                s->process_state = PROCESS_FAILED;
+        s->restarts = r->restarts;
+        s->last_exit_code = r->last_exit_code;
+        s->last_exit_signal = r->last_exit_signal;
+}
+
+void slot_record(const Slot *s, SlotRecord *r) {
+        *r = (SlotRecord){
+                .id = s->id,
+                .fleet = (char *) s->fleet->config->name,
+                .allocation_uuid = s->allocation_uuid,
+                .build_configuration = s->build_configuration,
+                .reservation_uuid = s->reservation_uuid,
+                .reserved_until = s->reserved_until,
+                .hold_until = s->hold_until,
+                .failure = s->failure != FAILURE_NONE ? (char *) failure_reason_to_string(s->failure) : NULL,
+                .failed = s->process_state == PROCESS_FAILED,
+                .restarts = s->restarts,
+                .last_exit_code = s->last_exit_code,
+                .last_exit_signal = s->last_exit_signal,
+        };
 }

@@ -5,8 +5,10 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "allocation.h"
 #include "config.h"
 #include "slot-fsm.h"
+#include "state-file.h"
 #include "time-util.h"
 
 typedef struct Manager Manager;
@@ -37,7 +39,17 @@ typedef struct Slot {
         ProcessState process_state;
         FailureReason failure;
         char *allocation_uuid;    /* NULL = not allocated */
-        char *build_configuration;
+        char *build_configuration;    /* the one the process runs, or will run at its start */
+        char *reservation_uuid;   /* NULL = not reserved */
+        usec_t reserved_until;    /* CLOCK_REALTIME */
+        sd_event_source *reserve_timer;
+        usec_t hold_until;        /* CLOCK_REALTIME, 0 = no hold */
+        sd_event_source *hold_timer;
+        bool stale;               /* runs a configuration Reload replaced: restart when free */
+        bool retired;             /* its fleet or place is gone: remove when free */
+        bool counted_busy;        /* counted in the manager's allocated-or-reserved count */
+        bool retired_gone;        /* removed from the manager, waiting to be freed */
+        AllocEntry alloc_entry;   /* in its fleet's AllocIndex */
 
         pid_t main_pid;
         sd_event_source *child_source;    /* owns the pidfd */
@@ -60,7 +72,7 @@ typedef struct Slot {
         usec_t cpu_sample_at;     /* CLOCK_MONOTONIC of that sample */
         double cpu_usage;         /* cores over the last interval */
 
-        const char *announced_state;
+        SlotState announced_state;
         ProcessState announced_process_state;
 } Slot;
 
@@ -79,8 +91,26 @@ int slot_reset_failed(Slot *s);   /* -EBUSY unless failed */
 void slot_handle_notify(Slot *s, const char *buf, size_t size);
 
 /* The allocation view (SPEC §5). */
-const char *slot_state(const Slot *s);
+SlotState slot_state(const Slot *s);
+SlotFacts slot_facts(const Slot *s);
 bool slot_is_allocated(const Slot *s);
+bool slot_is_running(const Slot *s);
+
+/* Allocation, reservation, hold (SPEC §7). uuid and build_configuration are valid IDs
+ * (build_configuration NULL = keep the slot's). -EBUSY: the state does not allow it. */
+int slot_allocate(Slot *s, const char *uuid, const char *build_configuration);
+int slot_deallocate(Slot *s);
+int slot_reserve(Slot *s, const char *uuid, usec_t timeout);
+int slot_hold(Slot *s, usec_t timeout, usec_t *ret_until);
+void slot_end_hold(Slot *s, HoldEvent event);
+/* Clears a reservation (its timeout, or an allocation with its UUID). */
+void slot_end_reservation(Slot *s);
+/* A new configuration for the fleet: restart now if free, else when free. */
+void slot_reconfigure(Slot *s, bool build_changed);
+/* Puts back what the state file remembers, before the slot is provisioned. */
+void slot_restore(Slot *s, const SlotRecord *r);
+/* Fills r from the slot; the strings point into the slot (do not free). */
+void slot_record(const Slot *s, SlotRecord *r);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);

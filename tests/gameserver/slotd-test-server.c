@@ -852,7 +852,7 @@ static int memory_touch(struct server *s, uint64_t bytes)
                                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
                         if (base == MAP_FAILED)
                                 return -errno;
-                        /* Huge pages would charge 2 MiB for a 4 KiB touch and spoil the arithmetic. */
+                        /* A huge page would charge 2 MiB for a 4 KiB touch. */
                         (void) madvise(base, size, MADV_NOHUGEPAGE);
                         region = &s->regions[s->n_regions++];
                         *region = (struct memory_region) { .base = base, .size = size };
@@ -939,15 +939,24 @@ static void *burner_main(void *userdata)
 
         free(userdata);
         while (atomic_load_explicit(&burn_generation, memory_order_relaxed) == a.generation) {
-                usec_t cpu_start = now_usec(CLOCK_THREAD_CPUTIME_ID), now;
+                usec_t cpu_start = now_usec(CLOCK_THREAD_CPUTIME_ID);
+                usec_t now = now_usec(CLOCK_MONOTONIC), next_cpu_check = now + a.busy_usec;
 
-                do {
+                /*
+                 * The CPU clock is a real system call, so it is read only once
+                 * the wall clock says the target could have been reached.
+                 */
+                while (now < period_end) {
                         if (atomic_load_explicit(&burn_generation, memory_order_relaxed) !=
                             a.generation)
                                 return NULL;
                         now = now_usec(CLOCK_MONOTONIC);
-                } while (now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu_start < a.busy_usec &&
-                         now < period_end);
+                        if (now < next_cpu_check)
+                                continue;
+                        if (now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu_start >= a.busy_usec)
+                                break;
+                        next_cpu_check = now + 200;
+                }
 
                 if (now < period_end) {
                         struct timespec ts = {
@@ -1426,7 +1435,13 @@ static int command_run_line(struct server *s, const char *line, const char *orig
         int r;
 
         copy_string(buf, sizeof(buf), line);
-        cmd = buf + strspn(buf, " \t\r");
+        /* Control characters would garble the log the line is echoed to; CRLF files are fine. */
+        for (char *p = buf; *p; p++)
+                if (*p == '\r')
+                        *p = ' ';
+                else if ((unsigned char) *p < 0x20 && *p != '\t')
+                        *p = '?';
+        cmd = buf + strspn(buf, " \t");
         end = cmd + strlen(cmd);
         while (end > cmd && isspace((unsigned char) end[-1]))
                 *--end = '\0';
@@ -1673,7 +1688,9 @@ static void put_u16le(struct packet *p, uint16_t v)
 
 static void put_u32be(struct packet *p, uint32_t v)
 {
-        uint8_t b[4] = { (uint8_t) (v >> 24), (uint8_t) (v >> 16), (uint8_t) (v >> 8), (uint8_t) v };
+        uint8_t b[4] = {
+                (uint8_t) (v >> 24), (uint8_t) (v >> 16), (uint8_t) (v >> 8), (uint8_t) v,
+        };
 
         put_bytes(p, b, 4);
 }
@@ -1895,7 +1912,9 @@ static void cgroup_read(char *buf, size_t size)
         copy_string(buf, size, "");
         if (read_file("/proc/self/cgroup", 64 * 1024, &content, &len) < 0)
                 return;
-        for (line = content; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        for (line = content; line && *line; line = strchr(line, '\n')) {
+                if (*line == '\n')
+                        line++;
                 if (strncmp(line, "0::", 3) == 0) {
                         copy_string(buf, size, line + 3);
                         buf[strcspn(buf, "\n")] = '\0';
@@ -2179,7 +2198,7 @@ static void usage(void)
               "  --server-id ID           ($SERVER_ID)\n"
               "  --port N                 game port ($PORT)\n"
               "  --query-port N           UDP query port ($QUERY_PORT)\n"
-              "  --allocation-uuid UUID   used only when server.json is unreadable ($ALLOCATION_UUID)\n"
+              "  --allocation-uuid UUID   if server.json is unreadable ($ALLOCATION_UUID)\n"
               "  --server-log-dir DIR     ($SERVER_LOG_DIR)\n"
               "  --notify-socket PATH     sd_notify socket, \"@name\" = abstract ($NOTIFY_SOCKET)\n"
               "  --build-id ID            SQP build id ($BUILD_ID, else \"dev\")\n"
@@ -2240,24 +2259,6 @@ enum {
         OPT_COMMAND,
 };
 
-/* Options that are commands map onto the same handlers, run once start-up is done. */
-static const struct option_command {
-        const char *option;
-        const char *command;
-} option_commands[] = {
-        { "watchdog-usec", "watchdog-usec" },
-        { "status", "status" },
-        { "players", "players" },
-        { "max-players", "max-players" },
-        { "map", "map" },
-        { "name", "name" },
-        { "burn-cpu", "burn-cpu" },
-        { "grow-memory", "grow-memory" },
-        { "grow-memory-rate", "grow-memory-rate" },
-        { "crash-after", "crash-after" },
-        { "exit-after", "exit-after" },
-        { "fork", "fork" },
-};
 
 struct options {
         const char *home;
@@ -2297,6 +2298,7 @@ static void options_parse(struct server *s, struct options *o, int argc, char **
                 { "core-dump", no_argument, NULL, OPT_CORE_DUMP },
                 { "no-query", no_argument, NULL, OPT_NO_QUERY },
                 { "a2s-challenge", no_argument, NULL, OPT_A2S_CHALLENGE },
+                /* Named like a command: queued as "name argument" and run after start-up. */
                 { "watchdog-usec", required_argument, NULL, OPT_COMMAND },
                 { "status", required_argument, NULL, OPT_COMMAND },
                 { "players", required_argument, NULL, OPT_COMMAND },
@@ -2373,7 +2375,7 @@ static void options_parse(struct server *s, struct options *o, int argc, char **
                 case OPT_CORE_DUMP:
                         s->core_dump = true;
                         break;
-                /* Plain flags, set before any option command runs, so "--fork 2 --ignore-term" forks children that ignore SIGTERM. */
+                /* Flags are set before any option command runs: "--fork 2 --ignore-term" works. */
                 case OPT_NO_QUERY:
                         s->query_enabled = false;
                         break;
@@ -2384,15 +2386,10 @@ static void options_parse(struct server *s, struct options *o, int argc, char **
                         s->ignore_term = true;
                         break;
                 case OPT_COMMAND:
-                        for (size_t i = 0; i < sizeof(option_commands) / sizeof(option_commands[0]); i++) {
-                                const struct option_command *oc = &option_commands[i];
-
-                                if (strcmp(oc->option, longopts[idx].name) != 0)
-                                        continue;
-                                if (asprintf(&o->lines[o->n_lines], "%s %s", oc->command, optarg) < 0)
-                                        usage_error("memory", "out of memory");
-                                o->n_lines++;
-                        }
+                        if (asprintf(&o->lines[o->n_lines], "%s %s", longopts[idx].name,
+                                     optarg) < 0)
+                                usage_error("memory", "out of memory");
+                        o->n_lines++;
                         break;
                 default:
                         fprintf(stderr, "slotd-test-server: ignoring argument \"%s\"\n",

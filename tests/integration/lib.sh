@@ -220,3 +220,147 @@ finish() {
 }
 
 start_bus
+
+# ---- Allocations, reservations, holds (issue 3) ----
+
+# now_usec: CLOCK_REALTIME in µs, the clock of every *USec property.
+now_usec() { date +%s%6N; }
+
+# mprop_is / wait_mprop PROPERTY VALUE [TIMEOUT]: a Manager property reaches VALUE.
+mprop_is() { [ "$(mprop "$1")" = "$2" ]; }
+wait_mprop() { wait_until "${3:-20}" "Manager $1 = $2" mprop_is "$1" "$2"; }
+
+# wait_new_pid ID OLD_PID [TIMEOUT]: slot ID runs a process other than OLD_PID.
+new_pid() { local p; p=$(sprop "$1" MainPID); [ "$p" != 0 ] && [ "$p" != "$2" ]; }
+wait_new_pid() { wait_until "${3:-20}" "slot $1 runs a new process (not $2)" new_pid "$1" "$2"; }
+
+# allocate FLEET UUID [BUILD_CONFIGURATION]: Manager.Allocate; prints the slot id and checks
+# that the object path returned matches it. reserve FLEET UUID TIMEOUT_USEC: the same for
+# Manager.Reserve. hold ID TIMEOUT_USEC: Slot.Hold; prints until_usec.
+allocate() {
+        local out
+        out=$(mcall Allocate sss "$1" "$2" "${3:-}" 2>&1) || fail "Allocate($1, $2, '${3:-}'): $out"
+        set -- $out
+        [ "$1" = uo ] && [ "$3" = "\"/org/slotd/Supervisor1/slot/$2\"" ] || fail "Allocate reply: $out"
+        echo "$2"
+}
+reserve() {
+        local out
+        out=$(mcall Reserve sst "$1" "$2" "$3" 2>&1) || fail "Reserve($1, $2, $3): $out"
+        set -- $out
+        [ "$1" = uo ] && [ "$3" = "\"/org/slotd/Supervisor1/slot/$2\"" ] || fail "Reserve reply: $out"
+        echo "$2"
+}
+hold() {
+        local out
+        out=$(scall "$1" Hold t "$2" 2>&1) || fail "Hold($1, $2): $out"
+        set -- $out
+        [ "$1" = t ] || fail "Hold reply: $out"
+        echo "$2"
+}
+
+# dsend PATH INTERFACE.METHOD [TYPED ARGS...]: calls slotd with dbus-send (string:x uint64:5
+# ...), which, unlike busctl, prints the D-Bus error name: "Error NAME: MESSAGE".
+dsend() {
+        local path=$1 method=$2
+        shift 2
+        dbus-send --bus="$BUS" --print-reply --reply-timeout=20000 \
+                --dest=org.slotd.Supervisor1 "$path" "$method" "$@" 2>&1
+}
+# expect_err NAME PATH INTERFACE.METHOD [TYPED ARGS...]: the call fails with
+# org.slotd.Supervisor1.Error.NAME (or NAME in full when it contains a dot).
+expect_err() {
+        local name=$1 out
+        shift
+        case $name in *.*) ;; *) name=org.slotd.Supervisor1.Error.$name ;; esac
+        if out=$(dsend "$@"); then
+                fail "expected $name from $*, got success: $out"
+        fi
+        grep -q "^Error ${name//./\\.}:" <<<"$out" || fail "expected $name from $*, got: $out"
+        PASSED=$((PASSED + 1))
+}
+# expect_merr NAME METHOD [TYPED ARGS...] and expect_serr NAME ID METHOD [TYPED ARGS...]:
+# expect_err on the Manager or on slot ID.
+expect_merr() {
+        local name=$1 method=$2
+        shift 2
+        expect_err "$name" /org/slotd/Supervisor1 "org.slotd.Supervisor1.Manager.$method" "$@"
+}
+expect_serr() {
+        local name=$1 id=$2 method=$3
+        shift 3
+        expect_err "$name" "/org/slotd/Supervisor1/slot/$id" "org.slotd.Supervisor1.Slot.$method" "$@"
+}
+
+# list_slots: ListSlots as lines "id fleet State ProcessState uuid build_configuration", an
+# empty uuid shown as "-". slot_of UUID: the id of the slot allocated to UUID, if any.
+list_slots() {
+        bctl --json=short call org.slotd.Supervisor1 /org/slotd/Supervisor1 \
+                org.slotd.Supervisor1.Manager ListSlots |
+                python3 -c 'import json, sys
+for e in json.load(sys.stdin)["data"][0]:
+    print(*[str(x) if str(x) != "" else "-" for x in e[:6]])'
+}
+slot_of() { list_slots | awk -v u="$1" '$5 == u { print $1 }'; }
+
+# server_json ID KEY: a value from slot ID's server.json.
+server_json() {
+        python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+                "$(sprop "$1" Home)/server.json" "$2"
+}
+server_json_is() { [ "$(server_json "$1" "$2")" = "$3" ]; }
+server_state_is() { [ "$(server_state "$1" "$2")" = "$3" ]; }
+
+# stays_true MS DESCRIPTION COMMAND...: COMMAND holds at every poll for MS milliseconds.
+# Only for showing that something does not happen; each caller says why MS is enough.
+stays_true() {
+        local ms=$1 what=$2
+        shift 2
+        local deadline=$(($(date +%s%N) + ms * 1000000))
+        while [ "$(date +%s%N)" -lt "$deadline" ]; do
+                "$@" >/dev/null 2>&1 || fail "no longer true: $what"
+                sleep 0.05
+        done
+        PASSED=$((PASSED + 1))
+}
+
+# assert_near VALUE EXPECTED TOLERANCE [WHAT]: |VALUE - EXPECTED| <= TOLERANCE.
+assert_near() {
+        local d=$(($1 - $2))
+        [ "${d#-}" -le "$3" ] || fail "${4:-value}: expected $2 ± $3, got $1 (off by $d)"
+        PASSED=$((PASSED + 1))
+}
+
+# Background helpers (monitors, load): killed before the harness cleans up, keeping the
+# test's exit status.
+BG_PIDS=()
+bg_cleanup() {
+        local rc=$? p
+        for p in "${BG_PIDS[@]}"; do
+                kill "$p" 2>/dev/null || true
+                wait "$p" 2>/dev/null || true
+        done
+        (exit $rc)
+        cleanup
+}
+bg_track() {
+        BG_PIDS+=("$1")
+        trap bg_cleanup EXIT
+}
+
+# start_monitor FILE: every signal slotd sends from now on, one JSON object a line.
+# signal_count FILE MEMBER: how many MEMBER signals FILE holds.
+start_monitor() {
+        busctl --address="$BUS" --json=short monitor \
+                --match "type='signal',sender='org.slotd.Supervisor1'" >"$1" 2>"$1.err" &
+        bg_track $!
+        wait_until 10 "monitor attached" grep -q "Monitoring bus" "$1.err"
+}
+signal_count() { grep -c "\"member\":\"$2\"" "$1" || true; }
+
+# fleet_key NAME LINE: adds LINE ("key = value") to the [fleet] section of fleet NAME.
+fleet_key() { sed -i "s|^\[fleet\]\$|[fleet]\n$2|" "$T/etc/fleets.d/$1.ini"; }
+# prop_is_not ID PROPERTY VALUE: for wait_until.
+prop_is_not() { ! prop_is "$@"; }
+# config_key SECTION LINE: adds LINE ("key = value") to SECTION of slotd.ini.
+config_key() { sed -i "s|^\[$1\]\$|[$1]\n$2|" "$T/etc/slotd.ini"; }

@@ -46,9 +46,10 @@ static void test_rejects(_unused_ void **state) {
 }
 
 static void test_known_names(_unused_ void **state) {
-        assert_int_equal(expand_n_known_names, 6);
+        assert_int_equal(expand_n_known_names, 7);
         assert_string_equal(expand_known_names[0], "PORT");
         assert_string_equal(expand_known_names[5], "HOME");
+        assert_string_equal(expand_known_names[6], "BUILD_CONFIGURATION");
 }
 
 int main(void) {

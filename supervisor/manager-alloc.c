@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* The allocation side of the manager (SPEC §7): which slot an allocation or reservation
+ * takes, the UUID index, holds, the machine's TTL and draining. */
+#include "log.h"
+#include "manager.h"
+
+Fleet *manager_find_fleet(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_fleets; i++)
+                if (!m->fleets[i]->retired && streq(m->fleets[i]->config->name, name))
+                        return m->fleets[i];
+        return NULL;
+}
+
+int manager_uuid_link(Manager *m, const char *uuid, Slot *s) {
+        return hashmap_put(&m->uuids, uuid, s);
+}
+
+void manager_uuid_unlink(Manager *m, const char *uuid, Slot *s) {
+        (void) hashmap_remove(&m->uuids, uuid, s);
+}
+
+Slot *manager_slot_by_uuid(Manager *m, const char *uuid) {
+        return hashmap_get(&m->uuids, uuid);
+}
+
+static int manager_on_ttl_timer(sd_event_source *source, uint64_t usec, void *userdata);
+
+/* Recomputes Deprovisionable and arms the timer for its next possible change. */
+static void manager_update_ttl(Manager *m) {
+        usec_t now = now_usec(CLOCK_REALTIME), next;
+        bool d = ttl_deprovisionable(m->idle_since, m->config->idle_ttl, m->hold_until, now, &next);
+        int r;
+
+        if (d != m->deprovisionable) {
+                m->deprovisionable = d;
+                manager_bus_property_changed(m, "Deprovisionable");
+                if (d) {
+                        log_info("Machine is deprovisionable: idle since %s ago, no hold",
+                                 "machine.idle_ttl");
+                        manager_bus_deprovisionable(m);
+                }
+        }
+        if (next == USEC_INFINITY) {
+                if (m->ttl_timer)
+                        (void) sd_event_source_set_enabled(m->ttl_timer, SD_EVENT_OFF);
+                return;
+        }
+        m->ttl_timer = sd_event_source_disable_unref(m->ttl_timer);
+        r = sd_event_add_time_relative(m->event, &m->ttl_timer, CLOCK_MONOTONIC,
+                                       next > now ? next - now : 0, USEC_PER_MSEC,
+                                       manager_on_ttl_timer, m);
+        if (r < 0)
+                log_error_errno(r, "Failed to arm the TTL timer: %m");
+}
+
+static int manager_on_ttl_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        manager_update_ttl(userdata);
+        return 0;
+}
+
+void manager_set_busy(Manager *m, Slot *s, bool busy) {
+        if (busy == s->counted_busy)
+                return;
+        s->counted_busy = busy;
+        if (busy)
+                m->n_busy++;
+        else
+                m->n_busy--;
+        if (m->n_busy == 0 && m->idle_since == 0) {
+                m->idle_since = now_usec(CLOCK_REALTIME);
+                manager_bus_property_changed(m, "IdleSinceUSec");
+        } else if (m->n_busy > 0 && m->idle_since != 0) {
+                m->idle_since = 0;
+                manager_bus_property_changed(m, "IdleSinceUSec");
+        }
+        manager_update_ttl(m);
+}
+
+void manager_slot_changed(Manager *m, Slot *s, bool durable) {
+        SlotFacts f = slot_facts(s);
+
+        if (s->retired)
+                alloc_index_remove(&s->fleet->index, &s->alloc_entry);
+        else
+                alloc_index_set(&s->fleet->index, &s->alloc_entry, alloc_class_from_facts(&f));
+        manager_set_busy(m, s, f.allocated || f.reserved);
+        if (durable)
+                manager_state_dirty(m);
+        manager_bus_slot_changed(m, s);
+}
+
+void manager_hold_started(Manager *m, usec_t until) {
+        if (until <= m->hold_until)
+                return;
+        m->hold_until = until;
+        manager_bus_property_changed(m, "HoldUntilUSec");
+        manager_update_ttl(m);
+}
+
+void manager_hold_ended(Manager *m, usec_t until) {
+        usec_t furthest = 0;
+
+        /* Only the end of the furthest hold moves the machine's; then the next furthest is
+         * looked for. Holds end rarely next to allocations, so the walk is affordable. */
+        if (until < m->hold_until)
+                return;
+        for (size_t i = 0; i < m->n_slots; i++)
+                if (m->slots[i])
+                        furthest = MAX(furthest, m->slots[i]->hold_until);
+        if (furthest != m->hold_until) {
+                m->hold_until = furthest;
+                manager_bus_property_changed(m, "HoldUntilUSec");
+        }
+        manager_update_ttl(m);
+}
+
+static bool entry_runs_configuration(const AllocEntry *e, void *userdata) {
+        const Slot *s = container_of(e, Slot, alloc_entry);
+        return streq(s->build_configuration, (const char *) userdata);
+}
+
+static int pick(Fleet *f, const char *build_configuration, Slot **ret) {
+        AllocEntry *e = alloc_index_pick(&f->index, entry_runs_configuration,
+                                         (void *) build_configuration);
+        if (!e)
+                return -ENOSPC;
+        *ret = container_of(e, Slot, alloc_entry);
+        return 0;
+}
+
+int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
+                     Slot **ret) {
+        const char *bc;
+        Fleet *f;
+        Slot *s = manager_slot_by_uuid(m, uuid);
+        int r;
+
+        if (s && streq_ptr(s->allocation_uuid, uuid)) {
+                /* The same UUID twice is the same allocation (an allocator's retry). */
+                *ret = s;
+                return 0;
+        }
+        if (m->draining)
+                return -EAGAIN;
+        if (s) {
+                /* A reservation for this UUID: the allocation takes its slot. */
+                r = slot_allocate(s, uuid, build_configuration && *build_configuration ? build_configuration : NULL);
+                if (r < 0)
+                        return r;
+                *ret = s;
+                return 0;
+        }
+        f = manager_find_fleet(m, fleet);
+        if (!f)
+                return -EINVAL;
+        bc = build_configuration && *build_configuration ? build_configuration
+                                                        : f->config->build_configuration;
+        r = pick(f, bc, &s);
+        if (r < 0)
+                return r;
+        r = slot_allocate(s, uuid, bc);
+        if (r < 0)
+                return r;
+        *ret = s;
+        return 0;
+}
+
+int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret) {
+        Slot *s = manager_slot_by_uuid(m, uuid);
+        Fleet *f;
+        int r;
+
+        if (s) {
+                /* Reserved or allocated already: the caller's retry gets the same slot. */
+                *ret = s;
+                return 0;
+        }
+        if (m->draining)
+                return -EAGAIN;
+        f = manager_find_fleet(m, fleet);
+        if (!f)
+                return -EINVAL;
+        r = pick(f, f->config->build_configuration, &s);
+        if (r < 0)
+                return r;
+        r = slot_reserve(s, uuid, timeout);
+        if (r < 0)
+                return r;
+        *ret = s;
+        return 0;
+}
+
+int manager_set_draining(Manager *m, bool draining) {
+        if (m->draining == draining)
+                return 0;
+        m->draining = draining;
+        log_info("Draining %s", draining ? "on: no new allocations or reservations" : "off");
+        manager_bus_property_changed(m, "Draining");
+        manager_state_dirty(m);
+        return 0;
+}

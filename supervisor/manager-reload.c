@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* Reload (SPEC §7, build configurations): a new configuration replaces the running one only
+ * whole. Fleets that stay take their new settings; free servers restart into a changed
+ * build at once, allocated ones when their session ends. Fleets that go drain; fleets that
+ * come get slots. */
+#include "log.h"
+#include "manager.h"
+#include "strv.h"
+
+static bool build_changed(const FleetConfig *a, const FleetConfig *b) {
+        return !streq(a->build, b->build) || !strv_equal(a->args, b->args) ||
+               !strv_equal(a->environment, b->environment) ||
+               !streq(a->build_configuration, b->build_configuration) ||
+               !streq(a->user, b->user) || !streq(a->group, b->group) ||
+               a->game_port_base != b->game_port_base || a->query_port_base != b->query_port_base;
+}
+
+static int refuse(char **ret_error, const char *key, const char *old, const char *new) {
+        if (asprintf(ret_error, "%s cannot change while slotd runs ('%s' → '%s'); restart slotd",
+                     key, strempty(old), strempty(new)) < 0)
+                *ret_error = NULL;
+        return -EINVAL;
+}
+
+/* A slot that has to go: now if free, else when its session ends. */
+static void retire_slot(Manager *m, Slot *s) {
+        s->retired = true;
+        slot_end_hold(s, HOLD_EVENT_STOP);
+        slot_end_reservation(s);
+        if (slot_is_allocated(s)) {
+                manager_slot_changed(m, s, true);
+                return;
+        }
+        if (s->process_state == PROCESS_STOPPED || s->process_state == PROCESS_FAILED)
+                manager_retire_slot(m, s);
+        else
+                (void) slot_stop(s);
+}
+
+/* The fleet keeps a copy of its old settings: its draining slots still run by them. */
+static int retire_fleet(Manager *m, Fleet *f) {
+        FleetConfig *own = malloc(sizeof(FleetConfig));
+
+        if (!own)
+                return -ENOMEM;
+        *own = *f->config;
+        *(FleetConfig *) f->config = (FleetConfig){}; /* moved: the old Config frees nothing */
+        f->owned_config = own;
+        f->config = own;
+        f->retired = true;
+        log_info("Fleet %s is gone from the configuration: its slots drain", own->name);
+        for (size_t i = f->n_slots; i > 0; i--)
+                retire_slot(m, f->slots[i - 1]);
+        return 0;
+}
+
+static void update_fleet(Manager *m, Fleet *f, const FleetConfig *nf, uid_t uid, gid_t gid) {
+        bool changed = build_changed(f->config, nf);
+        size_t live = 0;
+
+        f->config = nf;
+        f->uid = uid;
+        f->gid = gid;
+        for (size_t i = 0; i < f->n_slots; i++)
+                if (!f->slots[i]->retired)
+                        live++;
+        /* Fewer slots: the highest indices go, so the ports left stay a range. */
+        for (size_t i = f->n_slots; i > 0 && live > nf->slots; i--) {
+                Slot *s = f->slots[i - 1];
+                if (s->retired || s->index < nf->slots)
+                        continue;
+                retire_slot(m, s);
+                live--;
+        }
+        for (size_t i = 0; i < f->n_slots; i++)
+                if (!f->slots[i]->retired)
+                        slot_reconfigure(f->slots[i], changed);
+        if (live < nf->slots) {
+                size_t first = m->n_slots;
+                if (manager_add_slots(m, f, (unsigned) (nf->slots - live)) < 0) {
+                        log_oom();
+                        return;
+                }
+                for (size_t id = first; id < m->n_slots; id++)
+                        if (slot_provision(m->slots[id]) < 0)
+                                log_slot_warning(m->slots[id], "Failed to provision, it stays stopped");
+        }
+        if (changed)
+                log_info("Fleet %s: new build, arguments or build configuration; free servers "
+                         "restart into it, allocated ones when their session ends", nf->name);
+}
+
+int manager_reload(Manager *m, char **ret_error) {
+        _cleanup_(config_freep) Config *c = NULL;
+        MachineResources detected;
+        Config *old;
+        uid_t *uids = NULL;
+        gid_t *gids = NULL;
+        int r;
+
+        r = machine_resources_detect(&detected);
+        if (r < 0)
+                return r;
+        r = config_load_full(m->config->config_file ?: NULL, m->config->fleets_dir, &detected, &c,
+                             ret_error);
+        if (r < 0)
+                return r;
+        if (!streq_ptr(c->cgroup, m->config->cgroup))
+                return refuse(ret_error, "supervisor.cgroup", m->config->cgroup, c->cgroup);
+        if (!streq(c->state_dir, m->config->state_dir))
+                return refuse(ret_error, "supervisor.state_dir", m->config->state_dir, c->state_dir);
+        if (!streq(c->slots_dir, m->config->slots_dir))
+                return refuse(ret_error, "supervisor.slots_dir", m->config->slots_dir, c->slots_dir);
+        if (!streq(c->bus, m->config->bus))
+                return refuse(ret_error, "supervisor.bus", m->config->bus, c->bus);
+
+        /* Everything that can fail is checked before anything changes. */
+        uids = calloc(c->n_fleets + 1, sizeof(uid_t));
+        gids = calloc(c->n_fleets + 1, sizeof(gid_t));
+        if (!uids || !gids) {
+                free(uids);
+                free(gids);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < c->n_fleets; i++) {
+                r = resolve_identity(&c->fleets[i], &uids[i], &gids[i], ret_error);
+                if (r < 0) {
+                        free(uids);
+                        free(gids);
+                        return r;
+                }
+        }
+
+        log_info("Reloading the configuration from %s and %s", strempty(c->config_file),
+                 strempty(c->fleets_dir));
+        old = m->config;
+        m->config = TAKE_PTR(c);
+        m->resources.cpus = m->config->cpus > 0 ? m->config->cpus : detected.cpus;
+        m->resources.memory = m->config->memory > 0 ? m->config->memory : detected.memory;
+
+        for (size_t i = 0, n = m->n_fleets; i < n; i++) {
+                Fleet *f = m->fleets[i];
+                if (!f->retired && !config_find_fleet(m->config, f->config->name))
+                        if (retire_fleet(m, f) < 0)
+                                log_oom();
+        }
+        for (size_t i = 0; i < m->config->n_fleets; i++) {
+                const FleetConfig *nf = &m->config->fleets[i];
+                _cleanup_free_ char *error = NULL;
+                Fleet *f = manager_find_fleet(m, nf->name);
+
+                if (f) {
+                        update_fleet(m, f, nf, uids[i], gids[i]);
+                        continue;
+                }
+                r = manager_add_fleet(m, nf, &f, &error);
+                if (r < 0) {
+                        log_error_errno(r, "Fleet %s cannot be added: %s", nf->name,
+                                        error ?: strerror(-r));
+                        continue;
+                }
+                log_info("Fleet %s added with %u slots", nf->name, nf->slots);
+                update_fleet(m, f, nf, uids[i], gids[i]);
+        }
+        free(uids);
+        free(gids);
+        /* Fleets that stayed point into the new config now, retired ones own their copy. */
+        config_free(old);
+
+        manager_bus_property_changed(m, "Fleets");
+        manager_bus_property_changed(m, "SlotCount");
+        manager_bus_property_changed(m, "CPUs");
+        manager_bus_property_changed(m, "MemoryBytes");
+        manager_state_dirty(m);
+        return 0;
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* slotd's durable state: one file rewritten atomically, shared by every change that arrives
+ * together (group commit), and the D-Bus replies that wait for it. */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "manager.h"
+#include "state-file.h"
+
+#define STATE_FILE "state"
+#define COMMIT_RETRY_USEC (1 * USEC_PER_SEC)
+
+static int manager_on_commit(sd_event_source *source, void *userdata) {
+        (void) manager_commit(userdata);
+        return 0;
+}
+
+static int manager_on_commit_retry(sd_event_source *source, uint64_t usec, void *userdata) {
+        manager_state_dirty(userdata);
+        return 0;
+}
+
+void manager_state_dirty(Manager *m) {
+        int r;
+
+        m->state_dirty = true;
+        if (!m->commit_source) {
+                r = sd_event_add_defer(m->event, &m->commit_source, manager_on_commit, m);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to schedule a state commit, writing now: %m");
+                        (void) manager_commit(m);
+                        return;
+                }
+                /* Idle priority: the loop first takes every request already waiting, then
+                 * one write and one fsync make them all durable. */
+                (void) sd_event_source_set_priority(m->commit_source, SD_EVENT_PRIORITY_IDLE);
+        }
+        (void) sd_event_source_set_enabled(m->commit_source, SD_EVENT_ONESHOT);
+}
+
+int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply) {
+        if (m->n_pending + 2 > m->n_pending_allocated) {
+                size_t n = MAX(m->n_pending_allocated * 2, (size_t) 16);
+                sd_bus_message **p = realloc(m->pending, n * sizeof(sd_bus_message *));
+                if (!p)
+                        return -ENOMEM;
+                m->pending = p;
+                m->n_pending_allocated = n;
+        }
+        m->pending[m->n_pending++] = sd_bus_message_ref(call);
+        m->pending[m->n_pending++] = sd_bus_message_ref(reply);
+        manager_state_dirty(m);
+        return 1;
+}
+
+static void manager_flush_replies(Manager *m, int error) {
+        for (size_t i = 0; i + 1 < m->n_pending; i += 2) {
+                if (error < 0)
+                        (void) sd_bus_reply_method_errnof(m->pending[i], error,
+                                                          "Failed to make the change durable: %m");
+                else
+                        (void) sd_bus_send(NULL, m->pending[i + 1], NULL);
+                sd_bus_message_unref(m->pending[i]);
+                sd_bus_message_unref(m->pending[i + 1]);
+        }
+        m->n_pending = 0;
+}
+
+int manager_commit(Manager *m) {
+        _cleanup_free_ char *text = NULL;
+        StateRecord rec = {
+                .draining = m->draining,
+                .idle_since = m->idle_since,
+        };
+        int n, r;
+
+        if (!m->state_dirty) {
+                manager_flush_replies(m, 0);
+                return 0;
+        }
+        rec.slots = calloc(m->n_slots ?: 1, sizeof(SlotRecord));
+        if (!rec.slots)
+                return log_oom();
+        for (size_t i = 0; i < m->n_slots; i++)
+                if (m->slots[i] && !m->slots[i]->retired_gone)
+                        slot_record(m->slots[i], &rec.slots[rec.n_slots++]);
+        n = state_format(&rec, &text);
+        free(rec.slots); /* the records borrow the slots' strings */
+        r = n < 0 ? n : state_write_atomic(m->state_dir_fd, STATE_FILE, text, (size_t) n);
+        if (r < 0) {
+                log_error_errno(r, "Failed to write %s/" STATE_FILE ", retrying in 1s: %m",
+                                m->config->state_dir);
+                manager_flush_replies(m, r);
+                m->commit_retry = sd_event_source_disable_unref(m->commit_retry);
+                (void) sd_event_add_time_relative(m->event, &m->commit_retry, CLOCK_MONOTONIC,
+                                                  COMMIT_RETRY_USEC, 0, manager_on_commit_retry, m);
+                return r;
+        }
+        m->state_dirty = false;
+        manager_flush_replies(m, 0);
+        return 0;
+}
+
+int manager_open_state(Manager *m) {
+        int r;
+
+        r = cg_create(m->config->state_dir); /* mkdir -p, 0755 */
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", m->config->state_dir);
+        m->state_dir_fd = open(m->config->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (m->state_dir_fd < 0)
+                return log_error_errno(negative_errno(), "Failed to open %s: %m",
+                                       m->config->state_dir);
+        return 0;
+}
+
+/* Puts back what the previous slotd made durable. Runs before any slot starts. */
+int manager_restore_state(Manager *m) {
+        _cleanup_free_ char *text = NULL;
+        StateRecord rec = {};
+        unsigned skipped = 0;
+        size_t size;
+        int r;
+
+        r = state_read(m->state_dir_fd, STATE_FILE, &text, &size);
+        if (r == -ENOENT) {
+                m->idle_since = now_usec(CLOCK_REALTIME);
+                return 0;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s/" STATE_FILE ": %m", m->config->state_dir);
+        r = state_parse(text, size, &rec, &skipped);
+        if (r < 0)
+                return log_error_errno(r, "%s/" STATE_FILE " is not a slotd state file; move it "
+                                          "away to start afresh", m->config->state_dir);
+        if (skipped > 0)
+                log_warning("Skipped %u unreadable lines of %s/" STATE_FILE, skipped,
+                            m->config->state_dir);
+
+        m->draining = rec.draining;
+        for (size_t i = 0; i < rec.n_slots; i++) {
+                const SlotRecord *sr = &rec.slots[i];
+                Slot *s = manager_get_slot(m, sr->id);
+
+                if (!s || !streq(s->fleet->config->name, sr->fleet)) {
+                        if (sr->allocation_uuid)
+                                log_warning("Slot %u of fleet %s held allocation %s but is no "
+                                            "longer configured; the allocation is dropped",
+                                            sr->id, sr->fleet, sr->allocation_uuid);
+                        continue;
+                }
+                slot_restore(s, sr);
+        }
+        /* The idle clock runs on from where it was; a machine that was busy counts from
+         * now if nothing is allocated after the restore. */
+        m->idle_since = m->n_busy == 0 ? (rec.idle_since ?: now_usec(CLOCK_REALTIME)) : 0;
+        log_info("Restored state of %zu slots from %s/" STATE_FILE, rec.n_slots, m->config->state_dir);
+        state_record_done(&rec);
+        m->state_dirty = true;
+        return 0;
+}
+
+static int manager_on_graveyard(sd_event_source *source, void *userdata) {
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_graveyard; i++)
+                slot_free(m->graveyard[i]);
+        m->n_graveyard = 0;
+        return 0;
+}
+
+/* A slot whose fleet or place went away in a Reload, now free of its session: its object,
+ * its cgroup and its entry go. Freed from the loop, never inside its own callbacks. */
+void manager_retire_slot(Manager *m, Slot *s) {
+        Fleet *f = s->fleet;
+        Slot **g;
+
+        if (s->retired_gone)
+                return;
+        s->retired_gone = true;
+        log_slot_info(s, "Removed: its fleet or its place is gone from the configuration");
+        alloc_index_remove(&f->index, &s->alloc_entry);
+        manager_set_busy(m, s, false);
+        if (s->id < m->n_slots && m->slots[s->id] == s)
+                m->slots[s->id] = NULL;
+        for (size_t i = 0; i < f->n_slots; i++)
+                if (f->slots[i] == s) {
+                        memmove(f->slots + i, f->slots + i + 1, (f->n_slots - i - 1) * sizeof(Slot *));
+                        f->n_slots--;
+                        break;
+                }
+        s->events_source = sd_event_source_disable_unref(s->events_source);
+        s->cgroup_fd = safe_close(s->cgroup_fd);
+        if (cg_remove(s->cgroup_path) < 0)
+                log_slot_warning(s, "Could not remove cgroup %s", s->cgroup_path);
+        m->n_live_slots--;
+        manager_bus_property_changed(m, "SlotCount");
+        manager_state_dirty(m);
+
+        g = realloc(m->graveyard, (m->n_graveyard + 1) * sizeof(Slot *));
+        if (!g) {
+                log_oom(); /* leaked rather than freed under our feet */
+                return;
+        }
+        m->graveyard = g;
+        m->graveyard[m->n_graveyard++] = s;
+        if (!m->graveyard_source && sd_event_add_defer(m->event, &m->graveyard_source,
+                                                       manager_on_graveyard, m) < 0)
+                return;
+        (void) sd_event_source_set_enabled(m->graveyard_source, SD_EVENT_ONESHOT);
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "macro.h"
+#include "state-file.h"
+
+#define STATE_HEADER "slotd-state 1\n"
+#define STATE_MAX_SIZE (16u << 20)
+
+void slot_record_done(SlotRecord *s) {
+        free(s->fleet);
+        free(s->allocation_uuid);
+        free(s->build_configuration);
+        free(s->reservation_uuid);
+        free(s->failure);
+        *s = (SlotRecord){};
+}
+
+void state_record_done(StateRecord *r) {
+        for (size_t i = 0; i < r->n_slots; i++)
+                slot_record_done(&r->slots[i]);
+        free(r->slots);
+        *r = (StateRecord){};
+}
+
+typedef struct Buffer {
+        char *data;
+        size_t size, allocated;
+        bool failed;
+} Buffer;
+
+_printf_(2, 3) static void buffer_printf(Buffer *b, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        if (b->failed)
+                return;
+        for (;;) {
+                va_start(ap, fmt);
+                n = vsnprintf(b->data ? b->data + b->size : NULL,
+                              b->data ? b->allocated - b->size : 0, fmt, ap);
+                va_end(ap);
+                if (n < 0) {
+                        b->failed = true;
+                        return;
+                }
+                if (b->data && b->size + (size_t) n < b->allocated) {
+                        b->size += (size_t) n;
+                        return;
+                }
+                size_t want = MAX(b->allocated * 2, b->size + (size_t) n + 256);
+                char *t = realloc(b->data, want);
+                if (!t) {
+                        b->failed = true;
+                        return;
+                }
+                b->data = t;
+                b->allocated = want;
+        }
+}
+
+int state_format(const StateRecord *r, char **ret) {
+        Buffer b = {};
+
+        buffer_printf(&b, STATE_HEADER);
+        buffer_printf(&b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
+        for (size_t i = 0; i < r->n_slots; i++) {
+                const SlotRecord *s = &r->slots[i];
+                buffer_printf(&b, "slot id=%u fleet=%s", s->id, s->fleet);
+                if (s->allocation_uuid)
+                        buffer_printf(&b, " uuid=%s", s->allocation_uuid);
+                if (s->build_configuration)
+                        buffer_printf(&b, " build=%s", s->build_configuration);
+                if (s->reservation_uuid)
+                        buffer_printf(&b, " reserved=%s reserved_until=%" PRIu64,
+                                      s->reservation_uuid, s->reserved_until);
+                if (s->hold_until)
+                        buffer_printf(&b, " hold_until=%" PRIu64, s->hold_until);
+                if (s->failure)
+                        buffer_printf(&b, " failure=%s", s->failure);
+                buffer_printf(&b, " failed=%d restarts=%u exit_code=%d exit_signal=%d\n",
+                              s->failed, s->restarts, s->last_exit_code, s->last_exit_signal);
+        }
+        if (b.failed) {
+                free(b.data);
+                return -ENOMEM;
+        }
+        *ret = b.data;
+        return (int) b.size;
+}
+
+static bool word_is_safe(const char *s, size_t n) {
+        if (n == 0 || n > 256)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (s[i] <= ' ' || s[i] == 0x7f || s[i] == '=')
+                        return false;
+        return true;
+}
+
+static int parse_u64(const char *s, size_t n, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0 || n > 20)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+static int parse_int(const char *s, size_t n, int *ret) {
+        uint64_t v;
+        bool neg = n > 0 && s[0] == '-';
+        int r = parse_u64(s + neg, n - neg, &v);
+
+        if (r < 0)
+                return r;
+        if (v > (uint64_t) INT32_MAX)
+                return -ERANGE;
+        *ret = neg ? -(int) v : (int) v;
+        return 0;
+}
+
+static int dup_word(const char *s, size_t n, char **ret) {
+        if (!word_is_safe(s, n))
+                return -EINVAL;
+        free(*ret);
+        *ret = strndup(s, n);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
+        SlotRecord s = {};
+        bool have_id = false;
+        uint64_t v = 0;
+        int r = 0;
+
+        for (size_t pos = 0; pos < len && r >= 0;) {
+                const char *w = p + pos, *eq, *sp = memchr(w, ' ', len - pos);
+                size_t wn = sp ? (size_t) (sp - w) : len - pos;
+
+                pos += wn + 1;
+                if (wn == 0)
+                        continue;
+                eq = memchr(w, '=', wn);
+                if (!eq) {
+                        r = -EINVAL;
+                        break;
+                }
+                size_t kn = (size_t) (eq - w), vn = wn - kn - 1;
+                const char *val = eq + 1;
+#define KEY(k) (kn == strlen(k) && memcmp(w, k, kn) == 0)
+                if (KEY("id")) {
+                        r = parse_u64(val, vn, &v);
+                        if (r >= 0 && v > UINT32_MAX)
+                                r = -ERANGE;
+                        s.id = (unsigned) v;
+                        have_id = r >= 0;
+                } else if (KEY("fleet"))
+                        r = dup_word(val, vn, &s.fleet);
+                else if (KEY("uuid"))
+                        r = dup_word(val, vn, &s.allocation_uuid);
+                else if (KEY("build"))
+                        r = dup_word(val, vn, &s.build_configuration);
+                else if (KEY("reserved"))
+                        r = dup_word(val, vn, &s.reservation_uuid);
+                else if (KEY("reserved_until"))
+                        r = parse_u64(val, vn, &s.reserved_until);
+                else if (KEY("hold_until"))
+                        r = parse_u64(val, vn, &s.hold_until);
+                else if (KEY("failure"))
+                        r = dup_word(val, vn, &s.failure);
+                else if (KEY("failed")) {
+                        r = parse_u64(val, vn, &v);
+                        s.failed = v != 0;
+                } else if (KEY("restarts")) {
+                        r = parse_u64(val, vn, &v);
+                        s.restarts = (unsigned) MIN(v, (uint64_t) UINT32_MAX);
+                } else if (KEY("exit_code"))
+                        r = parse_int(val, vn, &s.last_exit_code);
+                else if (KEY("exit_signal"))
+                        r = parse_int(val, vn, &s.last_exit_signal);
+#undef KEY
+        }
+        if (r >= 0 && (!have_id || !s.fleet))
+                r = -EINVAL;
+        if (r < 0) {
+                slot_record_done(&s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_skipped) {
+        StateRecord rec = {};
+        unsigned skipped = 0;
+        size_t pos;
+
+        if (size < strlen(STATE_HEADER) || memcmp(text, STATE_HEADER, strlen(STATE_HEADER)) != 0)
+                return -EBADMSG;
+        for (pos = strlen(STATE_HEADER); pos < size;) {
+                const char *line = text + pos, *nl = memchr(line, '\n', size - pos);
+                size_t len = nl ? (size_t) (nl - line) : size - pos;
+                uint64_t v;
+
+                pos += len + 1;
+                if (len == 0)
+                        continue;
+                if (memchr(line, '\0', len)) {
+                        skipped++;
+                        continue;
+                }
+                if (len > 5 && memcmp(line, "slot ", 5) == 0) {
+                        SlotRecord s;
+                        SlotRecord *t;
+                        if (parse_slot_line(line + 5, len - 5, &s) < 0) {
+                                skipped++;
+                                continue;
+                        }
+                        t = realloc(rec.slots, sizeof(SlotRecord) * (rec.n_slots + 1));
+                        if (!t) {
+                                slot_record_done(&s);
+                                state_record_done(&rec);
+                                return -ENOMEM;
+                        }
+                        rec.slots = t;
+                        rec.slots[rec.n_slots++] = s;
+                } else if (len > 9 && memcmp(line, "draining=", 9) == 0 &&
+                           parse_u64(line + 9, len - 9, &v) >= 0)
+                        rec.draining = v != 0;
+                else if (len > 11 && memcmp(line, "idle_since=", 11) == 0 &&
+                         parse_u64(line + 11, len - 11, &v) >= 0)
+                        rec.idle_since = v;
+                else
+                        skipped++;
+        }
+        *ret = rec;
+        if (ret_skipped)
+                *ret_skipped = skipped;
+        return 0;
+}
+
+int state_write_atomic(int dir_fd, const char *name, const char *data, size_t size) {
+        char tmp[256];
+        _cleanup_close_ int fd = -EBADF;
+        size_t done = 0;
+        int r;
+
+        if ((size_t) snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        while (done < size) {
+                ssize_t n = write(fd, data + done, size - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        goto fail;
+                }
+                done += (size_t) n;
+        }
+        if (fsync(fd) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        if (renameat(dir_fd, tmp, dir_fd, name) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        /* The rename itself is durable only once the directory is. */
+        if (fsync(dir_fd) < 0)
+                return negative_errno();
+        return 0;
+fail:
+        (void) unlinkat(dir_fd, tmp, 0);
+        return r;
+}
+
+int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t done = 0;
+
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADMSG;
+        if ((uint64_t) st.st_size > STATE_MAX_SIZE)
+                return -EFBIG;
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (done < (size_t) st.st_size) {
+                ssize_t n = read(fd, buf + done, (size_t) st.st_size - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                done += (size_t) n;
+        }
+        buf[done] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_size = done;
+        return 0;
+}

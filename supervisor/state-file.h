@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "time-util.h"
+
+/* slotd's durable record (supervisor.state_dir/state): what a restart must not lose. One
+ * line per slot of space-separated key=value words; values are IDs that contain no spaces
+ * (fleet names, allocation UUIDs, build configuration IDs are validated before they get
+ * here). Unknown keys are ignored so that an older slotd can read a newer file. */
+
+typedef struct SlotRecord {
+        unsigned id;
+        char *fleet;
+        char *allocation_uuid;       /* NULL = none */
+        char *build_configuration;   /* NULL = the fleet's */
+        char *reservation_uuid;      /* NULL = none */
+        usec_t reserved_until;       /* CLOCK_REALTIME */
+        usec_t hold_until;           /* CLOCK_REALTIME, 0 = none */
+        char *failure;               /* FailureReason name, NULL = none */
+        bool failed;                 /* ProcessState failed */
+        unsigned restarts;
+        int last_exit_code;
+        int last_exit_signal;
+} SlotRecord;
+
+typedef struct StateRecord {
+        bool draining;
+        usec_t idle_since;           /* CLOCK_REALTIME, 0 = not idle */
+        SlotRecord *slots;
+        size_t n_slots;
+} StateRecord;
+
+void state_record_done(StateRecord *r);
+void slot_record_done(SlotRecord *s);
+
+/* Pure. Returns the length written, or -ENOBUFS. */
+int state_format(const StateRecord *r, char **ret);
+/* Pure and hostile-safe: a line that does not parse is skipped and counted in
+ * *ret_skipped; -EBADMSG only when the header is missing. */
+int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_skipped);
+
+/* Writes dir/name atomically and durably: a temp file, fsync, rename, fsync of the
+ * directory. */
+int state_write_atomic(int dir_fd, const char *name, const char *data, size_t size);
+/* Reads dir/name; -ENOENT if there is none. Refuses files over 16 MiB. */
+int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size);
