@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "macro.h"
+#include "state-file.h"
+
+static void test_round_trip(void **state) {
+        SlotRecord slots[2] = {
+                { .id = 3, .fleet = "shooter", .allocation_uuid = "u-1", .build_configuration = "b:2",
+                  .hold_until = 0, .failure = "pre-recovery", .restarts = 4, .last_exit_code = 0,
+                  .last_exit_signal = 11 },
+                { .id = 7, .fleet = "shooter", .reservation_uuid = "r-9", .reserved_until = 1234567,
+                  .hold_until = 99, .failed = true, .last_exit_code = -1 },
+        };
+        StateRecord in = { .draining = true, .idle_since = 42, .slots = slots, .n_slots = 2 }, out;
+        _cleanup_free_ char *text = NULL;
+        unsigned skipped = 99;
+        int n = state_format(&in, &text);
+
+        assert_true(n > 0);
+        assert_int_equal(state_parse(text, (size_t) n, &out, &skipped), 0);
+        assert_int_equal(skipped, 0);
+        assert_true(out.draining);
+        assert_int_equal(out.idle_since, 42);
+        assert_int_equal(out.n_slots, 2);
+        assert_int_equal(out.slots[0].id, 3);
+        assert_string_equal(out.slots[0].fleet, "shooter");
+        assert_string_equal(out.slots[0].allocation_uuid, "u-1");
+        assert_string_equal(out.slots[0].build_configuration, "b:2");
+        assert_null(out.slots[0].reservation_uuid);
+        assert_string_equal(out.slots[0].failure, "pre-recovery");
+        assert_int_equal(out.slots[0].restarts, 4);
+        assert_int_equal(out.slots[0].last_exit_signal, 11);
+        assert_false(out.slots[0].failed);
+        assert_int_equal(out.slots[1].id, 7);
+        assert_null(out.slots[1].allocation_uuid);
+        assert_string_equal(out.slots[1].reservation_uuid, "r-9");
+        assert_int_equal(out.slots[1].reserved_until, 1234567);
+        assert_int_equal(out.slots[1].hold_until, 99);
+        assert_true(out.slots[1].failed);
+        assert_int_equal(out.slots[1].last_exit_code, -1);
+        state_record_done(&out);
+}
+
+static void test_hostile(void **state) {
+        StateRecord out;
+        unsigned skipped;
+        const char *cases[] = {
+                "slotd-state 1\nslot id=1\n",                         /* no fleet */
+                "slotd-state 1\nslot fleet=a\n",                      /* no id */
+                "slotd-state 1\nslot id=99999999999 fleet=a\n",       /* id too big */
+                "slotd-state 1\nslot id=1 fleet=a restarts=1x\n",     /* bad number */
+                "slotd-state 1\nslot id=1 fleet=a exit_code=99999999999999999999999\n",
+                "slotd-state 1\nslot id=1 fleet= \n",                 /* empty value */
+                "slotd-state 1\nslot id=1 fleet=a uuid\n",            /* no '=' */
+                "slotd-state 1\nsomething else\n",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                assert_int_equal(state_parse(cases[i], strlen(cases[i]), &out, &skipped), 0);
+                assert_int_equal(out.n_slots, 0);
+                assert_int_equal(skipped, 1);
+                state_record_done(&out);
+        }
+        assert_int_equal(state_parse("", 0, &out, &skipped), -EBADMSG);
+        assert_int_equal(state_parse("slotd-state 2\n", 14, &out, &skipped), -EBADMSG);
+
+        /* A NUL inside a line, and a last line without newline, are handled within bounds. */
+        const char nul[] = "slotd-state 1\nslot id=1 fleet=a\0x\nslot id=2 fleet=b";
+        assert_int_equal(state_parse(nul, sizeof(nul) - 1, &out, &skipped), 0);
+        assert_int_equal(skipped, 1);
+        assert_int_equal(out.n_slots, 1);
+        assert_int_equal(out.slots[0].id, 2);
+        state_record_done(&out);
+
+        /* Unknown keys are ignored: a newer slotd's file still reads. */
+        const char newer[] = "slotd-state 1\nslot id=5 fleet=a future=1 uuid=u\n";
+        assert_int_equal(state_parse(newer, sizeof(newer) - 1, &out, &skipped), 0);
+        assert_int_equal(out.n_slots, 1);
+        assert_string_equal(out.slots[0].allocation_uuid, "u");
+        state_record_done(&out);
+}
+
+static void test_write_atomic(void **state) {
+        char dir[] = "/tmp/test-state-XXXXXX", path[256], tmp[256];
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        size_t size;
+
+        assert_non_null(mkdtemp(dir));
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        assert_int_equal(state_read(dfd, "state", &a, &size), -ENOENT);
+        assert_int_equal(state_write_atomic(dfd, "state", "one\n", 4), 0);
+        assert_int_equal(state_read(dfd, "state", &a, &size), 0);
+        assert_int_equal(size, 4);
+        assert_string_equal(a, "one\n");
+        assert_int_equal(state_write_atomic(dfd, "state", "two", 3), 0);
+        assert_int_equal(state_read(dfd, "state", &b, &size), 0);
+        assert_string_equal(b, "two");
+        /* No temp file is left behind. */
+        snprintf(tmp, sizeof(tmp), "%s/.state.tmp", dir);
+        assert_int_equal(access(tmp, F_OK), -1);
+        snprintf(path, sizeof(path), "%s/state", dir);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_round_trip),
+                cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_write_atomic),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
