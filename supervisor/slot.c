@@ -479,10 +479,13 @@ static int slot_set_allocation(Slot *s, const char *uuid) {
                 manager_uuid_unlink(s->manager, s->allocation_uuid, s);
         free(s->allocation_uuid);
         s->allocation_uuid = copy;
-        /* Rewritten before anything announces the change (SPEC §4). */
-        r = slot_write_server_json(s);
-        if (r < 0)
-                log_slot_warning_errno(s, r, "Failed to rewrite server.json: %m");
+        /* Rewritten before anything announces the change (SPEC §4). Before provisioning
+         * (a restore) there is no home yet: the start writes it. */
+        if (s->home_fd >= 0) {
+                r = slot_write_server_json(s);
+                if (r < 0)
+                        log_slot_warning_errno(s, r, "Failed to rewrite server.json: %m");
+        }
         return 0;
 }
 
