@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "window.h"
 #include "expand.h"
 #include "strv.h"
 
@@ -383,18 +384,16 @@ static int parse_percent_key(ParseContext *ctx, const ConfigKey *k, const char *
         return 0;
 }
 
-static int parse_unsigned_key(ParseContext *ctx, const ConfigKey *k, const char *value,
-                              void *data) {
-        unsigned v;
+/* checks.strikes and crash.restarts are counted in a TimeWindow of TIME_WINDOW_MAX events. */
+static int parse_window_count_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                  void *data) {
+        unsigned v, lo = k->nonzero ? 1 : 0, hi = TIME_WINDOW_MAX - 1;
         int r;
 
         r = parse_unsigned(value, &v);
-        if (r == -ERANGE)
-                return key_error(ctx, k, value, r, "number too large");
-        if (r < 0 || (v == 0 && k->nonzero))
-                return key_error(ctx, k, value, r < 0 ? r : -ERANGE, "expected a %s integer",
-                                 k->nonzero ? "positive" : "non-negative");
-
+        if (r < 0 || v < lo || v > hi)
+                return key_error(ctx, k, value, r < 0 ? r : -ERANGE,
+                                 "expected an integer between %u and %u", lo, hi);
         *(unsigned *) data = v;
         return 0;
 }
@@ -627,14 +626,14 @@ static const ConfigKey fleet_keys[] = {
         FLEET_KEY("checks", "interval", parse_duration_key, check_interval, false),
         FLEET_KEY("checks", "cpu_tolerance", parse_percent_key, cpu_tolerance, false),
         FLEET_KEY("checks", "memory_tolerance", parse_size_key, memory_tolerance, false),
-        FLEET_KEY("checks", "strikes", parse_unsigned_key, strikes, true),
+        FLEET_KEY("checks", "strikes", parse_window_count_key, strikes, true),
         FLEET_KEY("checks", "window", parse_duration_key, strike_window, true),
         FLEET_KEY("checks", "signal", parse_signal_key, check_signal, false),
         FLEET_KEY("checks", "query", parse_query_key, query, false),
         FLEET_KEY("checks", "query_timeout", parse_duration_key, query_timeout, true),
         FLEET_KEY("checks", "heartbeat", parse_duration_key, heartbeat, false),
         FLEET_KEY("checks", "start_timeout", parse_duration_key, start_timeout, false),
-        FLEET_KEY("crash", "restarts", parse_unsigned_key, crash_restarts, false),
+        FLEET_KEY("crash", "restarts", parse_window_count_key, crash_restarts, false),
         FLEET_KEY("crash", "window", parse_duration_key, crash_window, true),
         FLEET_KEY("crash", "pre_recovery", parse_boolean_key, pre_recovery, false),
         FLEET_KEY("limits", "memory_max", parse_size_key, memory_max, true),

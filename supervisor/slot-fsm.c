@@ -123,25 +123,3 @@ ExitVerdict slot_exit_policy(const ExitInput *in) {
                                       .reason = FAILURE_CRASH_BACKOFF };
         return (ExitVerdict){ .decision = EXIT_DECISION_RESTART };
 }
-
-void crash_history_add(CrashHistory *h, usec_t now) {
-        h->at[h->head] = now;
-        h->head = (h->head + 1) % SLOT_CRASH_HISTORY;
-        if (h->n < SLOT_CRASH_HISTORY)
-                h->n++;
-}
-
-unsigned crash_history_count(const CrashHistory *h, usec_t now, usec_t window) {
-        unsigned count = 0;
-
-        for (unsigned i = 0; i < h->n; i++) {
-                usec_t t = h->at[(h->head + SLOT_CRASH_HISTORY - 1 - i) % SLOT_CRASH_HISTORY];
-                if (now >= t && now - t <= window)
-                        count++;
-        }
-        return count;
-}
-
-void crash_history_reset(CrashHistory *h) {
-        *h = (CrashHistory){};
-}

@@ -88,13 +88,3 @@ typedef struct ExitVerdict {
 
 ExitVerdict slot_exit_policy(const ExitInput *in);
 
-/* Crash window bookkeeping: a ring of the last crash times. Pure. */
-#define SLOT_CRASH_HISTORY 32
-typedef struct CrashHistory {
-        usec_t at[SLOT_CRASH_HISTORY];  /* CLOCK_MONOTONIC */
-        unsigned n, head;
-} CrashHistory;
-
-void crash_history_add(CrashHistory *h, usec_t now);
-unsigned crash_history_count(const CrashHistory *h, usec_t now, usec_t window);
-void crash_history_reset(CrashHistory *h);

@@ -499,7 +499,7 @@ static void slot_settle(Slot *s) {
 
         s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
         if (!requested && !clean)
-                crash_history_add(&s->crashes, now);
+                time_window_add(&s->crashes, now);
 
         v = slot_exit_policy(&(ExitInput){
                 .stop_requested = s->stop_requested,
@@ -508,7 +508,7 @@ static void slot_settle(Slot *s) {
                 .allocated = slot_is_allocated(s),
                 .start_on_provision = f->start_on_provision,
                 .pre_recovery = f->pre_recovery,
-                .crashes_in_window = crash_history_count(&s->crashes, now, f->crash_window),
+                .crashes_in_window = time_window_count(&s->crashes, now, f->crash_window),
                 .crash_restarts = f->crash_restarts,
         });
         s->ready = false;
@@ -554,7 +554,7 @@ static void slot_settle(Slot *s) {
                 s->failure = v.reason;
                 log_slot_warning(s, "Crashed %u times within crash.window, not restarting "
                                  "until Start or ResetFailed",
-                                 crash_history_count(&s->crashes, now, f->crash_window));
+                                 time_window_count(&s->crashes, now, f->crash_window));
                 slot_set_process_state(s, PROCESS_FAILED);
                 break;
         }
@@ -563,7 +563,7 @@ static void slot_settle(Slot *s) {
 static void slot_apply(Slot *s, SlotTransition t) {
         if (t.actions & SLOT_ACTION_CLEAR_FAILURE) {
                 s->failure = FAILURE_NONE;
-                crash_history_reset(&s->crashes);
+                time_window_reset(&s->crashes);
         }
         slot_set_process_state(s, t.next);
         if (t.actions & SLOT_ACTION_SPAWN) {

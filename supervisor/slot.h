@@ -10,6 +10,7 @@
 #include "slot-fsm.h"
 #include "state-file.h"
 #include "time-util.h"
+#include "window.h"
 
 typedef struct Manager Manager;
 typedef struct Fleet Fleet;
@@ -66,7 +67,7 @@ typedef struct Slot {
         usec_t started_at;        /* CLOCK_REALTIME, 0 = never */
         bool ready;
         char *status;
-        CrashHistory crashes;
+        TimeWindow crashes;
 
         usec_t cpu_sample_usage;  /* cpu.stat usage_usec at the last sample */
         usec_t cpu_sample_at;     /* CLOCK_MONOTONIC of that sample */

@@ -6,6 +6,7 @@
 
 #include "macro.h"
 #include "slot-fsm.h"
+#include "window.h"
 
 static void test_every_pair_is_decided(_unused_ void **state) {
         /* The table must decide every (state, event) pair: a valid transition names a real
@@ -145,21 +146,21 @@ static void test_requests_win_over_exit_status(_unused_ void **state) {
 }
 
 static void test_crash_history_window(_unused_ void **state) {
-        CrashHistory h = {};
+        TimeWindow h = {};
         usec_t min = USEC_PER_MINUTE;
 
-        assert_int_equal(crash_history_count(&h, 100 * min, 30 * min), 0);
-        crash_history_add(&h, 10 * min);
-        crash_history_add(&h, 50 * min);
-        crash_history_add(&h, 60 * min);
-        assert_int_equal(crash_history_count(&h, 60 * min, 30 * min), 2);
-        assert_int_equal(crash_history_count(&h, 60 * min, 60 * min), 3);
-        assert_int_equal(crash_history_count(&h, 200 * min, 30 * min), 0);
+        assert_int_equal(time_window_count(&h, 100 * min, 30 * min), 0);
+        time_window_add(&h, 10 * min);
+        time_window_add(&h, 50 * min);
+        time_window_add(&h, 60 * min);
+        assert_int_equal(time_window_count(&h, 60 * min, 30 * min), 2);
+        assert_int_equal(time_window_count(&h, 60 * min, 60 * min), 3);
+        assert_int_equal(time_window_count(&h, 200 * min, 30 * min), 0);
         for (int i = 0; i < 100; i++)
-                crash_history_add(&h, 300 * min);
-        assert_int_equal(crash_history_count(&h, 300 * min, min), SLOT_CRASH_HISTORY);
-        crash_history_reset(&h);
-        assert_int_equal(crash_history_count(&h, 300 * min, min), 0);
+                time_window_add(&h, 300 * min);
+        assert_int_equal(time_window_count(&h, 300 * min, min), TIME_WINDOW_MAX);
+        time_window_reset(&h);
+        assert_int_equal(time_window_count(&h, 300 * min, min), 0);
 }
 
 int main(void) {
