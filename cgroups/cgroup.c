@@ -364,3 +364,17 @@ int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) 
         *ret = sum;
         return 0;
 }
+
+int cg_oom_kills_at(int dirfd, uint64_t *ret) {
+        char buf[1024];
+        const char *p;
+        int r = cg_read_at(dirfd, "memory.events", buf, sizeof(buf));
+
+        if (r < 0)
+                return r;
+        p = strstr(buf, "oom_kill ");
+        if (!p)
+                return -EIO;
+        *ret = strtoull(p + 9, NULL, 10);
+        return 0;
+}

@@ -75,3 +75,6 @@ int cg_cpu_usage_at(int dirfd, usec_t *ret);
 /* memory.current; where the memory controller is missing, the sum of the resident set sizes
  * of the group's processes (from /proc/PID/statm), which over-counts shared pages. */
 int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret);
+
+/* memory.events oom_kill: processes of the group the OOM killer took. */
+int cg_oom_kills_at(int dirfd, uint64_t *ret);

@@ -359,6 +359,7 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("Crashed",
                                 SD_BUS_ARGS("u", id, "i", code, "i", signal, "s", reason), 0),
         SD_BUS_SIGNAL("Deprovisionable", NULL, 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Misbehaved", SD_BUS_ARGS("u", id, "s", check, "u", strikes), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -392,6 +393,12 @@ void manager_bus_deprovisionable(Manager *m) {
         if (m->bus)
                 (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
                                           "Deprovisionable", NULL);
+}
+
+void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Misbehaved", "usu",
+                                          s->id, check_kind_to_string(check), strikes);
 }
 
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason) {

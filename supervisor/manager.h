@@ -118,6 +118,7 @@ void manager_bus_slot_changed(Manager *m, Slot *s);
 void manager_bus_property_changed(Manager *m, const char *property);
 void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
+void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes);
 int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_error *error);
 int bus_error_from_errno(sd_bus_error *error, int r, const char *what);
 int bus_check_id(sd_bus_error *error, const char *what, const char *s, bool empty_ok);

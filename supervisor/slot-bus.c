@@ -26,6 +26,25 @@ DEFINE_SLOT_GETTER(cpu_usage, "d", slot_cpu_usage(s))
 DEFINE_SLOT_GETTER(memory_current, "t", slot_memory_current(s))
 DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
 DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
+DEFINE_SLOT_GETTER(query_players, "u", (uint32_t) s->query.players)
+DEFINE_SLOT_GETTER(query_max_players, "u", (uint32_t) s->query.max_players)
+DEFINE_SLOT_GETTER(query_map, "s", s->query.map)
+DEFINE_SLOT_GETTER(query_name, "s", s->query.name)
+
+/* The strikes of each check within checks.window, now. */
+static int property_get_strikes(sd_bus *bus, const char *path, const char *interface,
+                                const char *property, sd_bus_message *reply, void *userdata,
+                                sd_bus_error *error) {
+        Slot *s = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "(su)");
+
+        for (int k = 0; r >= 0 && k < _CHECK_KIND_MAX; k++) {
+                unsigned n = slot_strike_count(s, k);
+                if (n > 0)
+                        r = sd_bus_message_append(reply, "(su)", check_kind_to_string(k), n);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
 
 static int slot_method_prologue(sd_bus_message *msg, Slot *s, sd_bus_error *error) {
         return bus_check_admin(msg, s->manager, error);
@@ -228,6 +247,16 @@ const sd_bus_vtable slot_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ready", "b", property_get_ready, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Strikes", "a(su)", property_get_strikes, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("QueryPlayers", "u", property_get_query_players, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("QueryMaxPlayers", "u", property_get_query_max_players, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("QueryMap", "s", property_get_query_map, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("QueryName", "s", property_get_query_name, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("StartedAtUSec", "t", NULL, offsetof(Slot, started_at),
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("HoldUntilUSec", "t", NULL, offsetof(Slot, hold_until),

@@ -108,18 +108,20 @@ ExitVerdict slot_exit_policy(const ExitInput *in) {
                 return (ExitVerdict){ .decision = EXIT_DECISION_RESTART };
         if (in->stop_requested)
                 return (ExitVerdict){ .decision = EXIT_DECISION_STOP };
-        if (in->clean_exit)
+        if (in->clean_exit && in->cause == FAILURE_NONE)
                 /* Exit 0 is the server saying its session is over (SPEC §6). */
                 return (ExitVerdict){
                         .decision = in->start_on_provision ? EXIT_DECISION_RESTART
                                                            : EXIT_DECISION_STOP,
                         .deallocate = true,
                 };
+        /* Below: a crash. The verdict's reason is why the slot is held down; without that,
+         * what caused the crash. */
         if (in->allocated && in->pre_recovery)
                 return (ExitVerdict){ .decision = EXIT_DECISION_STOP,
                                       .reason = FAILURE_PRE_RECOVERY };
         if (in->crashes_in_window > in->crash_restarts)
                 return (ExitVerdict){ .decision = EXIT_DECISION_FAIL,
                                       .reason = FAILURE_CRASH_BACKOFF };
-        return (ExitVerdict){ .decision = EXIT_DECISION_RESTART };
+        return (ExitVerdict){ .decision = EXIT_DECISION_RESTART, .reason = in->cause };
 }

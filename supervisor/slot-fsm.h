@@ -78,6 +78,7 @@ typedef struct ExitInput {
         bool pre_recovery;
         unsigned crashes_in_window; /* crashes within crash.window, this one included */
         unsigned crash_restarts;    /* crash.restarts */
+        FailureReason cause;        /* misbehaviour, start-timeout, oom: a crash whatever the code */
 } ExitInput;
 
 typedef struct ExitVerdict {

@@ -91,6 +91,7 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->start_defer);
         sd_event_source_disable_unref(s->reserve_timer);
         sd_event_source_disable_unref(s->hold_timer);
+        slot_checks_stop(s);
         safe_close(s->cgroup_fd);
         safe_close(s->home_fd);
         free(s->object_path);
@@ -335,6 +336,10 @@ static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
                 return r;
         if (asprintf(&v, "USER=%s", f->user) < 0 || strv_push(&envp, v) < 0)
                 return -ENOMEM;
+        /* systemd's convention: the watchdog period, of which a server pings at half. */
+        if (f->heartbeat > 0 &&
+            (asprintf(&v, "WATCHDOG_USEC=%" PRIu64, (uint64_t) f->heartbeat) < 0 || strv_push(&envp, v) < 0))
+                return -ENOMEM;
         STRV_FOREACH(e, f->environment) {
                 r = expand_variables(*e, vars, ELEMENTSOF(vars), &v, NULL);
                 if (r < 0 || (r = strv_push(&envp, v)) < 0)
@@ -395,6 +400,7 @@ static int slot_spawn(Slot *s) {
         s->exit_code = s->exit_signal = 0;
         s->status = mfree_str(s->status);
         s->started_at = now_usec(CLOCK_REALTIME);
+        slot_checks_start(s);
         log_slot_info(s, "Started %s as process %d", s->fleet->config->build, (int) pid);
         return 0;
 }
@@ -451,7 +457,7 @@ static void slot_terminate(Slot *s) {
         }
 }
 
-static void slot_kill(Slot *s) {
+void slot_kill(Slot *s) {
         int r;
 
         s->cgroup_killed = true;
@@ -491,7 +497,8 @@ static int slot_set_allocation(Slot *s, const char *uuid) {
 
 /* The process and everything it started are gone: decide what comes next (SPEC §6). */
 static void slot_settle(Slot *s) {
-        bool clean = s->exit_signal == 0 && s->exit_code == 0;
+        FailureReason cause = slot_checks_exit_cause(s);
+        bool clean = s->exit_signal == 0 && s->exit_code == 0 && cause == FAILURE_NONE;
         bool requested = s->stop_requested || s->restart_requested;
         usec_t now = now_usec(CLOCK_MONOTONIC);
         const FleetConfig *f = s->fleet->config;
@@ -510,6 +517,7 @@ static void slot_settle(Slot *s) {
                 .pre_recovery = f->pre_recovery,
                 .crashes_in_window = time_window_count(&s->crashes, now, f->crash_window),
                 .crash_restarts = f->crash_restarts,
+                .cause = cause,
         });
         s->ready = false;
 
@@ -522,16 +530,18 @@ static void slot_settle(Slot *s) {
         if (!slot_is_allocated(s))
                 s->stale = false;
         if (!requested && !clean) {
+                char how[64];
                 if (s->exit_signal)
-                        log_slot_warning(s, "Server crashed: killed by signal %d (%s)%s%s",
-                                         s->exit_signal, strsignal(s->exit_signal),
-                                         v.decision == EXIT_DECISION_RESTART ? ", restarting" : ", not restarting: ",
-                                         failure_reason_to_string(v.reason));
+                        snprintf(how, sizeof(how), "killed by signal %d (%s)", s->exit_signal,
+                                 sigabbrev_np(s->exit_signal) ?: "?");
                 else
-                        log_slot_warning(s, "Server crashed: exit code %d%s%s", s->exit_code,
-                                         v.decision == EXIT_DECISION_RESTART ? ", restarting" : ", not restarting: ",
-                                         failure_reason_to_string(v.reason));
-                manager_bus_slot_crashed(s->manager, s, failure_reason_to_string(v.reason));
+                        snprintf(how, sizeof(how), "exit code %d", s->exit_code);
+                log_slot_warning(s, "Server crashed: %s%s%s; %s%s", how,
+                                 cause != FAILURE_NONE ? ", cause " : "",
+                                 failure_reason_to_string(cause),
+                                 v.decision == EXIT_DECISION_RESTART ? "restarting" : "not restarting: ",
+                                 v.decision == EXIT_DECISION_RESTART ? "" : failure_reason_to_string(v.reason));
+                manager_bus_slot_crashed(s->manager, s, failure_reason_to_string(cause));
         }
 
         s->stop_requested = s->restart_requested = false;
@@ -542,6 +552,7 @@ static void slot_settle(Slot *s) {
         }
         switch (v.decision) {
         case EXIT_DECISION_RESTART:
+                s->failure = v.reason;
                 slot_set_process_state(s, PROCESS_STOPPED);
                 s->restarts++;
                 slot_schedule_start(s);
@@ -606,6 +617,7 @@ static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *user
 
         s->main_pid = 0;
         s->child_source = sd_event_source_disable_unref(s->child_source);
+        slot_checks_stop(s);
         if (si->si_code == CLD_EXITED) {
                 s->exit_code = si->si_status;
                 s->exit_signal = 0;
@@ -671,8 +683,11 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
         }
         if (msg.has_status)
                 (void) free_and_strdup(&s->status, msg.status);
+        if (msg.watchdog)
+                slot_checks_watchdog(s);
         if (msg.ready && !s->ready) {
                 s->ready = true;
+                slot_checks_ready(s);
                 log_slot_debug(s, "READY=1");
                 slot_dispatch(s, SLOT_EVENT_READY);
         }
@@ -692,6 +707,9 @@ uint64_t slot_memory_current(Slot *s) {
 double slot_cpu_usage(Slot *s) {
         usec_t usage, now = now_usec(CLOCK_MONOTONIC);
 
+        /* With checks on, the figure is the last interval's, as the check judged it. */
+        if (s->fleet->config->check_interval > 0)
+                return s->cpu_usage;
         if (s->cgroup_fd < 0 || cg_cpu_usage_at(s->cgroup_fd, &usage) < 0)
                 return s->cpu_usage;
         /* Cores over the time since the previous sample, at most every 100 ms, so that

@@ -6,6 +6,8 @@
 #include <systemd/sd-event.h>
 
 #include "allocation.h"
+#include "checks.h"
+#include "probe.h"
 #include "config.h"
 #include "slot-fsm.h"
 #include "state-file.h"
@@ -69,6 +71,21 @@ typedef struct Slot {
         char *status;
         TimeWindow crashes;
 
+        /* Checks (slot-checks.c). */
+        sd_event_source *check_timer;
+        sd_event_source *heartbeat_timer;
+        sd_event_source *start_timer;
+        sd_event_source *misbehaviour_timer;
+        usec_t check_cpu_usage;   /* cpu.stat usage_usec at the last check */
+        usec_t check_cpu_at;
+        usec_t heartbeat_since;   /* CLOCK_MONOTONIC start of the current heartbeat period */
+        usec_t last_watchdog;     /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
+        TimeWindow strikes[_CHECK_KIND_MAX];
+        Probe *probe;
+        ProbeResult query;        /* the last valid query answer */
+        FailureReason pending_cause;  /* why slotd is ending the process: misbehaviour, start-timeout */
+        uint64_t oom_kills_at_start;
+
         usec_t cpu_sample_usage;  /* cpu.stat usage_usec at the last sample */
         usec_t cpu_sample_at;     /* CLOCK_MONOTONIC of that sample */
         double cpu_usage;         /* cores over the last interval */
@@ -112,6 +129,18 @@ void slot_reconfigure(Slot *s, bool build_changed);
 void slot_restore(Slot *s, const SlotRecord *r);
 /* Fills r from the slot; the strings point into the slot (do not free). */
 void slot_record(const Slot *s, SlotRecord *r);
+
+/* Checks (slot-checks.c): started with each process, stopped at its exit. */
+void slot_checks_start(Slot *s);
+void slot_checks_stop(Slot *s);
+void slot_checks_ready(Slot *s);
+void slot_checks_watchdog(Slot *s);
+/* Why the process that just ended ended, as far as slotd knows: misbehaviour, start-timeout,
+ * oom, or none. */
+FailureReason slot_checks_exit_cause(Slot *s);
+unsigned slot_strike_count(const Slot *s, CheckKind k);
+/* cgroup.kill on the slot's group. */
+void slot_kill(Slot *s);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);
