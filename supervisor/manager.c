@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -466,8 +467,25 @@ static int manager_on_signal(sd_event_source *source, const struct signalfd_sigi
         return sd_event_exit(m->event, 0);
 }
 
+/* Every slot holds a pidfd, an inotify watch and, while probed, a socket: a thousand slots
+ * need more than the customary 1024 descriptors. */
+static void manager_raise_nofile(Manager *m) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        m->nofile_default = (unsigned long) rl.rlim_cur;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        log_debug_errno(negative_errno(), "Failed to raise RLIMIT_NOFILE: %m");
+        }
+}
+
 int manager_startup(Manager *m, const char *bus_override) {
         int r;
+
+        manager_raise_nofile(m);
 
         if (m->config->machine_id)
                 m->machine_id = strdup(m->config->machine_id);

@@ -380,6 +380,7 @@ static int slot_spawn(Slot *s) {
                                   .output_fd = log_fd,
                                   .fork_and_attach = s->cgroup_killed &&
                                                      s->manager->killed_cgroup_bug,
+                                  .nofile = s->manager->nofile_default,
                           },
                           &pid, &pidfd);
         if (r < 0)

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -57,6 +58,15 @@ _Noreturn static void child_exec(const SpawnParams *p, bool attach_self) {
                         child_fail("joining the slot's cgroup", p->path);
         }
         (void) syscall(SYS_close_range, 3U, ~0U, 0U);
+        if (p->nofile > 0) {
+                /* slotd raised its own soft limit for its sockets; the build gets the usual
+                 * one back (select() breaks above 1024). */
+                struct rlimit rl;
+                if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                        rl.rlim_cur = MIN((rlim_t) p->nofile, rl.rlim_max);
+                        (void) setrlimit(RLIMIT_NOFILE, &rl);
+                }
+        }
 
         if (setsid() < 0)
                 child_fail("setsid", p->path);

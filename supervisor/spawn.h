@@ -16,6 +16,7 @@ typedef struct SpawnParams {
         int cgroup_fd;   /* the slot's cgroup directory */
         int output_fd;   /* stdout and stderr; stdin is /dev/null */
         bool fork_and_attach; /* skip CLONE_INTO_CGROUP (see spawn_probe_killed_cgroup_bug()) */
+        unsigned long nofile; /* RLIMIT_NOFILE soft limit for the server, 0 = inherit */
 } SpawnParams;
 
 /* Exit code of a child that could not get as far as exec; the reason is written to its

@@ -163,6 +163,31 @@ static void test_crash_history_window(_unused_ void **state) {
         assert_int_equal(time_window_count(&h, 300 * min, min), 0);
 }
 
+static void test_cause_makes_a_crash(_unused_ void **state) {
+        /* A server slotd signalled for misbehaviour that then exits 0 still crashed. */
+        ExitVerdict v = slot_exit_policy(&(ExitInput){
+                .clean_exit = true, .start_on_provision = true, .cause = FAILURE_MISBEHAVIOUR,
+                .crashes_in_window = 1, .crash_restarts = 1,
+        });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+        assert_int_equal(v.reason, FAILURE_MISBEHAVIOUR);
+        assert_false(v.deallocate);
+
+        /* Held down, the reason says why it is held down, not what caused the crash. */
+        v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_OOM, .crashes_in_window = 2,
+                                           .crash_restarts = 1 });
+        assert_int_equal(v.decision, EXIT_DECISION_FAIL);
+        assert_int_equal(v.reason, FAILURE_CRASH_BACKOFF);
+        v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_START_TIMEOUT, .allocated = true,
+                                           .pre_recovery = true, .crashes_in_window = 1,
+                                           .crash_restarts = 1 });
+        assert_int_equal(v.decision, EXIT_DECISION_STOP);
+        assert_int_equal(v.reason, FAILURE_PRE_RECOVERY);
+        /* A plain crash that is restarted has no reason. */
+        v = slot_exit_policy(&(ExitInput){ .crashes_in_window = 1, .crash_restarts = 1 });
+        assert_int_equal(v.reason, FAILURE_NONE);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_pair_is_decided),
@@ -178,6 +203,7 @@ int main(void) {
                 cmocka_unit_test(test_crash_backoff_after_restarts),
                 cmocka_unit_test(test_requests_win_over_exit_status),
                 cmocka_unit_test(test_crash_history_window),
+                cmocka_unit_test(test_cause_makes_a_crash),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

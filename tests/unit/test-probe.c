@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* The probe engine against real UDP responders on loopback, in one sd-event loop: answers,
+ * silence, refusal, garbage, and a thousand probes at once. */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "a2s.h"
+#include "macro.h"
+#include "probe.h"
+#include "sqp.h"
+
+typedef enum Mode { ANSWER, SILENT, GARBAGE } Mode;
+
+typedef struct Responder {
+        int fd;
+        struct sockaddr_in addr;
+        Mode mode;
+        bool a2s_challenge;
+        unsigned answered;
+} Responder;
+
+typedef struct Run {
+        unsigned done, ok;
+        int last_error;
+        ProbeResult last;
+} Run;
+
+#define CHALLENGE 0x12345678u
+
+static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Responder *r = userdata;
+        uint8_t buf[1500], out[1500];
+        struct sockaddr_in peer;
+        socklen_t plen = sizeof(peer);
+        ssize_t n;
+        int len = 0;
+
+        while ((n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *) &peer, &plen)) >= 0) {
+                if (r->mode == SILENT)
+                        continue;
+                if (r->mode == GARBAGE) {
+                        len = 7;
+                        memcpy(out, "\x01garbag", 7);
+                } else if (n == 5 && buf[0] == 0x00) {
+                        out[0] = 0x00;
+                        out[1] = 0x12, out[2] = 0x34, out[3] = 0x56, out[4] = 0x78;
+                        len = 5;
+                } else if (n == 8 && buf[0] == 0x01) {
+                        SqpInfo info = { .players = 5, .max_players = 24, .port = 7777 };
+                        strcpy(info.name, "loop");
+                        strcpy(info.map, "arena");
+                        len = sqp_encode_info_response(CHALLENGE, 1, &info, out, sizeof(out));
+                } else if (n >= 25 && buf[0] == 0xff && buf[4] == 0x54) {
+                        if (r->a2s_challenge && n != 29) {
+                                memcpy(out, "\xff\xff\xff\xff\x41\x01\x02\x03\x04", 9);
+                                len = 9;
+                        } else {
+                                A2sInfo info = { .protocol = 17, .players = 2, .max_players = 8,
+                                                 .server_type = 'd', .environment = 'l' };
+                                strcpy(info.name, "a2s");
+                                strcpy(info.map, "de_test");
+                                len = a2s_encode_info(&info, out, sizeof(out));
+                        }
+                } else
+                        continue;
+                assert_true(len > 0);
+                (void) sendto(fd, out, (size_t) len, 0, (struct sockaddr *) &peer, plen);
+                r->answered++;
+                plen = sizeof(peer);
+        }
+        return 0;
+}
+
+static void responder_open(sd_event *e, Responder *r, Mode mode) {
+        socklen_t len = sizeof(r->addr);
+
+        r->mode = mode;
+        r->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        assert_true(r->fd >= 0);
+        r->addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        assert_int_equal(bind(r->fd, (struct sockaddr *) &r->addr, sizeof(r->addr)), 0);
+        assert_int_equal(getsockname(r->fd, (struct sockaddr *) &r->addr, &len), 0);
+        /* A thousand requests at once must not overflow the receive buffer. */
+        int size = 4 << 20;
+        (void) setsockopt(r->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
+        assert_true(sd_event_add_io(e, NULL, r->fd, EPOLLIN, on_request, r) >= 0);
+}
+
+static void on_done(Probe *p, int result, const ProbeResult *info, void *userdata) {
+        Run *run = userdata;
+
+        run->done++;
+        if (result == 0) {
+                run->ok++;
+                run->last = *info;
+        } else
+                run->last_error = result;
+        probe_free(p);
+}
+
+static void run_until(sd_event *e, Run *run, unsigned want) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + 20 * USEC_PER_SEC;
+
+        while (run->done < want) {
+                assert_true(now_usec(CLOCK_MONOTONIC) < deadline);
+                assert_true(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
+        }
+}
+
+static void test_sqp_answer(void **state) {
+        sd_event *e = NULL;
+        Responder r = {};
+        Run run = {};
+        Probe *p;
+
+        assert_true(sd_event_new(&e) >= 0);
+        responder_open(e, &r, ANSWER);
+        assert_int_equal(probe_start(e, QUERY_SQP, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
+        run_until(e, &run, 1);
+        assert_int_equal(run.ok, 1);
+        assert_int_equal(run.last.players, 5);
+        assert_int_equal(run.last.max_players, 24);
+        assert_string_equal(run.last.name, "loop");
+        assert_string_equal(run.last.map, "arena");
+        assert_int_equal(r.answered, 2); /* challenge, then query */
+        close(r.fd);
+        sd_event_unref(e);
+}
+
+static void test_a2s_with_challenge(void **state) {
+        sd_event *e = NULL;
+        Responder r = { .a2s_challenge = true };
+        Run run = {};
+        Probe *p;
+
+        assert_true(sd_event_new(&e) >= 0);
+        responder_open(e, &r, ANSWER);
+        assert_int_equal(probe_start(e, QUERY_A2S, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
+        run_until(e, &run, 1);
+        assert_int_equal(run.ok, 1);
+        assert_int_equal(run.last.players, 2);
+        assert_int_equal(run.last.max_players, 8);
+        assert_string_equal(run.last.map, "de_test");
+        assert_int_equal(r.answered, 2); /* the challenge round, then the info */
+        close(r.fd);
+        sd_event_unref(e);
+}
+
+static void test_failures(void **state) {
+        sd_event *e = NULL;
+        Responder silent = {}, garbage = {};
+        struct sockaddr_in closed = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        Run run = {};
+        Probe *p;
+        usec_t start;
+        int fd;
+        socklen_t len = sizeof(closed);
+
+        assert_true(sd_event_new(&e) >= 0);
+        responder_open(e, &silent, SILENT);
+        responder_open(e, &garbage, GARBAGE);
+        /* A port nobody listens on: bind, learn the port, close. */
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(bind(fd, (struct sockaddr *) &closed, sizeof(closed)), 0);
+        assert_int_equal(getsockname(fd, (struct sockaddr *) &closed, &len), 0);
+        close(fd);
+
+        start = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(probe_start(e, QUERY_SQP, &silent.addr, 200 * USEC_PER_MSEC, on_done, &run, &p), 0);
+        run_until(e, &run, 1);
+        assert_int_equal(run.last_error, -ETIMEDOUT);
+        assert_true(now_usec(CLOCK_MONOTONIC) - start >= 190 * USEC_PER_MSEC);
+
+        assert_int_equal(probe_start(e, QUERY_SQP, &garbage.addr, USEC_PER_SEC, on_done, &run, &p), 0);
+        run_until(e, &run, 2);
+        assert_int_equal(run.last_error, -EBADMSG);
+
+        assert_int_equal(probe_start(e, QUERY_A2S, &closed, USEC_PER_SEC, on_done, &run, &p), 0);
+        run_until(e, &run, 3);
+        assert_int_equal(run.last_error, -ECONNREFUSED);
+        assert_int_equal(run.ok, 0);
+        close(silent.fd);
+        close(garbage.fd);
+        sd_event_unref(e);
+}
+
+static void test_thousand_at_once(void **state) {
+        struct rlimit rl;
+        sd_event *e = NULL;
+        Responder r = {};
+        Run run = {};
+        Probe *p;
+
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max < 2200)
+                skip();
+        rl.rlim_cur = rl.rlim_max;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        assert_true(sd_event_new(&e) >= 0);
+        responder_open(e, &r, ANSWER);
+        for (int i = 0; i < 1000; i++)
+                assert_int_equal(probe_start(e, QUERY_SQP, &r.addr, 5 * USEC_PER_SEC, on_done, &run, &p), 0);
+        run_until(e, &run, 1000);
+        assert_int_equal(run.ok, 1000);
+        close(r.fd);
+        sd_event_unref(e);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_sqp_answer),
+                cmocka_unit_test(test_a2s_with_challenge),
+                cmocka_unit_test(test_failures),
+                cmocka_unit_test(test_thousand_at_once),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
