@@ -5,6 +5,7 @@
 #include "macro.h"
 #include "probe.h"
 #include "sqp.h"
+#include "utf8.h"
 
 /* A challenge round is allowed twice for A2S (a server may rotate its challenge once). */
 #define A2S_MAX_CHALLENGES 2
@@ -49,6 +50,7 @@ static void probe_finish(Probe *p, int result, const ProbeResult *info) {
 
 static void copy_str(char dst[static PROBE_STR_MAX], const char *src) {
         snprintf(dst, PROBE_STR_MAX, "%s", src);
+        utf8_sanitize(dst);
 }
 
 static int probe_send(Probe *p, const uint8_t *buf, size_t len) {

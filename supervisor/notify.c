@@ -5,6 +5,7 @@
 
 #include "macro.h"
 #include "notify.h"
+#include "utf8.h"
 
 int notify_parse(const char *buf, size_t size, NotifyMessage *ret) {
         NotifyMessage m = {};
@@ -30,6 +31,7 @@ int notify_parse(const char *buf, size_t size, NotifyMessage *ret) {
                                 m.status[i] = (c < 0x20 || c == 0x7f) ? '?' : (char) c;
                         }
                         m.status[n] = '\0';
+                        utf8_sanitize(m.status);
                         m.has_status = any = true;
                 } else if (memchr(line, '=', len))
                         any = true; /* a well-formed assignment we do not use */

@@ -48,6 +48,11 @@ static void test_parse_hostile(_unused_ void **state) {
         assert_int_equal(notify_parse(status, strlen(status), &m), 0);
         assert_int_equal(strlen(m.status), NOTIFY_STATUS_MAX - 1);
         assert_int_equal(m.status[3], '?');
+
+        /* Invalid UTF-8 never reaches D-Bus, which would refuse the whole message. */
+        const char bad[] = "STATUS=map \xff\xc3(";
+        assert_int_equal(notify_parse(bad, strlen(bad), &m), 0);
+        assert_string_equal(m.status, "map ??(");
 }
 
 int main(void) {
