@@ -429,6 +429,43 @@ static int parse_pids_key(ParseContext *ctx, const ConfigKey *k, const char *val
         return 0;
 }
 
+static int parse_nofile_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        uint64_t v;
+        int r;
+
+        r = parse_uint64(value, &v);
+        if (r < 0 || v < 64 || v > (UINT64_C(1) << 30))
+                return key_error(ctx, k, value, r < 0 ? r : -ERANGE,
+                                 "expected an integer between 64 and 1073741824");
+        *(uint64_t *) data = v;
+        return 0;
+}
+
+/* security.seccomp: "default", "off", or the absolute path of an allow-list; the path goes
+ * to FleetConfig.seccomp_list, next to the flag. */
+static int parse_seccomp_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        FleetConfig *f = container_of((bool *) data, FleetConfig, seccomp);
+
+        if (streq(value, "default") || streq(value, "off")) {
+                f->seccomp = streq(value, "default");
+                f->seccomp_list = mfree_str(f->seccomp_list);
+                return 0;
+        }
+        if (value[0] != '/')
+                return key_error(ctx, k, value, -EINVAL,
+                                 "expected default, off, or the absolute path of an allow-list");
+        f->seccomp = true;
+        return store_string(ctx, &f->seccomp_list, value);
+}
+
+static int parse_seccomp_action_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                    void *data) {
+        if (!streq(value, "eperm") && !streq(value, "kill"))
+                return key_error(ctx, k, value, -EINVAL, "expected eperm or kill");
+        *(bool *) data = streq(value, "kill");
+        return 0;
+}
+
 static int parse_port_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
         uint16_t v;
         int r;
@@ -639,6 +676,10 @@ static const ConfigKey fleet_keys[] = {
         FLEET_KEY("limits", "memory_max", parse_size_key, memory_max, true),
         FLEET_KEY("limits", "cpu_max", parse_cpu_max_key, cpu_max, false),
         FLEET_KEY("limits", "pids", parse_pids_key, pids_max, false),
+        FLEET_KEY("limits", "nofile", parse_nofile_key, nofile, false),
+        FLEET_KEY("limits", "core", parse_size_key, core_size, false),
+        FLEET_KEY("security", "seccomp", parse_seccomp_key, seccomp, false),
+        FLEET_KEY("security", "seccomp_action", parse_seccomp_action_key, seccomp_kill, false),
 };
 
 _Static_assert(ELEMENTSOF(machine_keys) <= KEYS_MAX, "raise KEYS_MAX");
@@ -653,7 +694,7 @@ static const ConfigSchema machine_schema = {
 static const ConfigSchema fleet_schema = {
         .keys = fleet_keys,
         .n_keys = ELEMENTSOF(fleet_keys),
-        .sections = "a fleet file has [fleet], [usage], [ports], [checks], [crash] and [limits]",
+        .sections = "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits] and [security]",
 };
 
 static bool schema_has_section(const ConfigSchema *s, const char *section) {
@@ -845,6 +886,7 @@ void config_fleet_done(FleetConfig *f) {
         free(f->build_configuration);
         free(f->user);
         free(f->group);
+        free(f->seccomp_list);
         *f = (FleetConfig) {};
 }
 
@@ -932,6 +974,8 @@ static void fleet_config_init(FleetConfig *f) {
                 .crash_window = 30 * USEC_PER_MINUTE,
                 .pre_recovery = true,
                 .pids_max = 4096,
+                .nofile = 65536,
+                .seccomp = true,
         };
 }
 

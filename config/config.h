@@ -68,6 +68,13 @@ typedef struct FleetConfig {
                                     * config_load() */
         double cpu_max;            /* cores; 0 = off (the default) */
         uint64_t pids_max;         /* default 4096 */
+        uint64_t nofile;           /* limits.nofile: RLIMIT_NOFILE of the server, default 65536 */
+        uint64_t core_size;        /* limits.core: RLIMIT_CORE, default 0 */
+
+        /* [security] */
+        bool seccomp;              /* security.seccomp: default (true) or off */
+        char *seccomp_list;        /* security.seccomp = PATH: allow-list file; NULL = built-in */
+        bool seccomp_kill;         /* security.seccomp_action = kill (default eperm) */
 
         /* Lines of the keys that later checks (density, config_validate) name in their
          * messages; 0 when the key was not set. */

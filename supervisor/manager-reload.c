@@ -54,10 +54,14 @@ static int retire_fleet(Manager *m, Fleet *f) {
         return 0;
 }
 
-static void update_fleet(Manager *m, Fleet *f, const FleetConfig *nf, uid_t uid, gid_t gid) {
+static void update_fleet(Manager *m, Fleet *f, const FleetConfig *nf, uid_t uid, gid_t gid,
+                         scmp_filter_ctx seccomp) {
         bool changed = build_changed(f->config, nf);
         size_t live = 0;
 
+        if (f->seccomp)
+                seccomp_release(f->seccomp);
+        f->seccomp = seccomp;
         f->config = nf;
         f->uid = uid;
         f->gid = gid;
@@ -96,6 +100,7 @@ int manager_reload(Manager *m, char **ret_error) {
         Config *old;
         uid_t *uids = NULL;
         gid_t *gids = NULL;
+        scmp_filter_ctx *filters = NULL;
         int r;
 
         r = machine_resources_detect(&detected);
@@ -117,18 +122,21 @@ int manager_reload(Manager *m, char **ret_error) {
         /* Everything that can fail is checked before anything changes. */
         uids = calloc(c->n_fleets + 1, sizeof(uid_t));
         gids = calloc(c->n_fleets + 1, sizeof(gid_t));
-        if (!uids || !gids) {
+        filters = calloc(c->n_fleets + 1, sizeof(scmp_filter_ctx));
+        r = uids && gids && filters ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < c->n_fleets; i++) {
+                r = resolve_identity(&c->fleets[i], &uids[i], &gids[i], ret_error);
+                if (r >= 0)
+                        r = fleet_build_seccomp(&c->fleets[i], &filters[i], ret_error);
+        }
+        if (r < 0) {
+                for (size_t i = 0; filters && i < c->n_fleets; i++)
+                        if (filters[i])
+                                seccomp_release(filters[i]);
+                free(filters);
                 free(uids);
                 free(gids);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < c->n_fleets; i++) {
-                r = resolve_identity(&c->fleets[i], &uids[i], &gids[i], ret_error);
-                if (r < 0) {
-                        free(uids);
-                        free(gids);
-                        return r;
-                }
+                return r;
         }
 
         log_info("Reloading the configuration from %s and %s", strempty(c->config_file),
@@ -150,7 +158,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 Fleet *f = manager_find_fleet(m, nf->name);
 
                 if (f) {
-                        update_fleet(m, f, nf, uids[i], gids[i]);
+                        update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]));
                         continue;
                 }
                 r = manager_add_fleet(m, nf, &f, &error);
@@ -160,8 +168,12 @@ int manager_reload(Manager *m, char **ret_error) {
                         continue;
                 }
                 log_info("Fleet %s added with %u slots", nf->name, nf->slots);
-                update_fleet(m, f, nf, uids[i], gids[i]);
+                update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]));
         }
+        for (size_t i = 0; i < m->config->n_fleets; i++)
+                if (filters[i])
+                        seccomp_release(filters[i]);
+        free(filters);
         free(uids);
         free(gids);
         /* Fleets that stayed point into the new config now, retired ones own their copy. */

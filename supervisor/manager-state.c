@@ -113,6 +113,13 @@ int manager_open_state(Manager *m) {
         if (m->state_dir_fd < 0)
                 return log_error_errno(negative_errno(), "Failed to open %s: %m",
                                        m->config->state_dir);
+        if (mkdirat(m->state_dir_fd, "exit", 0700) < 0 && errno != EEXIST)
+                return log_error_errno(negative_errno(), "Failed to create %s/exit: %m",
+                                       m->config->state_dir);
+        m->exit_dir_fd = openat(m->state_dir_fd, "exit", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (m->exit_dir_fd < 0)
+                return log_error_errno(negative_errno(), "Failed to open %s/exit: %m",
+                                       m->config->state_dir);
         return 0;
 }
 

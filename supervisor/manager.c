@@ -24,7 +24,7 @@ int manager_new(Config *config, Manager **ret) {
 
         if (!m)
                 return -ENOMEM;
-        m->notify_fd = m->state_dir_fd = -EBADF;
+        m->notify_fd = m->state_dir_fd = m->exit_dir_fd = -EBADF;
         r = sd_event_new(&m->event);
         if (r < 0) {
                 free(m);
@@ -43,6 +43,8 @@ static void manager_free_fleets(Manager *m) {
                                 slot_free(f->slots[j]);
                 free(f->slots);
                 free(f->cgroup_path);
+                if (f->seccomp)
+                        seccomp_release(f->seccomp);
                 if (f->owned_config) {
                         config_fleet_done(f->owned_config);
                         free(f->owned_config);
@@ -74,6 +76,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->commit_retry);
         sd_event_source_disable_unref(m->ttl_timer);
         safe_close(m->state_dir_fd);
+        safe_close(m->exit_dir_fd);
         sd_event_source_disable_unref(m->notify_source);
         safe_close(m->notify_fd);
         sd_bus_flush_close_unref(m->bus);
@@ -365,6 +368,20 @@ static int manager_setup_notify(Manager *m) {
         return 0;
 }
 
+int fleet_build_seccomp(const FleetConfig *fc, scmp_filter_ctx *ret, char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        *ret = NULL;
+        if (!fc->seccomp)
+                return 0;
+        r = confine_seccomp_new(fc->seccomp_list, fc->seccomp_kill, ret, &why);
+        if (r < 0 && asprintf(ret_error, "%s: security.seccomp: %s", fc->file,
+                              why ?: strerror(-r)) < 0)
+                *ret_error = NULL;
+        return r;
+}
+
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error) {
         _cleanup_free_ Fleet *f = calloc(1, sizeof(Fleet));
         Fleet **fleets;
@@ -376,6 +393,9 @@ int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret
         f->manager = m;
         f->config = fc;
         r = resolve_identity(fc, &f->uid, &f->gid, ret_error);
+        if (r < 0)
+                return r;
+        r = fleet_build_seccomp(fc, &f->seccomp, ret_error);
         if (r < 0)
                 return r;
         if (asprintf(&f->cgroup_path, "%s/%s", m->cgroup_root, fc->name) < 0)

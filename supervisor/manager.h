@@ -8,6 +8,7 @@
 #include "config.h"
 #include "hashmap.h"
 #include "slot.h"
+#include <seccomp.h>
 
 /* A fleet as it runs: its config section, its cgroup, its identity, its slots. */
 typedef struct Fleet {
@@ -20,6 +21,7 @@ typedef struct Fleet {
         Slot **slots;
         size_t n_slots;
         AllocIndex index;            /* allocation candidates by class */
+        scmp_filter_ctx seccomp;     /* built from security.seccomp, NULL = off */
         bool retired;                /* gone from the config: drains, then goes */
 } Fleet;
 
@@ -59,6 +61,7 @@ typedef struct Manager {
         sd_event_source *ttl_timer;
 
         int state_dir_fd;
+        int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
         bool state_dirty;
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */
         sd_event_source *commit_retry;
@@ -82,6 +85,7 @@ int manager_run(Manager *m);
 Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);
 int manager_add_slots(Manager *m, Fleet *f, unsigned count);
+int fleet_build_seccomp(const FleetConfig *fc, scmp_filter_ctx *ret, char **ret_error);
 int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error);
 Fleet *manager_find_fleet(Manager *m, const char *name);
 

@@ -61,7 +61,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->fleet = f;
         s->id = id;
         s->index = index;
-        s->cgroup_fd = s->home_fd = -EBADF;
+        s->cgroup_fd = s->home_fd = s->status_fd = -EBADF;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
         snprintf(s->id_string, sizeof(s->id_string), "%u", id);
@@ -94,6 +94,7 @@ Slot *slot_free(Slot *s) {
         slot_checks_stop(s);
         safe_close(s->cgroup_fd);
         safe_close(s->home_fd);
+        safe_close(s->status_fd);
         free(s->object_path);
         free(s->cgroup_path);
         free(s->home);
@@ -352,6 +353,18 @@ static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
 
 static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata);
 
+/* <state_dir>/exit/<id>: the keeper writes the server's exit status there, where a slotd
+ * that was not running at the time still finds it. */
+static int slot_open_status(Slot *s) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "%u", s->id);
+        s->status_fd = safe_close(s->status_fd);
+        s->status_fd = openat(s->manager->exit_dir_fd, name,
+                              O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        return s->status_fd < 0 ? negative_errno() : 0;
+}
+
 static int slot_spawn(Slot *s) {
         _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
         _cleanup_close_ int log_fd = -EBADF, pidfd = -EBADF;
@@ -369,18 +382,26 @@ static int slot_spawn(Slot *s) {
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to write %s/server.json: %m", s->home);
 
+        r = slot_open_status(s);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to open the exit status file: %m");
         r = spawn_process(&(SpawnParams){
                                   .path = s->fleet->config->build,
                                   .argv = argv,
                                   .envp = envp,
                                   .working_directory = s->home,
-                                  .uid = s->fleet->uid,
-                                  .gid = s->fleet->gid,
+                                  .confine = {
+                                          .uid = s->fleet->uid,
+                                          .gid = s->fleet->gid,
+                                          .nofile = s->fleet->config->nofile,
+                                          .core = s->fleet->config->core_size,
+                                          .seccomp = s->fleet->seccomp,
+                                  },
                                   .cgroup_fd = s->cgroup_fd,
                                   .output_fd = log_fd,
+                                  .status_fd = s->status_fd,
                                   .fork_and_attach = s->cgroup_killed &&
                                                      s->manager->killed_cgroup_bug,
-                                  .nofile = s->manager->nofile_default,
                           },
                           &pid, &pidfd);
         if (r < 0)
@@ -402,7 +423,7 @@ static int slot_spawn(Slot *s) {
         s->status = mfree_str(s->status);
         s->started_at = now_usec(CLOCK_REALTIME);
         slot_checks_start(s);
-        log_slot_info(s, "Started %s as process %d", s->fleet->config->build, (int) pid);
+        log_slot_debug(s, "Started %s under keeper %d", s->fleet->config->build, (int) pid);
         return 0;
 }
 
@@ -615,22 +636,24 @@ static void slot_dispatch(Slot *s, SlotEvent event) {
 
 static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
         Slot *s = userdata;
+        pid_t server = s->server_pid;
 
-        s->main_pid = 0;
+        s->main_pid = s->server_pid = 0;
         s->child_source = sd_event_source_disable_unref(s->child_source);
         slot_checks_stop(s);
-        if (si->si_code == CLD_EXITED) {
-                s->exit_code = si->si_status;
-                s->exit_signal = 0;
-        } else {
-                s->exit_code = 0;
-                s->exit_signal = si->si_status;
+        /* The keeper wrote how the server ended; if it has not, the keeper itself was killed
+         * (cgroup.kill, the OOM killer) and the server with it. */
+        if (s->status_fd < 0 || spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal) <= 0) {
+                s->exit_code = si->si_code == CLD_EXITED ? si->si_status : 0;
+                s->exit_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
         }
         s->last_exit_code = s->exit_code;
         s->last_exit_signal = s->exit_signal;
-        log_slot_info(s, "Process %d %s %d", (int) si->si_pid,
-                      si->si_code == CLD_EXITED ? "exited with code" : "was killed by signal",
-                      si->si_status);
+        if (s->exit_signal)
+                log_slot_info(s, "Server %d was killed by signal %d (%s)", (int) server,
+                              s->exit_signal, sigabbrev_np(s->exit_signal) ?: "?");
+        else
+                log_slot_info(s, "Server %d exited with code %d", (int) server, s->exit_code);
         slot_dispatch(s, SLOT_EVENT_EXIT);
         return 0;
 }
@@ -950,4 +973,10 @@ void slot_record(const Slot *s, SlotRecord *r) {
                 .last_exit_code = s->last_exit_code,
                 .last_exit_signal = s->last_exit_signal,
         };
+}
+
+pid_t slot_server_pid(Slot *s) {
+        if (s->main_pid > 0 && s->server_pid == 0)
+                s->server_pid = spawn_server_pid(s->cgroup_fd, s->main_pid);
+        return s->server_pid;
 }

@@ -54,7 +54,9 @@ typedef struct Slot {
         bool retired_gone;        /* removed from the manager, waiting to be freed */
         AllocEntry alloc_entry;   /* in its fleet's AllocIndex */
 
-        pid_t main_pid;
+        pid_t main_pid;           /* the keeper, slotd's child (see spawn.h) */
+        pid_t server_pid;         /* the game server under it, found lazily */
+        int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
         sd_event_source *child_source;    /* owns the pidfd */
         sd_event_source *stop_timer;
         sd_event_source *start_defer;
@@ -144,6 +146,8 @@ void slot_kill(Slot *s);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);
+/* The game server's PID, 0 when none runs. */
+pid_t slot_server_pid(Slot *s);
 double slot_cpu_usage(Slot *s);
 
 #define log_slot_full_errno(slot, level, error, ...)                                       \

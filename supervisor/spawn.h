@@ -4,35 +4,49 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Starting a build executable directly inside its slot's cgroup. */
+#include "confine.h"
+
+/* Starting a build executable inside its slot's cgroup, behind a keeper.
+ *
+ * The keeper is a copy of slotd (no exec) cloned straight into the slot's cgroup as PID 1 of
+ * a new PID namespace. It forks the game server, confines it and execs the build; then it
+ * forwards the signals slotd sends it, reaps what dies in the namespace, and when the server
+ * exits writes its exit status to a file slotd gave it and exits, taking the rest of the
+ * namespace with it. Because of it a game server cannot see or signal the processes of
+ * another slot, and an exit that happens while slotd is not running is not lost. */
 
 typedef struct SpawnParams {
         const char *path;
         char *const *argv;
         char *const *envp;
         const char *working_directory;
-        uid_t uid;
-        gid_t gid;
+        ConfineParams confine;
         int cgroup_fd;   /* the slot's cgroup directory */
         int output_fd;   /* stdout and stderr; stdin is /dev/null */
+        int status_fd;   /* where the keeper writes the server's exit status */
         bool fork_and_attach; /* skip CLONE_INTO_CGROUP (see spawn_probe_killed_cgroup_bug()) */
-        unsigned long nofile; /* RLIMIT_NOFILE soft limit for the server, 0 = inherit */
 } SpawnParams;
 
-/* Exit code of a child that could not get as far as exec; the reason is written to its
+/* Exit code of a server that could not get as far as exec; the reason is written to its
  * output (the slot's server.log) first. */
 #define SPAWN_EXIT_SETUP 203
 
-/* clone3(CLONE_INTO_CGROUP|CLONE_PIDFD), falling back to fork + cgroup.procs + pidfd_open on
- * kernels without it. Never blocks on the child: failures after the fork show up as an exit
- * with SPAWN_EXIT_SETUP. */
+/* Starts the keeper (and through it the server). Never blocks on the child. ret_pid and
+ * ret_pidfd are the keeper's, slotd's own child. */
 int spawn_process(const SpawnParams *p, pid_t *ret_pid, int *ret_pidfd);
+
+/* The status the keeper wrote: 1 and the code or signal when there is one, 0 when the file
+ * is empty (the keeper was killed: by cgroup.kill, the OOM killer, or SIGKILL). */
+int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
+
+/* The game server's PID (in slotd's namespace) under a keeper, 0 while there is none. */
+pid_t spawn_server_pid(int cgroup_fd, pid_t keeper);
 
 int pidfd_send_signal_wrapper(int pidfd, int sig);
 
 /* Some kernels (seen on 6.18) SIGKILL every child that clone3 puts into a cgroup which has
  * ever been emptied through cgroup.kill: the kill sequence number of the parent's cgroup is
  * compared with the target's. Tries it once in a scratch group below 'parent_path'; returns
- * 1 if the bug is there (spawns into killed groups must then fork and attach), 0 if not,
+ * 1 if the bug is there (spawns into killed groups must then clone and attach), 0 if not,
  * negative errno if it could not tell. Blocks for one short-lived child: call at start-up. */
 int spawn_probe_killed_cgroup_bug(const char *parent_path);

@@ -336,6 +336,7 @@ assert_near() {
 BG_PIDS=()
 bg_cleanup() {
         local rc=$? p
+        set +e # (exit $rc) below must not end the trap before cleanup
         for p in "${BG_PIDS[@]}"; do
                 kill "$p" 2>/dev/null || true
                 wait "$p" 2>/dev/null || true
@@ -364,3 +365,77 @@ fleet_key() { sed -i "s|^\[fleet\]\$|[fleet]\n$2|" "$T/etc/fleets.d/$1.ini"; }
 prop_is_not() { ! prop_is "$@"; }
 # config_key SECTION LINE: adds LINE ("key = value") to SECTION of slotd.ini.
 config_key() { sed -i "s|^\[$1\]\$|[$1]\n$2|" "$T/etc/slotd.ini"; }
+# bg_untrack PID: PID was waited for by the test; cleanup must not signal it (or its
+# successor with the same number).
+bg_untrack() {
+        local p keep=()
+        for p in "${BG_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+        BG_PIDS=("${keep[@]}")
+}
+
+# ---- Checks, probes, crash policy (issues of the checks) ----
+
+# sig_args FILE MEMBER: the arguments of every MEMBER signal in FILE (a start_monitor log),
+# one signal a line, space-separated, strings unquoted: "0 cpu 1", "0 0 11 misbehaviour".
+sig_args() {
+        sed -n "s/.*\"member\":\"$2\",\"payload\":{\"type\":\"[^\"]*\",\"data\":\[\(.*\)\]}}\$/\1/p" \
+                "$1" | tr ',' ' ' | tr -d '"'
+}
+# has_sig FILE MEMBER ARGS / wait_sig FILE MEMBER ARGS [TIMEOUT]: a MEMBER signal with ARGS.
+has_sig() { sig_args "$1" "$2" | grep -qx -- "$3"; }
+wait_sig() { wait_until "${4:-20}" "signal $2($3)" has_sig "$1" "$2" "$3"; }
+# sig_count FILE MEMBER PREFIX: how many MEMBER signals have arguments starting "PREFIX ".
+sig_count() { sig_args "$1" "$2" | grep -c -- "^$3 " || true; }
+
+# fleet_args NAME ARGS: appends ARGS to fleet NAME's args line.
+fleet_args() { sed -i "s|^args = .*|& $2|" "$T/etc/fleets.d/$1.ini"; }
+
+# server_up ID: the server of slot ID runs and has written its state file (so control works).
+server_up() {
+        local p
+        p=$(sprop "$1" MainPID)
+        [ "$p" != 0 ] && [ "$(server_state "$1" pid)" = "$p" ]
+}
+wait_server() { wait_until "${2:-20}" "the server of slot $1 up" server_up "$1"; }
+
+# num_lt A B: A < B, as decimal numbers.
+num_lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
+cpu_below() { num_lt "$(sprop "$1" CPUUsage)" "$2"; }
+cpu_above() { num_lt "$2" "$(sprop "$1" CPUUsage)"; }
+
+# wait_rounds ID N [TIMEOUT]: N more check rounds ran on slot ID. Each round sets CPUUsage
+# (with checks on it is the last interval's figure), so N changes of it are N rounds.
+wait_rounds() {
+        local id=$1 n=$2 timeout=${3:-20} prev v seen=0
+        local deadline=$(($(date +%s%N) + timeout * 1000000000))
+        prev=$(sprop "$id" CPUUsage)
+        while [ $seen -lt "$n" ]; do
+                [ "$(date +%s%N)" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for $n check rounds of slot $id"
+                sleep 0.02
+                v=$(sprop "$id" CPUUsage)
+                if [ "$v" != "$prev" ]; then
+                        seen=$((seen + 1))
+                        prev=$v
+                fi
+        done
+}
+# ---- end of checks helpers ----
+# assert_between VALUE LOW HIGH [WHAT]: LOW <= VALUE <= HIGH. For a deadline computed by slotd
+# during a call: LOW = clock before the call + timeout, HIGH = clock after it + timeout.
+assert_between() {
+        [ "$1" -ge "$2" ] && [ "$1" -le "$3" ] || fail "${4:-value}: expected $2..$3, got $1"
+        PASSED=$((PASSED + 1))
+}
+
+# one_server ID: the slot's cgroup holds exactly its keeper (a process named slotd-keeper)
+# and the game server MainPID under it.
+one_server() {
+        local id=$1 pid keeper want got
+        pid=$(sprop "$id" MainPID)
+        [ "$pid" -gt 0 ] || return 1
+        keeper=$(sed -E 's/^.*\) . ([0-9]+) .*$/\1/' "/proc/$pid/stat")
+        [ "$(cat "/proc/$keeper/comm")" = slotd-keeper ] || return 1
+        want=$(printf '%s\n' "$pid" "$keeper" | sort -n | tr '\n' ' ')
+        got=$(cgroup_procs "$id" | sort -n | tr '\n' ' ')
+        [ "$want" = "$got" ]
+}

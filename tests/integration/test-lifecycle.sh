@@ -41,7 +41,7 @@ wait_prop 0 ProcessState running
 # cgroup is killed, children included.
 control 1 "fork 2"
 control 1 "ignore-term on"
-wait_until 10 "slot 1 has 3 processes" bash -c "[ \$(wc -l < '$CG/game/slot-1/cgroup.procs') -ge 3 ]"
+wait_until 10 "slot 1 has its keeper, server and 2 children" bash -c "[ \$(wc -l < '$CG/game/slot-1/cgroup.procs') -ge 4 ]"
 kids=$(cat "$CG/game/slot-1/cgroup.procs")
 start=$(date +%s%N)
 scall 1 Stop
@@ -67,7 +67,7 @@ assert_ok "server of slot 1 in its cgroup" grep -qx "$pid" "$CG/game/slot-1/cgro
 # The main process exits 0 while its children live: the children are killed, and the slot
 # restarts (start_on_provision), counting a restart, not a crash.
 control 2 "fork 1"
-wait_until 10 "slot 2 has 2 processes" bash -c "[ \$(wc -l < '$CG/game/slot-2/cgroup.procs') -ge 2 ]"
+wait_until 10 "slot 2 has its keeper, server and a child" bash -c "[ \$(wc -l < '$CG/game/slot-2/cgroup.procs') -ge 3 ]"
 old=$(sprop 2 MainPID)
 restarts=$(sprop 2 Restarts)
 control 2 "exit 0"
@@ -75,7 +75,7 @@ wait_until 10 "slot 2 restarted after exit 0" bash -c "p=\$(busctl --address='$B
 wait_prop 2 ProcessState running
 assert_eq "$(sprop 2 LastExitCode)" 0 "LastExitCode after exit 0"
 assert_eq "$(sprop 2 Restarts)" $((restarts + 1)) "Restarts after exit 0"
-assert_eq "$(cgroup_procs 2 | wc -l)" 1 "only the new server in slot 2"
+assert_ok "only the new server (and its keeper) in slot 2" one_server 2
 
 # A crash (exit 3) is restarted once (crash.restarts = 1)...
 old=$(sprop 2 MainPID)

@@ -561,6 +561,11 @@ static void test_fleet_bad_values(_unused_ void **state) {
                 { "checks", "start_timeout", "-5", "expected a duration like 250ms, 10s, 5m or 1h" },
                 { "crash", "restarts", "-1", "expected an integer between 0 and 63" },
                 { "crash", "restarts", "64", "expected an integer between 0 and 63" },
+                { "limits", "nofile", "10", "expected an integer between 64 and 1073741824" },
+                { "limits", "nofile", "lots", "expected an integer between 64 and 1073741824" },
+                { "limits", "core", "big", "expected a size like 512K, 200M or 2G" },
+                { "security", "seccomp", "strict", "expected default, off, or the absolute path of an allow-list" },
+                { "security", "seccomp_action", "trap", "expected eperm or kill" },
                 { "crash", "restarts", "x", "expected an integer between 0 and 63" },
                 { "crash", "window", "0", "must be greater than 0" },
                 { "crash", "pre_recovery", "2", "expected yes or no" },
@@ -602,13 +607,13 @@ static void test_fleet_structure_errors(_unused_ void **state) {
         } cases[] = {
                 { FLEET_MIN "[machine]\ncpus = 4\n",
                   "f.ini:6: unknown section [machine]; a fleet file has [fleet], [usage], [ports], "
-                  "[checks], [crash] and [limits]" },
+                  "[checks], [crash], [limits] and [security]" },
                 { FLEET_MIN "[usage]\ncpus = 4\n", "f.ini:7: usage.cpus: unknown key" },
                 { FLEET_MIN "[fleet]\nbuild = /bin/sh\n",
                   "f.ini:7: fleet.build: duplicate key, already set on line 2" },
                 { "build = /bin/true\n",
                   "f.ini:1: build: key outside of any section; a fleet file has [fleet], [usage], "
-                  "[ports], [checks], [crash] and [limits]" },
+                  "[ports], [checks], [crash], [limits] and [security]" },
                 { "[usage]\ncpu = 0.5\nmemory = 1G\n", "f.ini: fleet.build: required key is missing" },
                 { "[fleet]\nbuild = /bin/true\n[usage]\nmemory = 1G\n",
                   "f.ini: usage.cpu: required key is missing" },

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <seccomp.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* What a build executable may do (issue 5's threat model, README "Threat model"): run as the
+ * fleet's user with no capability, unable to gain one, inside a seccomp allow-list close to
+ * systemd's @system-service. */
+
+typedef struct ConfineParams {
+        uid_t uid;
+        gid_t gid;
+        unsigned long nofile;       /* RLIMIT_NOFILE, 0 = leave */
+        unsigned long core;         /* RLIMIT_CORE */
+        scmp_filter_ctx seccomp;    /* NULL = no filter */
+} ConfineParams;
+
+/* Builds the filter: the default allow-list, or the syscall names in 'list_path' (one per
+ * line, '#' comments). Denied calls fail with EPERM, or kill the process when kill is set.
+ * Namespaces cannot be created or joined whatever the list says. Returns -EINVAL with a
+ * message naming the file and line for a name the kernel does not know. */
+int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, char **ret_error);
+
+/* In the child, after the fork and before exec: identity, capabilities, no_new_privs,
+ * rlimits, and the seccomp filter last. On failure errno is set and the step is named. */
+int confine_apply(const ConfineParams *p, const char **ret_step);
+
+/* The names of the default allow-list, for documentation and tests. */
+extern const char *const confine_default_allow[];
