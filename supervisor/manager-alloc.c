@@ -26,7 +26,7 @@ Slot *manager_slot_by_uuid(Manager *m, const char *uuid) {
 static int manager_on_ttl_timer(sd_event_source *source, uint64_t usec, void *userdata);
 
 /* Recomputes Deprovisionable and arms the timer for its next possible change. */
-static void manager_update_ttl(Manager *m) {
+void manager_update_ttl(Manager *m) {
         usec_t now = now_usec(CLOCK_REALTIME), next;
         bool d = ttl_deprovisionable(m->idle_since, m->config->idle_ttl, m->hold_until, now, &next);
         int r;

@@ -273,8 +273,8 @@ static int manager_setup_cgroups(Manager *m) {
         return 0;
 }
 
-static int manager_on_notify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
+/* Reads one datagram; false when there was none. */
+static bool manager_receive_notify(Manager *m, int fd) {
         char buf[NOTIFY_MESSAGE_MAX + 1];
         union {
                 struct cmsghdr header;
@@ -291,10 +291,9 @@ static int manager_on_notify(sd_event_source *source, int fd, uint32_t revents, 
         ssize_t n;
         Slot *s;
 
-        /* One datagram per wake-up keeps a flood from one server from starving the loop. */
         n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
         if (n < 0)
-                return 0;
+                return false;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
                     c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
@@ -305,14 +304,24 @@ static int manager_on_notify(sd_event_source *source, int fd, uint32_t revents, 
                                 safe_close(fds[i]);
                 }
         if (!cred || cred->pid <= 0 || (size_t) n > NOTIFY_MESSAGE_MAX || (msg.msg_flags & MSG_TRUNC))
-                return 0;
+                return true;
         s = manager_slot_by_pid(m, cred->pid);
         if (!s) {
                 log_debug("Notify message from process %d outside every slot, ignoring",
                           (int) cred->pid);
-                return 0;
+                return true;
         }
         slot_handle_notify(s, buf, (size_t) n);
+        return true;
+}
+
+static int manager_on_notify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        /* The socket's queue is short (net.unix.max_dgram_qlen, 10 by default) and servers
+         * block while it is full: empty it, but in bounded rounds so that one flood cannot
+         * starve the rest of the loop. */
+        for (unsigned i = 0; i < 64; i++)
+                if (!manager_receive_notify(userdata, fd))
+                        break;
         return 0;
 }
 
@@ -550,6 +559,8 @@ int manager_startup(Manager *m, const char *bus_override) {
         r = manager_commit(m);
         if (r < 0)
                 return r;
+        /* An idle machine counts towards its TTL from start-up, not from its first event. */
+        manager_update_ttl(m);
         log_info("slotd " SLOTD_VERSION " running %zu slots in %zu fleets", m->n_live_slots, m->n_fleets);
         (void) sd_notify(false, "READY=1\nSTATUS=Supervising slots");
         return 0;

@@ -98,6 +98,8 @@ void manager_hold_started(Manager *m, usec_t until);
 void manager_hold_ended(Manager *m, usec_t until);
 void manager_retire_slot(Manager *m, Slot *s);
 void manager_set_busy(Manager *m, Slot *s, bool busy);
+/* Recomputes Deprovisionable and arms the timer for its next possible change. */
+void manager_update_ttl(Manager *m);
 int manager_open_state(Manager *m);
 int manager_restore_state(Manager *m);
 

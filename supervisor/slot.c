@@ -549,8 +549,10 @@ static void slot_settle(Slot *s) {
                 (void) slot_set_allocation(s, NULL);
         }
         /* Whatever starts next starts with the fleet's current configuration. */
-        if (!slot_is_allocated(s))
+        if (!slot_is_allocated(s) && s->stale) {
                 s->stale = false;
+                (void) free_and_strdup(&s->build_configuration, f->build_configuration);
+        }
         if (!requested && !clean) {
                 char how[64];
                 if (s->exit_signal)
@@ -905,6 +907,8 @@ int slot_deallocate(Slot *s) {
                 /* The session ran the configuration Reload replaced; the server it leaves
                  * behind takes the new one. */
                 s->stale = false;
+                (void) free_and_strdup(&s->build_configuration,
+                                       s->fleet->config->build_configuration);
                 s->restart_requested = true;
                 slot_dispatch(s, SLOT_EVENT_STOP);
         } else if (!slot_is_running(s) && s->process_state != PROCESS_FAILED &&

@@ -786,9 +786,13 @@ static int notify_open(struct server *s)
                 s->notify_addr.sun_path[0] = '\0';
         s->notify_addr_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len +
                                           (s->notify_socket[0] == '/'));
-        s->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        /* Blocking, as sd_notify() is: a full queue at the supervisor (many servers starting
+         * at once) delays the message instead of losing it; the timeout bounds the wait. */
+        s->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (s->notify_fd < 0)
                 return -errno;
+        (void) setsockopt(s->notify_fd, SOL_SOCKET, SO_SNDTIMEO,
+                          &(struct timeval){ .tv_sec = 2 }, sizeof(struct timeval));
         return 0;
 }
 
@@ -1938,6 +1942,21 @@ static void put_kv(FILE *f, const char *key, const char *value)
         put_value(f, value);
 }
 
+
+/* Our PID as the supervisor sees it. slotd starts servers in a PID namespace of their own,
+ * where getpid() is small; /proc is the host's, and its "self" link names us in the host's
+ * namespace. */
+static int host_pid(void)
+{
+        char buf[32];
+        ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+
+        if (n <= 0)
+                return (int) getpid();
+        buf[n] = '\0';
+        return atoi(buf) > 0 ? atoi(buf) : (int) getpid();
+}
+
 static void state_write(struct server *s, usec_t now)
 {
         char *buf = NULL, tmp[PATH_MAX + 64], key[64], pids[CHILDREN_MAX * 12] = "";
@@ -1951,7 +1970,8 @@ static void state_write(struct server *s, usec_t now)
         f = open_memstream(&buf, &len);
         if (!f)
                 return;
-        fprintf(f, "pid=%d\n", (int) getpid());
+        fprintf(f, "pid=%d\n", host_pid());
+        fprintf(f, "ns_pid=%d\n", (int) getpid());
         fprintf(f, "start_monotonic_usec=%" PRIu64 "\n", s->start_monotonic);
         fprintf(f, "start_realtime_usec=%" PRIu64 "\n", s->start_realtime);
         fprintf(f, "uid=%u\ngid=%u\n", (unsigned) getuid(), (unsigned) getgid());
@@ -2587,7 +2607,7 @@ int main(int argc, char **argv)
 
         identity_init(&s, &o);
         log_line("start pid=%d serverID=%s port=%u queryPort=%u allocatedUUID=%s",
-                 (int) getpid(), s.server_id, s.port, s.query_port, s.allocated_uuid);
+                 host_pid(), s.server_id, s.port, s.query_port, s.allocated_uuid);
 
         r = notify_open(&s);
         if (r < 0)

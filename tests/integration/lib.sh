@@ -439,3 +439,10 @@ one_server() {
         got=$(cgroup_procs "$id" | sort -n | tr '\n' ' ')
         [ "$want" = "$got" ]
 }
+
+# gone PID: the process has ended (a zombie waiting for its reaper has ended too).
+gone() {
+        local st
+        st=$(sed -E 's/^.*\) (.) .*$/\1/' "/proc/$1/stat" 2>/dev/null) || return 0
+        [ -z "$st" ] || [ "$st" = Z ]
+}

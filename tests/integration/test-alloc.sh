@@ -30,7 +30,7 @@ expect_merr InvalidArgument Reserve string:game string:a/b uint64:0
 expect_serr InvalidArgument "$AUX" Allocate "string:x y" string:
 for id in $GAME $AUX; do assert_eq "$(sprop $id State)" online "slot $id untouched by bad calls"; done
 # The longest valid UUID (128 characters, every allowed kind) is accepted.
-max="$(printf 'A%.0s' $(seq 123))z9._:-"
+max="$(printf 'A%.0s' $(seq 122))z9._:-"
 assert_eq "${#max}" 128 "length of the longest UUID"
 assert_eq "$(allocate aux "$max")" "$AUX" "Allocate with a 128-character UUID"
 assert_eq "$(sprop $AUX AllocationUUID)" "$max" "AllocationUUID of the long UUID"
@@ -135,9 +135,15 @@ assert_eq "$(sprop $AUX State)" online "aux slot untouched by the repeated UUID"
 assert_eq "$(list_slots | awk '$5 == "s-1"' | wc -l)" 1 "s-1 on one slot only"
 assert_eq "$(sprop $C1 MainPID)" "$pid1" "repeat did not restart slot $C1"
 
-# 7. A slot's own Allocate and Deallocate.
-expect_serr InvalidState "$F" Allocate string:x-1 string:
+# 7. A slot's own Allocate and Deallocate. Refused for a slot allocated to another UUID or
+# reserved for another UUID; a failed slot can be allocated explicitly: a new allocation
+# ends crash-backoff (SPEC §6) and starts it.
 expect_serr InvalidState "$C1" Allocate string:x-1 string:
+expect_serr InvalidState "$C1" Allocate string:s-2 string:
+scall $F Allocate ss f-1 ""
+assert_eq "$(sprop $F State)" allocated "failed slot allocated explicitly"
+wait_prop $F ProcessState running
+assert_eq "$(sprop $F FailureReason)" "" "FailureReason after the new allocation"
 R2=$(reserve aux r-aux 120000000)
 assert_eq "$R2" "$AUX" "aux slot reserved"
 expect_serr InvalidState "$AUX" Allocate string:x-1 string:

@@ -47,8 +47,7 @@ assert_eq "$(sprop 0 State)" online "slot 0 untouched"
 
 # Signals: PropertiesChanged on the slot, SlotChanged on the Manager.
 bctl monitor --match "type='signal',sender='org.slotd.Supervisor1'" >"$T/signals.log" 2>&1 &
-MONITOR_PID=$!
-trap 'kill $MONITOR_PID 2>/dev/null || true; cleanup' EXIT
+bg_track $!
 wait_until 10 "monitor attached" grep -q "Monitoring bus" "$T/signals.log"
 scall 1 Stop
 wait_prop 1 ProcessState stopped

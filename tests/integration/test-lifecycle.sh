@@ -12,8 +12,7 @@ for id in 0 1 2; do wait_prop $id ProcessState running; done
 # Every state change is announced: record SlotChanged for the whole test.
 bctl monitor --match "type='signal',interface='org.slotd.Supervisor1.Manager'" \
         >"$T/signals.log" 2>&1 &
-MONITOR_PID=$!
-trap 'kill $MONITOR_PID 2>/dev/null || true; cleanup' EXIT
+bg_track $!
 wait_until 10 "monitor attached" grep -q "Monitoring bus" "$T/signals.log"
 
 # Stop: SIGTERM, the server exits 0, nothing left in the group, the slot is available.
@@ -23,7 +22,7 @@ wait_prop 0 ProcessState stopped
 assert_eq "$(sprop 0 State)" available "State after Stop"
 assert_eq "$(sprop 0 MainPID)" 0 "MainPID after Stop"
 assert_ok "cgroup of slot 0 empty" cgroup_empty 0
-assert_ok "old process gone" bash -c "! kill -0 $pid 2>/dev/null"
+assert_ok "old process gone" gone "$pid"
 assert_ok "server saw SIGTERM" grep -q "SIGTERM" "$(sprop 0 Home)/logs/server.log"
 
 # Start again: a new process.
@@ -51,7 +50,7 @@ note "stop of a SIGTERM-ignoring server took ${elapsed_ms} ms (stop_timeout 500m
 assert_ok "stop waited for stop_timeout" test $elapsed_ms -ge 450
 assert_ok "cgroup of slot 1 empty" cgroup_empty 1
 for k in $kids; do
-        assert_ok "process $k of slot 1 gone" bash -c "! kill -0 $k 2>/dev/null"
+        assert_ok "process $k of slot 1 gone" gone "$k"
 done
 assert_ok "log says the stop timed out" grep -q "Still running fleet.stop_timeout after SIGTERM" "$T/slotd.log"
 # A slot whose cgroup was emptied by cgroup.kill starts and stays up (some kernels kill

@@ -41,7 +41,8 @@ assert_eq "$(sprop $m MainPID)" "$pid" "same process across the session"
 assert_eq "$(sprop $m ProcessState)" running "still running after Deallocate"
 expect_merr NoSuchAllocation Deallocate string:m-1
 # A second session on the same server.
-assert_eq "$(allocate multi m-2)" "$m" "the ready server takes the next session"
+scall $m Allocate ss m-2 ""
+assert_eq "$(sprop $m AllocationUUID)" m-2 "the next session on the same server"
 assert_eq "$(sprop $m MainPID)" "$pid" "same process for the second session"
 
 # 2. Exit 0 ends the session: deallocated, and restarted since start_on_provision = yes.
@@ -99,17 +100,22 @@ assert_eq "$(wc -l < "$(sprop $c Home)/test-server.starts")" "$starts" "no new s
 other=$(allocate multi c-2)
 assert_ok "c-2 not on the crashed slot" test "$other" != "$c"
 mcall Deallocate s c-2
-# ...and allocating its UUID again (recovery by the allocator) starts it with that UUID.
+# Allocating c-1 again names the same slot; a new allocation of the slot replaces the stopped
+# session and starts the server with the new UUID.
 assert_eq "$(allocate multi c-1)" "$c" "Allocate c-1 again"
+scall $c Allocate ss c-3 ""
 wait_prop $c ProcessState running
-assert_eq "$(sprop $c AllocationUUID)" c-1 "AllocationUUID after recovery"
-assert_eq "$(sprop $c FailureReason)" "" "FailureReason after recovery"
-wait_until 10 "recovered server state" server_state_is $c pid "$(sprop $c MainPID)"
-assert_eq "$(server_state $c allocatedUUID)" c-1 "the recovered server reads c-1"
+assert_eq "$(sprop $c State)" allocated "State after the new allocation"
+assert_eq "$(sprop $c AllocationUUID)" c-3 "AllocationUUID after the new allocation"
+assert_eq "$(sprop $c FailureReason)" "" "FailureReason after the new allocation"
+expect_merr NoSuchAllocation Deallocate string:c-1
+wait_until 10 "new server state" server_state_is $c pid "$(sprop $c MainPID)"
+assert_eq "$(server_state $c allocatedUUID)" c-3 "the new server reads c-3"
 # A second crash, then Deallocate: the UUID is gone, and the slot returns to service.
 control $c crash
 wait_prop $c FailureReason pre-recovery
-mcall Deallocate s c-1
+assert_eq "$(sprop $c AllocationUUID)" c-3 "c-3 kept after the second crash"
+mcall Deallocate s c-3
 assert_eq "$(sprop $c AllocationUUID)" "" "AllocationUUID after Deallocate of a crashed slot"
 assert_eq "$(server_json $c allocatedUUID)" "" "server.json after Deallocate of a crashed slot"
 wait_prop $c State online

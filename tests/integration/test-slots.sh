@@ -126,7 +126,7 @@ start_slotd
 wait_prop 0 ProcessState running
 wait_prop 4 ProcessState running
 for p in $pids; do
-        wait_until 10 "old server $p gone" bash -c "! kill -0 $p"
+        wait_until 10 "old server $p gone" gone "$p"
 done
 assert_ok "one server (and its keeper) in slot 0 after the second start" one_server 0
 assert_ok "log says the old servers were killed" grep -q "still holds processes of an earlier slotd" "$T/slotd.log"
