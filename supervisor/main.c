@@ -145,6 +145,21 @@ static int print_plan(const Config *c, const MachineResources *res) {
         return 0;
 }
 
+/* The binary's path now, so that Reexecute runs an upgraded binary put in its place, not the
+ * deleted file /proc/self/exe would name. */
+static char *exe_path(void) {
+        char buf[4096];
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+        const char *suffix = " (deleted)";
+
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
+        if ((size_t) n > strlen(suffix) && streq(buf + n - strlen(suffix), suffix))
+                buf[n - strlen(suffix)] = '\0';
+        return strdup(buf);
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *error = NULL;
@@ -200,6 +215,21 @@ int main(int argc, char *argv[]) {
         r = manager_run(m);
         if (r < 0)
                 log_error_errno(r, "Event loop failed: %m");
+        if (r >= 0 && m->reexecute) {
+                _cleanup_free_ char *exe = exe_path();
+
+                /* Child sources are freed without killing: the keepers stay our children
+                 * across the exec, and the new image waits for them. */
+                m = manager_free(m);
+                free(arg_fleets);
+                /* Our old connection still owns the bus name until the bus notices the exec
+                 * closed it: the new image queues for the name instead of giving up. */
+                (void) setenv("SLOTD_REEXECUTED", "1", 1);
+                if (exe)
+                        execv(exe, argv);
+                log_error_errno(negative_errno(), "Failed to re-execute %s: %m", strempty(exe));
+                return EXIT_FAILURE;
+        }
 finish:
         free(arg_fleets);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

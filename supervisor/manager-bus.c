@@ -81,6 +81,23 @@ static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *er
         return sd_bus_reply_method_return(msg, "o", s->object_path);
 }
 
+static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r = bus_check_admin(msg, m, error);
+
+        if (r < 0)
+                return r;
+        /* The reply goes out first: the connection closes with the exec. */
+        r = sd_bus_reply_method_return(msg, NULL);
+        if (r < 0)
+                return r;
+        (void) sd_bus_flush(m->bus);
+        r = manager_request_reexecute(m);
+        if (r < 0)
+                log_error_errno(r, "Cannot re-execute, state not durable: %m");
+        return 1;
+}
+
 static int method_stop_all(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         int r = bus_check_admin(msg, m, error);
@@ -354,6 +371,7 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("GetSlot", SD_BUS_ARGS("u", id), SD_BUS_RESULT("o", path),
                                 method_get_slot, 0),
         SD_BUS_METHOD("StopAll", NULL, NULL, method_stop_all, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reexecute", NULL, NULL, method_reexecute, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("SlotChanged",
                                 SD_BUS_ARGS("u", id, "s", state, "s", process_state), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Crashed",
@@ -452,7 +470,8 @@ int manager_bus_setup(Manager *m, const char *bus) {
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
-        r = sd_bus_request_name(m->bus, BUS_NAME, 0);
+        r = sd_bus_request_name(m->bus, BUS_NAME, getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0);
+        (void) unsetenv("SLOTD_REEXECUTED");
         if (r == -EEXIST)
                 return log_error_errno(r, "The name %s is taken on bus '%s': is another slotd "
                                           "running?", BUS_NAME, bus);

@@ -570,6 +570,16 @@ int manager_run(Manager *m) {
         return sd_event_loop(m->event);
 }
 
+int manager_request_reexecute(Manager *m) {
+        int r = manager_commit(m);
+
+        if (r < 0)
+                return r;
+        log_info("Re-executing: game servers keep running and stay our children");
+        m->reexecute = true;
+        return sd_event_exit(m->event, 0);
+}
+
 void manager_stop_all(Manager *m) {
         for (size_t i = 0; i < m->n_slots; i++)
                 if (m->slots[i])

@@ -69,6 +69,8 @@ typedef struct Manager {
         size_t n_pending;
         size_t n_pending_allocated;
 
+        bool reexecute;              /* leave the loop to exec the binary anew */
+
         Slot **graveyard;            /* retired slots, freed outside their callbacks */
         size_t n_graveyard;
         sd_event_source *graveyard_source;
@@ -81,6 +83,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 /* Cgroups, notify socket, slots, bus; then starts what should run. */
 int manager_startup(Manager *m, const char *bus_override);
 int manager_run(Manager *m);
+/* Serializes the state and leaves the loop; main() then execs the binary in place. */
+int manager_request_reexecute(Manager *m);
 
 Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);

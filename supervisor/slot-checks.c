@@ -57,14 +57,14 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
                          check_kind_to_string(k), why, v.strikes, f->strikes);
         manager_bus_misbehaved(s->manager, s, k, v.strikes);
         manager_slot_changed(s->manager, s, false);
-        if (!v.act || s->pending_cause != FAILURE_NONE || !s->child_source)
+        if (!v.act || s->pending_cause != FAILURE_NONE || s->main_pid == 0)
                 return;
 
         log_slot_warning(s, "%u strikes of check %s: sending %s to process %d", v.strikes,
                          check_kind_to_string(k), sigabbrev_np(f->check_signal) ?: "a signal",
                          (int) s->main_pid);
         s->pending_cause = FAILURE_MISBEHAVIOUR;
-        r = sd_event_source_send_child_signal(s->child_source, f->check_signal, NULL, 0);
+        r = slot_signal(s, f->check_signal);
         if (r < 0)
                 log_slot_warning_errno(s, r, "Failed to signal the server, killing its cgroup: %m");
         /* A server that handles the signal and lives on is ended all the same. */

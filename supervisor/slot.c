@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "cgroup.h"
@@ -16,6 +17,9 @@
 #include "strv.h"
 
 static void slot_dispatch(Slot *s, SlotEvent event);
+static void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal);
+static pid_t slot_find_keeper(Slot *s);
+static int slot_adopt(Slot *s, pid_t keeper);
 
 bool slot_is_allocated(const Slot *s) {
         return s->allocation_uuid != NULL;
@@ -61,7 +65,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->fleet = f;
         s->id = id;
         s->index = index;
-        s->cgroup_fd = s->home_fd = s->status_fd = -EBADF;
+        s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = -EBADF;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
         snprintf(s->id_string, sizeof(s->id_string), "%u", id);
@@ -87,6 +91,8 @@ Slot *slot_free(Slot *s) {
                 return NULL;
         sd_event_source_disable_unref(s->events_source);
         sd_event_source_disable_unref(s->child_source);
+        sd_event_source_disable_unref(s->keeper_io);
+        safe_close(s->keeper_pidfd);
         sd_event_source_disable_unref(s->stop_timer);
         sd_event_source_disable_unref(s->start_defer);
         sd_event_source_disable_unref(s->reserve_timer);
@@ -227,11 +233,18 @@ int slot_provision(Slot *s) {
 
         r = cg_is_populated_at(s->cgroup_fd);
         if (r > 0) {
-                /* Adopting servers across slotd restarts needs their exit status, which only
-                 * their parent sees; until that exists, a server we did not start is ended
-                 * rather than left to run twice. */
-                log_slot_warning(s, "Cgroup %s still holds processes of an earlier slotd, "
-                                 "killing them before starting anew", s->cgroup_path);
+                pid_t keeper = slot_find_keeper(s);
+
+                if (keeper > 0) {
+                        r = slot_adopt(s, keeper);
+                        if (r >= 0)
+                                return 0;
+                        log_slot_warning_errno(s, r, "Failed to adopt keeper %d: %m", (int) keeper);
+                }
+                /* Processes without a keeper (an older slotd's, or strays) cannot be watched
+                 * for their exit status; they are ended rather than left to run twice. */
+                log_slot_warning(s, "Cgroup %s holds processes slotd cannot adopt, killing "
+                                 "them before starting anew", s->cgroup_path);
                 slot_set_process_state(s, PROCESS_STOPPING);
                 s->stop_requested = true;
                 s->restart_requested = slot_wants_to_run(s);
@@ -241,6 +254,19 @@ int slot_provision(Slot *s) {
                         return log_slot_error_errno(s, r, "Failed to kill %s: %m", s->cgroup_path);
                 if (cg_is_populated_at(s->cgroup_fd) == 0)
                         slot_dispatch(s, SLOT_EVENT_EMPTY);
+                return 0;
+        }
+        if (s->restored_keeper > 0) {
+                /* It ran when slotd went away and ended since: its keeper left the status. */
+                char name[16];
+
+                snprintf(name, sizeof(name), "%u", s->id);
+                s->status_fd = safe_close(s->status_fd);
+                s->status_fd = openat(s->manager->exit_dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+                s->main_pid = s->restored_keeper;
+                slot_set_process_state(s, s->restored_ready ? PROCESS_RUNNING : PROCESS_STARTING);
+                log_slot_info(s, "Its server ended while slotd was not running");
+                slot_keeper_exited(s, 0, SIGKILL);
                 return 0;
         }
         if (slot_wants_to_run(s))
@@ -461,8 +487,8 @@ static void slot_terminate(Slot *s) {
         usec_t timeout = s->fleet->config->stop_timeout;
         int r;
 
-        if (s->main_pid > 0 && s->child_source) {
-                r = sd_event_source_send_child_signal(s->child_source, SIGTERM, NULL, 0);
+        if (s->main_pid > 0) {
+                r = slot_signal(s, SIGTERM);
                 if (r < 0)
                         log_slot_warning_errno(s, r, "Failed to send SIGTERM: %m");
         }
@@ -636,18 +662,19 @@ static void slot_dispatch(Slot *s, SlotEvent event) {
         manager_slot_changed(s->manager, s, true);
 }
 
-static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
-        Slot *s = userdata;
+/* The keeper is gone: how the server ended is in the status file, or, when the keeper was
+ * killed before it could write it, in how the keeper itself ended. */
+static void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         pid_t server = s->server_pid;
 
         s->main_pid = s->server_pid = 0;
         s->child_source = sd_event_source_disable_unref(s->child_source);
+        s->keeper_io = sd_event_source_disable_unref(s->keeper_io);
+        s->keeper_pidfd = safe_close(s->keeper_pidfd);
         slot_checks_stop(s);
-        /* The keeper wrote how the server ended; if it has not, the keeper itself was killed
-         * (cgroup.kill, the OOM killer) and the server with it. */
         if (s->status_fd < 0 || spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal) <= 0) {
-                s->exit_code = si->si_code == CLD_EXITED ? si->si_status : 0;
-                s->exit_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
+                s->exit_code = keeper_code;
+                s->exit_signal = keeper_signal;
         }
         s->last_exit_code = s->exit_code;
         s->last_exit_signal = s->exit_signal;
@@ -657,6 +684,106 @@ static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *user
         else
                 log_slot_info(s, "Server %d exited with code %d", (int) server, s->exit_code);
         slot_dispatch(s, SLOT_EVENT_EXIT);
+}
+
+static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
+        slot_keeper_exited(userdata, si->si_code == CLD_EXITED ? si->si_status : 0,
+                           si->si_code == CLD_EXITED ? 0 : si->si_status);
+        return 0;
+}
+
+/* An adopted keeper that is not our child: its pidfd turns readable when it exits, and its
+ * real parent reaps it. Without the status file, assume the SIGKILL of a cgroup kill. */
+static int slot_on_keeper_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        slot_keeper_exited(userdata, 0, SIGKILL);
+        return 0;
+}
+
+int slot_signal(Slot *s, int sig) {
+        if (s->child_source)
+                return sd_event_source_send_child_signal(s->child_source, sig, NULL, 0);
+        if (s->keeper_pidfd >= 0)
+                return pidfd_send_signal_wrapper(s->keeper_pidfd, sig);
+        return -ESRCH;
+}
+
+/* The keeper of a cgroup: the process that is PID 1 of its own namespace ("NSpid: N 1"). */
+static pid_t slot_find_keeper(Slot *s) {
+        char buf[8192], *save = NULL;
+
+        if (cg_read_at(s->cgroup_fd, "cgroup.procs", buf, sizeof(buf)) < 0)
+                return 0;
+        for (char *p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+                char path[64], line[256];
+                long pid = strtol(p, NULL, 10);
+                _cleanup_fclose_ FILE *f = NULL;
+
+                snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+                f = fopen(path, "re");
+                while (f && fgets(line, sizeof(line), f))
+                        if (strncmp(line, "NSpid:", 6) == 0) {
+                                const char *last = strrchr(line, '\t');
+                                if (last && strtol(last + 1, NULL, 10) == 1 && strchr(line + 7, '\t'))
+                                        return (pid_t) pid;
+                                break;
+                        }
+        }
+        return 0;
+}
+
+static bool pid_is_our_child(pid_t pid) {
+        char path[64], stat[512], *paren;
+        _cleanup_close_ int fd = -EBADF;
+        long ppid;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        n = read(fd, stat, sizeof(stat) - 1);
+        if (n <= 0)
+                return false;
+        stat[n] = '\0';
+        paren = strrchr(stat, ')');
+        return paren && sscanf(paren + 1, " %*c %ld", &ppid) == 1 && ppid == getpid();
+}
+
+/* Live restore: a server an earlier slotd started (before a SIGKILL, a crash or a Reexecute)
+ * runs on under its keeper. Take it back as it is: no restart, no second server. */
+static int slot_adopt(Slot *s, pid_t keeper) {
+        char name[16];
+        int pidfd, r;
+
+        pidfd = (int) syscall(SYS_pidfd_open, keeper, 0);
+        if (pidfd < 0)
+                return negative_errno();
+        snprintf(name, sizeof(name), "%u", s->id);
+        s->status_fd = safe_close(s->status_fd);
+        s->status_fd = openat(s->manager->exit_dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (pid_is_our_child(keeper)) {
+                /* After Reexecute the keepers are still our children: wait for them. */
+                r = sd_event_add_child_pidfd(s->manager->event, &s->child_source, pidfd, WEXITED,
+                                             slot_on_exit, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_child_pidfd_own(s->child_source, true);
+        } else {
+                s->keeper_pidfd = pidfd;
+                r = sd_event_add_io(s->manager->event, &s->keeper_io, pidfd, EPOLLIN,
+                                    slot_on_keeper_io, s);
+        }
+        if (r < 0) {
+                safe_close(pidfd);
+                s->keeper_pidfd = -EBADF;
+                return r;
+        }
+        s->main_pid = keeper;
+        s->ready = s->restored_ready;
+        slot_set_process_state(s, s->ready ? PROCESS_RUNNING : PROCESS_STARTING);
+        slot_checks_start(s);
+        log_slot_info(s, "Adopted the running server %d (keeper %d)%s", (int) slot_server_pid(s),
+                      (int) keeper, s->allocation_uuid ? ", its allocation goes on" : "");
+        manager_slot_changed(s->manager, s, true);
         return 0;
 }
 
@@ -781,22 +908,24 @@ static int slot_arm_deadline(Slot *s, sd_event_source **source, usec_t until_rea
                                           USEC_PER_MSEC, handler, s);
 }
 
-int slot_hold(Slot *s, usec_t timeout, usec_t *ret_until) {
-        usec_t until;
+static int slot_hold_until(Slot *s, usec_t until, usec_t *ret_until) {
         int r;
 
         if (!hold_allowed(slot_state(s)))
                 return -EBUSY;
-        until = now_usec(CLOCK_REALTIME) + timeout;
         r = slot_arm_deadline(s, &s->hold_timer, until, slot_on_hold_timeout);
         if (r < 0)
                 return r;
         s->hold_until = until;
         manager_hold_started(s->manager, until);
-        log_slot_info(s, "Held for %" PRIu64 " ms", timeout / USEC_PER_MSEC);
+        log_slot_info(s, "Held until %" PRIu64, until);
         manager_slot_changed(s->manager, s, true);
         *ret_until = until;
         return 0;
+}
+
+int slot_hold(Slot *s, usec_t timeout, usec_t *ret_until) {
+        return slot_hold_until(s, now_usec(CLOCK_REALTIME) + timeout, ret_until);
 }
 
 void slot_end_reservation(Slot *s) {
@@ -817,9 +946,8 @@ static int slot_on_reserve_timeout(sd_event_source *source, uint64_t usec, void 
         return 0;
 }
 
-int slot_reserve(Slot *s, const char *uuid, usec_t timeout) {
+static int slot_reserve_until(Slot *s, const char *uuid, usec_t until) {
         _cleanup_free_ char *copy = strdup(uuid);
-        usec_t until = now_usec(CLOCK_REALTIME) + timeout;
         int r;
 
         if (!copy)
@@ -841,6 +969,10 @@ int slot_reserve(Slot *s, const char *uuid, usec_t timeout) {
         log_slot_info(s, "Reserved for %s", s->reservation_uuid);
         manager_slot_changed(s->manager, s, true);
         return 0;
+}
+
+int slot_reserve(Slot *s, const char *uuid, usec_t timeout) {
+        return slot_reserve_until(s, uuid, now_usec(CLOCK_REALTIME) + timeout);
 }
 
 int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
@@ -946,11 +1078,13 @@ void slot_restore(Slot *s, const SlotRecord *r) {
                 (void) free_and_strdup(&s->build_configuration, r->build_configuration);
         if (r->allocation_uuid && slot_set_allocation(s, r->allocation_uuid) < 0)
                 log_slot_error_errno(s, -ENOMEM, "Failed to restore allocation %s", r->allocation_uuid);
+        /* Deadlines come back to the microsecond; those that passed while slotd was away
+         * have ended. */
         if (r->reservation_uuid && r->reserved_until > now)
-                (void) slot_reserve(s, r->reservation_uuid, r->reserved_until - now);
+                (void) slot_reserve_until(s, r->reservation_uuid, r->reserved_until);
         if (r->hold_until > now) {
                 usec_t until;
-                (void) slot_hold(s, r->hold_until - now, &until);
+                (void) slot_hold_until(s, r->hold_until, &until);
         }
         for (FailureReason f = 0; r->failure && f < _FAILURE_REASON_MAX; f++)
                 if (streq(r->failure, failure_reason_to_string(f)))
@@ -960,6 +1094,10 @@ void slot_restore(Slot *s, const SlotRecord *r) {
         s->restarts = r->restarts;
         s->last_exit_code = r->last_exit_code;
         s->last_exit_signal = r->last_exit_signal;
+        s->restored_keeper = (pid_t) r->keeper;
+        s->restored_ready = r->ready;
+        if (r->keeper)
+                s->started_at = r->started_at;
 }
 
 void slot_record(const Slot *s, SlotRecord *r) {
@@ -976,6 +1114,9 @@ void slot_record(const Slot *s, SlotRecord *r) {
                 .restarts = s->restarts,
                 .last_exit_code = s->last_exit_code,
                 .last_exit_signal = s->last_exit_signal,
+                .keeper = s->main_pid > 0 ? (unsigned) s->main_pid : 0,
+                .ready = s->ready,
+                .started_at = s->started_at,
         };
 }
 

@@ -56,6 +56,10 @@ typedef struct Slot {
 
         pid_t main_pid;           /* the keeper, slotd's child (see spawn.h) */
         pid_t server_pid;         /* the game server under it, found lazily */
+        int keeper_pidfd;         /* an adopted keeper that is not our child (slotd restarted) */
+        sd_event_source *keeper_io;
+        pid_t restored_keeper;    /* from the state file: a keeper that ran when slotd stopped */
+        bool restored_ready;
         int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
         sd_event_source *child_source;    /* owns the pidfd */
         sd_event_source *stop_timer;
@@ -143,6 +147,8 @@ FailureReason slot_checks_exit_cause(Slot *s);
 unsigned slot_strike_count(const Slot *s, CheckKind k);
 /* cgroup.kill on the slot's group. */
 void slot_kill(Slot *s);
+/* A signal to the game server (through its keeper). */
+int slot_signal(Slot *s, int sig);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);

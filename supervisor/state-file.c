@@ -81,6 +81,9 @@ int state_format(const StateRecord *r, char **ret) {
                         buffer_printf(&b, " hold_until=%" PRIu64, s->hold_until);
                 if (s->failure)
                         buffer_printf(&b, " failure=%s", s->failure);
+                if (s->keeper)
+                        buffer_printf(&b, " keeper=%u ready=%d started=%" PRIu64, s->keeper,
+                                      s->ready, s->started_at);
                 buffer_printf(&b, " failed=%d restarts=%u exit_code=%d exit_signal=%d\n",
                               s->failed, s->restarts, s->last_exit_code, s->last_exit_signal);
         }
@@ -185,7 +188,17 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
                 } else if (KEY("restarts")) {
                         r = parse_u64(val, vn, &v);
                         s.restarts = (unsigned) MIN(v, (uint64_t) UINT32_MAX);
-                } else if (KEY("exit_code"))
+                } else if (KEY("keeper")) {
+                        r = parse_u64(val, vn, &v);
+                        if (r >= 0 && (v == 0 || v > INT32_MAX))
+                                r = -ERANGE;
+                        s.keeper = (unsigned) v;
+                } else if (KEY("ready")) {
+                        r = parse_u64(val, vn, &v);
+                        s.ready = v != 0;
+                } else if (KEY("started"))
+                        r = parse_u64(val, vn, &s.started_at);
+                else if (KEY("exit_code"))
                         r = parse_int(val, vn, &s.last_exit_code);
                 else if (KEY("exit_signal"))
                         r = parse_int(val, vn, &s.last_exit_signal);

@@ -24,6 +24,9 @@ typedef struct SlotRecord {
         unsigned restarts;
         int last_exit_code;
         int last_exit_signal;
+        unsigned keeper;             /* PID of the keeper while a server runs, 0 = none */
+        bool ready;
+        usec_t started_at;           /* CLOCK_REALTIME */
 } SlotRecord;
 
 typedef struct StateRecord {
