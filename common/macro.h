@@ -18,6 +18,7 @@
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))
 
 #define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
+#define new0(t, n) ((t *) calloc((n), sizeof(t)))
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

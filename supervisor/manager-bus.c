@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <grp.h>
+#include <limits.h>
 
 #include "cgroup.h"
 #include "log.h"
@@ -7,34 +8,115 @@
 #include "slotd-config.h"
 #include "strv.h"
 
-/* Managing methods: root, or a member of supervisor.admin_group. The euid comes from the bus
- * (dbus-daemon reports the peer's credentials from SO_PEERCRED), never from /proc. */
-int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        const gid_t *gids = NULL;
-        struct group *gr;
-        gid_t egid;
-        uid_t euid;
-        int n, r;
+/* Managing methods: root, or a member of supervisor.admin_group. Both come from what the bus
+ * daemon says of the caller (its SO_PEERCRED and the groups it read at connection time),
+ * never from /proc, where a PID can be reused. sd-bus asks the daemon for the uid only, so
+ * the groups take a GetConnectionCredentials call of our own: asynchronously, and the method
+ * is run again once the answer says yes (as systemd does for polkit). */
 
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID |
-                                                   SD_BUS_CREDS_SUPPLEMENTARY_GIDS,
-                                      &creds);
+typedef struct AuthQuery {
+        Manager *manager;
+        sd_bus_message *msg;
+        sd_bus_message_handler_t handler;
+        unsigned slot_id;            /* for slot methods, else UINT_MAX */
+} AuthQuery;
+
+static bool groups_contain(sd_bus_message *reply, gid_t gid) {
+        const char *key;
+        int r;
+
+        if (sd_bus_message_enter_container(reply, 'a', "{sv}") < 0)
+                return false;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                if (sd_bus_message_read(reply, "s", &key) < 0)
+                        return false;
+                if (!streq(key, "UnixGroupIDs")) {
+                        if (sd_bus_message_skip(reply, "v") < 0)
+                                return false;
+                } else {
+                        const uint32_t *gids;
+                        size_t size;
+                        if (sd_bus_message_enter_container(reply, 'v', "au") < 0 ||
+                            sd_bus_message_read_array(reply, 'u', (const void **) &gids, &size) < 0)
+                                return false;
+                        for (size_t i = 0; i < size / sizeof(uint32_t); i++)
+                                if (gids[i] == gid)
+                                        return true;
+                        if (sd_bus_message_exit_container(reply) < 0)
+                                return false;
+                }
+                if (sd_bus_message_exit_container(reply) < 0)
+                        return false;
+        }
+        return false;
+}
+
+static int on_auth_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        AuthQuery *q = userdata;
+        Manager *m = q->manager;
+        void *target = m;
+        int r;
+
+        if (sd_bus_message_is_method_error(reply, NULL) ||
+            !groups_contain(reply, m->config_admin_gid)) {
+                (void) sd_bus_reply_method_errorf(q->msg, SD_BUS_ERROR_ACCESS_DENIED,
+                                                  "Managing slots needs root or membership of "
+                                                  "supervisor.admin_group");
+                goto finish;
+        }
+        if (q->slot_id != UINT_MAX && !(target = manager_get_slot(m, q->slot_id))) {
+                (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_PREFIX "NoSuchSlot",
+                                                  "No slot %u", q->slot_id);
+                goto finish;
+        }
+        (void) sd_bus_message_rewind(q->msg, true);
+        m->authorized_msg = q->msg;
+        r = q->handler(q->msg, target, &error);
+        m->authorized_msg = NULL;
+        if (r < 0)
+                (void) sd_bus_reply_method_error(q->msg, sd_bus_error_is_set(&error) ? &error
+                                                 : &SD_BUS_ERROR_MAKE_CONST(SD_BUS_ERROR_FAILED,
+                                                                            strerror(-r)));
+finish:
+        sd_bus_message_unref(q->msg);
+        free(q);
+        return 0;
+}
+
+int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+                    unsigned slot_id, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        AuthQuery *q;
+        uid_t euid;
+        int r;
+
+        if (msg == m->authorized_msg)
+                return 1;
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
         if (r < 0)
                 return r;
-        r = sd_bus_creds_get_euid(creds, &euid);
-        if (r >= 0 && euid == 0 && !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID))
-                return 0;
-        if (m->config->admin_group && (gr = getgrnam(m->config->admin_group))) {
-                if (sd_bus_creds_get_egid(creds, &egid) >= 0 && egid == gr->gr_gid)
-                        return 0;
-                n = sd_bus_creds_get_supplementary_gids(creds, &gids);
-                for (int i = 0; i < n; i++)
-                        if (gids[i] == gr->gr_gid)
-                                return 0;
+        if (sd_bus_creds_get_euid(creds, &euid) >= 0 && euid == 0 &&
+            !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID))
+                return 1;
+        if (!m->config_has_admin_gid || !sd_bus_message_get_sender(msg))
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "Managing slots needs root or membership of "
+                                        "supervisor.admin_group");
+        q = new0(AuthQuery, 1);
+        if (!q)
+                return -ENOMEM;
+        *q = (AuthQuery){ .manager = m, .msg = sd_bus_message_ref(msg), .handler = handler,
+                          .slot_id = slot_id };
+        r = sd_bus_call_method_async(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetConnectionCredentials",
+                                     on_auth_reply, q, "s", sd_bus_message_get_sender(msg));
+        if (r < 0) {
+                sd_bus_message_unref(q->msg);
+                free(q);
+                return r;
         }
-        return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                "Managing slots needs root or membership of supervisor.admin_group");
+        return 0; /* answered later */
 }
 
 static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -83,10 +165,10 @@ static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
 static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        int r = bus_check_admin(msg, m, error);
+        int r = bus_check_admin(msg, m, method_reexecute, UINT_MAX, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         /* The reply goes out first: the connection closes with the exec. */
         r = sd_bus_reply_method_return(msg, NULL);
         if (r < 0)
@@ -100,10 +182,10 @@ static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *e
 
 static int method_stop_all(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        int r = bus_check_admin(msg, m, error);
+        int r = bus_check_admin(msg, m, method_stop_all, UINT_MAX, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         log_info("StopAll: stopping every slot");
         manager_stop_all(m);
         return sd_bus_reply_method_return(msg, NULL);
@@ -223,9 +305,9 @@ static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *er
         Slot *s;
         int r;
 
-        r = bus_check_admin(msg, m, error);
-        if (r < 0)
-                return r;
+        r = bus_check_admin(msg, m, method_allocate, UINT_MAX, error);
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "sss", &fleet, &uuid, &bc);
         if (r < 0)
                 return r;
@@ -247,9 +329,9 @@ static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *
         Slot *s;
         int r;
 
-        r = bus_check_admin(msg, m, error);
-        if (r < 0)
-                return r;
+        r = bus_check_admin(msg, m, method_deallocate, UINT_MAX, error);
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "s", &uuid);
         if (r < 0)
                 return r;
@@ -273,9 +355,9 @@ static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *err
         Slot *s;
         int r;
 
-        r = bus_check_admin(msg, m, error);
-        if (r < 0)
-                return r;
+        r = bus_check_admin(msg, m, method_reserve, UINT_MAX, error);
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "sst", &fleet, &uuid, &timeout);
         if (r < 0)
                 return r;
@@ -297,9 +379,9 @@ static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error
         Manager *m = userdata;
         int b, r;
 
-        r = bus_check_admin(msg, m, error);
-        if (r < 0)
-                return r;
+        r = bus_check_admin(msg, m, method_set_draining, UINT_MAX, error);
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "b", &b);
         if (r < 0)
                 return r;
@@ -312,9 +394,9 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Manager *m = userdata;
         int r;
 
-        r = bus_check_admin(msg, m, error);
-        if (r < 0)
-                return r;
+        r = bus_check_admin(msg, m, method_reload, UINT_MAX, error);
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = manager_reload(m, &why);
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
@@ -367,9 +449,10 @@ const sd_bus_vtable manager_vtable[] = {
                                 method_set_draining, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", NULL, NULL, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListSlots", SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("a(ussssso)", slots), method_list_slots, 0),
+                                SD_BUS_RESULT("a(ussssso)", slots), method_list_slots,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetSlot", SD_BUS_ARGS("u", id), SD_BUS_RESULT("o", path),
-                                method_get_slot, 0),
+                                method_get_slot, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("StopAll", NULL, NULL, method_stop_all, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reexecute", NULL, NULL, method_reexecute, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("SlotChanged",

@@ -120,6 +120,11 @@ int manager_reload(Manager *m, char **ret_error) {
                 return refuse(ret_error, "supervisor.bus", m->config->bus, c->bus);
 
         /* Everything that can fail is checked before anything changes. */
+        gid_t admin_gid = 0;
+        bool has_admin_gid;
+        r = manager_resolve_admin_group(c, &admin_gid, &has_admin_gid, ret_error);
+        if (r < 0)
+                return r;
         uids = calloc(c->n_fleets + 1, sizeof(uid_t));
         gids = calloc(c->n_fleets + 1, sizeof(gid_t));
         filters = calloc(c->n_fleets + 1, sizeof(scmp_filter_ctx));
@@ -143,6 +148,8 @@ int manager_reload(Manager *m, char **ret_error) {
                  strempty(c->fleets_dir));
         old = m->config;
         m->config = TAKE_PTR(c);
+        m->config_admin_gid = admin_gid;
+        m->config_has_admin_gid = has_admin_gid;
         m->resources.cpus = m->config->cpus > 0 ? m->config->cpus : detected.cpus;
         m->resources.memory = m->config->memory > 0 ? m->config->memory : detected.memory;
 

@@ -511,10 +511,33 @@ static void manager_raise_nofile(Manager *m) {
         }
 }
 
+/* supervisor.admin_group, looked up once here rather than on every call. */
+int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, char **ret_error) {
+        struct group *gr;
+
+        *ret_has = false;
+        if (!c->admin_group)
+                return 0;
+        gr = getgrnam(c->admin_group);
+        if (!gr) {
+                if (asprintf(ret_error, "%s: supervisor.admin_group: no such group '%s'",
+                             strempty(c->config_file), c->admin_group) < 0)
+                        *ret_error = NULL;
+                return -ESRCH;
+        }
+        *ret_gid = gr->gr_gid;
+        *ret_has = true;
+        return 0;
+}
+
 int manager_startup(Manager *m, const char *bus_override) {
+        _cleanup_free_ char *error = NULL;
         int r;
 
         manager_raise_nofile(m);
+        r = manager_resolve_admin_group(m->config, &m->config_admin_gid, &m->config_has_admin_gid, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "Failed to resolve supervisor.admin_group");
 
         if (m->config->machine_id)
                 m->machine_id = strdup(m->config->machine_id);

@@ -70,6 +70,9 @@ typedef struct Manager {
         size_t n_pending_allocated;
 
         bool reexecute;              /* leave the loop to exec the binary anew */
+        gid_t config_admin_gid;      /* supervisor.admin_group, resolved at (re)load */
+        bool config_has_admin_gid;
+        sd_bus_message *authorized_msg; /* the call being re-run after an admin check */
 
         Slot **graveyard;            /* retired slots, freed outside their callbacks */
         size_t n_graveyard;
@@ -90,6 +93,7 @@ Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);
 int manager_add_slots(Manager *m, Fleet *f, unsigned count);
 int fleet_build_seccomp(const FleetConfig *fc, scmp_filter_ctx *ret, char **ret_error);
+int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, char **ret_error);
 int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error);
 Fleet *manager_find_fleet(Manager *m, const char *name);
 
@@ -130,7 +134,10 @@ void manager_bus_property_changed(Manager *m, const char *property);
 void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
 void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes);
-int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_error *error);
+/* 1: authorized now; 0: being checked, the method runs again with the answer; < 0: denied
+ * (error set). slot_id is the slot of a slot method, UINT_MAX for the Manager's. */
+int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+                    unsigned slot_id, sd_bus_error *error);
 int bus_error_from_errno(sd_bus_error *error, int r, const char *what);
 int bus_check_id(sd_bus_error *error, const char *what, const char *s, bool empty_ok);
 int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s);

@@ -46,26 +46,20 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static int slot_method_prologue(sd_bus_message *msg, Slot *s, sd_bus_error *error) {
-        return bus_check_admin(msg, s->manager, error);
-}
+#define SLOT_AUTH(msg, s, handler, error) bus_check_admin(msg, (s)->manager, handler, (s)->id, error)
 
-/* Hold and ReleaseHold: managers, and the game server of this very slot (SPEC §8). */
-static int slot_check_hold_caller(sd_bus_message *msg, Slot *s, sd_bus_error *error) {
+/* Hold and ReleaseHold: the game server of this very slot (its PID as the bus daemon saw it
+ * connect, mapped to a cgroup), and managers. */
+static int slot_check_hold_caller(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
+                                  sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        sd_bus_error admin = SD_BUS_ERROR_NULL;
         pid_t pid;
-        int r;
 
-        r = bus_check_admin(msg, s->manager, &admin);
-        if (r >= 0)
-                return 0;
         if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID, &creds) >= 0 &&
-            sd_bus_creds_get_pid(creds, &pid) >= 0 && manager_slot_by_pid(s->manager, pid) == s) {
-                sd_bus_error_free(&admin);
-                return 0;
-        }
-        return sd_bus_error_move(error, &admin);
+            !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_PID) &&
+            sd_bus_creds_get_pid(creds, &pid) >= 0 && manager_slot_by_pid(s->manager, pid) == s)
+                return 1;
+        return SLOT_AUTH(msg, s, handler, error);
 }
 
 #define HOLD_DEFAULT_USEC (60 * USEC_PER_SEC)
@@ -75,10 +69,10 @@ static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *er
         Slot *s = userdata;
         const char *uuid, *bc;
         Slot *other;
-        int r = slot_method_prologue(msg, s, error);
+        int r = SLOT_AUTH(msg, s, method_allocate, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "ss", &uuid, &bc);
         if (r < 0)
                 return r;
@@ -104,10 +98,10 @@ static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
 static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_method_prologue(msg, s, error);
+        int r = SLOT_AUTH(msg, s, method_deallocate, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = slot_deallocate(s);
         if (r == -EBUSY)
                 return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
@@ -122,10 +116,10 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         Slot *s = userdata;
         uint64_t timeout;
         usec_t until;
-        int r = slot_check_hold_caller(msg, s, error);
+        int r = slot_check_hold_caller(msg, s, method_hold, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "t", &timeout);
         if (r < 0)
                 return r;
@@ -150,10 +144,10 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 
 static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_check_hold_caller(msg, s, error);
+        int r = slot_check_hold_caller(msg, s, method_release_hold, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         if (s->hold_until == 0)
                 return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
                                          "Slot %u is not held", s->id);
@@ -164,10 +158,10 @@ static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error
 
 static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_method_prologue(msg, s, error);
+        int r = SLOT_AUTH(msg, s, method_start, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         log_slot_info(s, "Start requested over D-Bus");
         r = slot_start(s);
         if (r < 0)
@@ -179,10 +173,10 @@ static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error
 
 static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_method_prologue(msg, s, error);
+        int r = SLOT_AUTH(msg, s, method_stop, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         log_slot_info(s, "Stop requested over D-Bus");
         (void) slot_stop(s);
         return sd_bus_reply_method_return(msg, NULL);
@@ -190,10 +184,10 @@ static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 
 static int method_restart(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_method_prologue(msg, s, error);
+        int r = SLOT_AUTH(msg, s, method_restart, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         log_slot_info(s, "Restart requested over D-Bus");
         (void) slot_restart(s);
         return sd_bus_reply_method_return(msg, NULL);
@@ -201,10 +195,10 @@ static int method_restart(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 static int method_reset_failed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_method_prologue(msg, s, error);
+        int r = SLOT_AUTH(msg, s, method_reset_failed, error);
 
-        if (r < 0)
-                return r;
+        if (r <= 0) /* denied, or run again once the check has answered */
+                return r < 0 ? r : 1;
         r = slot_reset_failed(s);
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
