@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "cgroup.h"
+#include "fileio.h"
 #include "strv.h"
 
 static const char *const controller_names[_CGROUP_CONTROLLER_MAX] = {
@@ -83,38 +84,10 @@ unsigned cg_parse_controllers(const char *text) {
 
 static int read_file(const char *path, char **ret) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
 
         if (fd < 0)
                 return negative_errno();
-        for (;;) {
-                ssize_t n;
-                if (allocated - size < 4096) {
-                        char *t;
-                        if (allocated > (4u << 20))
-                                return -EFBIG;
-                        t = realloc(buf, allocated + 8192);
-                        if (!t)
-                                return -ENOMEM;
-                        buf = t;
-                        allocated += 8192;
-                }
-                n = read(fd, buf + size, allocated - size - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                size += (size_t) n;
-        }
-        if (!buf && !(buf = strdup("")))
-                return -ENOMEM;
-        buf[size] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return read_full_fd(fd, 4u << 20, ret, NULL);
 }
 
 int cg_find_mount(char **ret_mount) {

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "state-file.h"
 
@@ -303,9 +304,7 @@ fail:
 
 int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size) {
         _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        _cleanup_free_ char *buf = NULL;
         struct stat st;
-        size_t done = 0;
 
         if (fd < 0)
                 return negative_errno();
@@ -313,24 +312,5 @@ int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size) {
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
                 return -EBADMSG;
-        if ((uint64_t) st.st_size > STATE_MAX_SIZE)
-                return -EFBIG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (done < (size_t) st.st_size) {
-                ssize_t n = read(fd, buf + done, (size_t) st.st_size - done);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                done += (size_t) n;
-        }
-        buf[done] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_size = done;
-        return 0;
+        return read_full_fd(fd, STATE_MAX_SIZE, ret, ret_size);
 }
