@@ -559,11 +559,13 @@ static int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *val
                 }
                 if (r < 0) {
                         char q[QUOTE_BUF];
+                        /* quote() before the free: 'bad' points into l. */
+                        quote(bad, q);
                         strv_free(l);
                         return key_error(ctx, k, value, -EINVAL,
                                          "unknown or malformed variable at '%s'; known: ${PORT} "
                                          "${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} "
-                                         "${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}", quote(bad, q));
+                                         "${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}", q);
                 }
         }
 

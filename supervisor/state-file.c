@@ -207,6 +207,13 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         }
         if (r >= 0 && (!have_id || !s.fleet))
                 r = -EINVAL;
+        /* Fields that mean nothing without their owner are dropped, as the writer would. */
+        if (!s.reservation_uuid)
+                s.reserved_until = 0;
+        if (!s.keeper) {
+                s.ready = false;
+                s.started_at = 0;
+        }
         if (r < 0) {
                 slot_record_done(&s);
                 return r;

@@ -499,6 +499,8 @@ static void test_fleet_bad_values(_unused_ void **state) {
                 { "fleet", "build", "", "expected an absolute path" },
                 { "fleet", "args", "-name \"unterminated", "unterminated quote or trailing backslash" },
                 { "fleet", "args", "trailing\\", "unterminated quote or trailing backslash" },
+                { "fleet", "args", "-port ${PORTS}", "unknown or malformed variable at '${PORTS}'; known: ${PORT} ${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} ${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}" },
+                { "fleet", "environment", "A=${", "unknown or malformed variable at '${'; known: ${PORT} ${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} ${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}" },
                 { "fleet", "environment", "FOO",
                   "expected KEY=value words, KEY made of A-Z a-z 0-9 _ and not starting with a "
                   "digit; 'FOO' is not" },

@@ -78,6 +78,16 @@ static void test_hostile(void **state) {
         assert_int_equal(out.slots[0].id, 2);
         state_record_done(&out);
 
+        /* Fields without their owner are dropped, as the writer drops them: what parses
+         * formats back to the same text. */
+        const char orphan[] = "slotd-state 1\nslot id=1 fleet=a reserved_until=5 ready=1 started=9\n";
+        assert_int_equal(state_parse(orphan, sizeof(orphan) - 1, &out, &skipped), 0);
+        assert_int_equal(out.n_slots, 1);
+        assert_int_equal(out.slots[0].reserved_until, 0);
+        assert_false(out.slots[0].ready);
+        assert_int_equal(out.slots[0].started_at, 0);
+        state_record_done(&out);
+
         /* Unknown keys are ignored: a newer slotd's file still reads. */
         const char newer[] = "slotd-state 1\nslot id=5 fleet=a future=1 uuid=u\n";
         assert_int_equal(state_parse(newer, sizeof(newer) - 1, &out, &skipped), 0);
