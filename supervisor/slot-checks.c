@@ -62,7 +62,7 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
 
         log_slot_warning(s, "%u strikes of check %s: sending %s to process %d", v.strikes,
                          check_kind_to_string(k), sigabbrev_np(f->check_signal) ?: "a signal",
-                         (int) s->main_pid);
+                         (int) slot_server_pid(s));
         s->pending_cause = FAILURE_MISBEHAVIOUR;
         r = slot_signal(s, f->check_signal);
         if (r < 0)
