@@ -449,7 +449,7 @@ static int slot_spawn(Slot *s) {
         s->status = mfree_str(s->status);
         s->started_at = now_usec(CLOCK_REALTIME);
         slot_checks_start(s);
-        log_slot_debug(s, "Started %s under keeper %d", s->fleet->config->build, (int) pid);
+        log_slot_info(s, "Started %s under keeper %d", s->fleet->config->build, (int) pid);
         return 0;
 }
 
