@@ -13,6 +13,7 @@
 #define _cleanup_(f) __attribute__((__cleanup__(f)))
 #define _unused_ __attribute__((__unused__))
 #define _printf_(a, b) __attribute__((__format__(printf, a, b)))
+#define _sentinel_ __attribute__((__sentinel__))
 #define _warn_unused_result_ __attribute__((__warn_unused_result__))
 #define _likely_(x) (__builtin_expect(!!(x), 1))
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))

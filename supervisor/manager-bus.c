@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <grp.h>
+#include <stdarg.h>
 #include <limits.h>
 
 #include "cgroup.h"
@@ -482,6 +483,22 @@ void manager_bus_slot_changed(Manager *m, Slot *s) {
                                process_state_to_string(s->process_state));
         if (r < 0)
                 log_debug_errno(r, "Failed to emit SlotChanged for slot %u: %m", s->id);
+}
+
+void manager_bus_slot_properties(Manager *m, Slot *s, const char *property, ...) {
+        const char *names[8];
+        size_t n = 0;
+        va_list ap;
+
+        if (!m->bus)
+                return;
+        va_start(ap, property);
+        for (const char *p = property; p && n < ELEMENTSOF(names) - 1; p = va_arg(ap, const char *))
+                names[n++] = p;
+        va_end(ap);
+        names[n] = NULL;
+        (void) sd_bus_emit_properties_changed_strv(m->bus, s->object_path, BUS_SLOT_INTERFACE,
+                                                   (char **) names);
 }
 
 void manager_bus_property_changed(Manager *m, const char *property) {

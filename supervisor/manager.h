@@ -130,6 +130,8 @@ void manager_stop_all(Manager *m);
 /* D-Bus (manager-bus.c, slot-bus.c). */
 int manager_bus_setup(Manager *m, const char *bus);
 void manager_bus_slot_changed(Manager *m, Slot *s);
+/* PropertiesChanged for the named properties only (a NULL-terminated list). */
+void manager_bus_slot_properties(Manager *m, Slot *s, const char *property, ...) _sentinel_;
 void manager_bus_property_changed(Manager *m, const char *property);
 void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);

@@ -56,7 +56,7 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
         log_slot_warning(s, "Check %s failed: %s (strike %u of %u within checks.window)",
                          check_kind_to_string(k), why, v.strikes, f->strikes);
         manager_bus_misbehaved(s->manager, s, k, v.strikes);
-        manager_slot_changed(s->manager, s, false);
+        manager_bus_slot_properties(s->manager, s, "Strikes", NULL);
         if (!v.act || s->pending_cause != FAILURE_NONE || s->main_pid == 0)
                 return;
 
@@ -85,8 +85,12 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
                                                  : strerror(-result));
                 return;
         }
+        /* A probe a second per slot: only a changed answer is announced. */
+        if (memcmp(&s->query, info, sizeof(*info)) == 0)
+                return;
         s->query = *info;
-        manager_slot_changed(s->manager, s, false);
+        manager_bus_slot_properties(s->manager, s, "QueryPlayers", "QueryMaxPlayers", "QueryMap",
+                                    "QueryName", NULL);
 }
 
 static void slot_start_probe(Slot *s) {

@@ -834,8 +834,11 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
                 log_slot_debug(s, "Ignoring a malformed notify message");
                 return;
         }
-        if (msg.has_status)
+        /* Heartbeats arrive all the time: only what changed is announced. */
+        if (msg.has_status && !streq_ptr(s->status, msg.status)) {
                 (void) free_and_strdup(&s->status, msg.status);
+                manager_bus_slot_properties(s->manager, s, "Status", NULL);
+        }
         if (msg.watchdog)
                 slot_checks_watchdog(s);
         if (msg.ready && !s->ready) {
@@ -844,7 +847,6 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
                 log_slot_debug(s, "READY=1");
                 slot_dispatch(s, SLOT_EVENT_READY);
         }
-        manager_slot_changed(s->manager, s, false);
 }
 
 uint64_t slot_memory_current(Slot *s) {
