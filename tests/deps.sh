@@ -7,9 +7,16 @@ build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libcap-dev libs
        libinih-dev libcmocka-dev)
 run=(dbus-daemon systemd python3)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)
+fuzz=(clang libclang-rt-14-dev)
 
 want=("${build[@]}" "${run[@]}")
-[ "${1:-}" = "--vm" ] && want+=("${vm[@]}")
+for arg in "$@"; do
+        case "$arg" in
+                --vm) want+=("${vm[@]}") ;;
+                --fuzz) want+=("${fuzz[@]}") ;;
+                *) echo "usage: $0 [--vm] [--fuzz]" >&2; exit 2 ;;
+        esac
+done
 
 missing=()
 for p in "${want[@]}"; do
