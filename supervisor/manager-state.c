@@ -22,10 +22,21 @@ static int manager_on_commit_retry(sd_event_source *source, uint64_t usec, void 
         return 0;
 }
 
+/* Under a steady stream of requests the idle-priority commit could wait long; a change is
+ * never left unwritten for longer than this. */
+#define COMMIT_MAX_DELAY_USEC (20 * USEC_PER_MSEC)
+
 void manager_state_dirty(Manager *m) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
         int r;
 
+        if (!m->state_dirty)
+                m->dirty_since = now;
         m->state_dirty = true;
+        if (now - m->dirty_since > COMMIT_MAX_DELAY_USEC) {
+                (void) manager_commit(m);
+                return;
+        }
         if (!m->commit_source) {
                 r = sd_event_add_defer(m->event, &m->commit_source, manager_on_commit, m);
                 if (r < 0) {

@@ -24,7 +24,7 @@ int manager_new(Config *config, Manager **ret) {
 
         if (!m)
                 return -ENOMEM;
-        m->notify_fd = m->state_dir_fd = m->exit_dir_fd = -EBADF;
+        m->state_dir_fd = m->exit_dir_fd = -EBADF;
         r = sd_event_new(&m->event);
         if (r < 0) {
                 free(m);
@@ -77,8 +77,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->ttl_timer);
         safe_close(m->state_dir_fd);
         safe_close(m->exit_dir_fd);
-        sd_event_source_disable_unref(m->notify_source);
-        safe_close(m->notify_fd);
+
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         config_free(m->config);
@@ -273,8 +272,9 @@ static int manager_setup_cgroups(Manager *m) {
         return 0;
 }
 
-/* Reads one datagram; false when there was none. */
-static bool manager_receive_notify(Manager *m, int fd) {
+/* Reads one datagram from a slot's notify socket; false when there was none. Only a process
+ * of that very slot is heard. */
+bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
         char buf[NOTIFY_MESSAGE_MAX + 1];
         union {
                 struct cmsghdr header;
@@ -306,23 +306,13 @@ static bool manager_receive_notify(Manager *m, int fd) {
         if (!cred || cred->pid <= 0 || (size_t) n > NOTIFY_MESSAGE_MAX || (msg.msg_flags & MSG_TRUNC))
                 return true;
         s = manager_slot_by_pid(m, cred->pid);
-        if (!s) {
-                log_debug("Notify message from process %d outside every slot, ignoring",
-                          (int) cred->pid);
+        if (!s || s != expected) {
+                log_debug("Notify message from process %d outside slot %u, ignoring",
+                          (int) cred->pid, expected->id);
                 return true;
         }
         slot_handle_notify(s, buf, (size_t) n);
         return true;
-}
-
-static int manager_on_notify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        /* The socket's queue is short (net.unix.max_dgram_qlen, 10 by default) and servers
-         * block while it is full: empty it, but in bounded rounds so that one flood cannot
-         * starve the rest of the loop. */
-        for (unsigned i = 0; i < 64; i++)
-                if (!manager_receive_notify(userdata, fd))
-                        break;
-        return 0;
 }
 
 Slot *manager_slot_by_pid(Manager *m, pid_t pid) {
@@ -358,6 +348,7 @@ Slot *manager_slot_by_pid(Manager *m, pid_t pid) {
         return s;
 }
 
+/* <state_dir>/notify.d holds one sd_notify socket per slot (see slot_open_notify()). */
 static int manager_setup_notify(Manager *m) {
         int r;
 
@@ -365,15 +356,10 @@ static int manager_setup_notify(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create %s: %m", m->config->state_dir);
         (void) chmod(m->config->state_dir, 0755);
-        if (asprintf(&m->notify_path, "%s/notify", m->config->state_dir) < 0)
+        if (asprintf(&m->notify_path, "%s/notify.d", m->config->state_dir) < 0)
                 return log_oom();
-        r = notify_socket_open(m->notify_path, &m->notify_fd);
-        if (r < 0)
-                return log_error_errno(r, "Failed to create the notify socket %s: %m",
-                                       m->notify_path);
-        r = sd_event_add_io(m->event, &m->notify_source, m->notify_fd, EPOLLIN, manager_on_notify, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch the notify socket: %m");
+        if (mkdir(m->notify_path, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(negative_errno(), "Failed to create %s: %m", m->notify_path);
         return 0;
 }
 

@@ -48,9 +48,7 @@ typedef struct Manager {
         size_t n_slots;              /* ids handed out */
         size_t n_live_slots;
 
-        char *notify_path;
-        int notify_fd;
-        sd_event_source *notify_source;
+        char *notify_path;           /* <state_dir>/notify.d */
 
         Hashmap uuids;               /* allocation and reservation UUID → Slot */
         bool draining;
@@ -63,6 +61,7 @@ typedef struct Manager {
         int state_dir_fd;
         int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
         bool state_dirty;
+        usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */
         sd_event_source *commit_retry;
         sd_bus_message **pending;         /* (call, reply) pairs waiting for the commit */
@@ -125,6 +124,7 @@ int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *repl
 void manager_state_dirty(Manager *m);
 int manager_commit(Manager *m);
 Slot *manager_slot_by_pid(Manager *m, pid_t pid);
+bool manager_receive_notify(Manager *m, int fd, Slot *expected);
 void manager_stop_all(Manager *m);
 
 /* D-Bus (manager-bus.c, slot-bus.c). */

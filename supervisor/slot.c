@@ -65,7 +65,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->fleet = f;
         s->id = id;
         s->index = index;
-        s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = -EBADF;
+        s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
         snprintf(s->id_string, sizeof(s->id_string), "%u", id);
@@ -74,6 +74,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
             asprintf(&s->cgroup_path, "%s/slot-%u", f->cgroup_path, id) < 0 ||
             asprintf(&s->home, "%s/%s/slot-%u", m->config->slots_dir, f->config->name, id) < 0 ||
             asprintf(&s->log_dir, "%s/logs", s->home) < 0 ||
+            asprintf(&s->notify_path, "%s/%u", m->notify_path, id) < 0 ||
             asprintf(&s->log_fields[0], "SLOT_ID=%u", id) < 0 ||
             asprintf(&s->log_fields[1], "FLEET=%s", f->config->name) < 0 ||
             !(s->build_configuration = strdup(f->config->build_configuration))) {
@@ -101,6 +102,9 @@ Slot *slot_free(Slot *s) {
         safe_close(s->cgroup_fd);
         safe_close(s->home_fd);
         safe_close(s->status_fd);
+        sd_event_source_disable_unref(s->notify_source);
+        safe_close(s->notify_fd);
+        free(s->notify_path);
         free(s->object_path);
         free(s->cgroup_path);
         free(s->home);
@@ -355,7 +359,7 @@ static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
                         return r;
                 }
         }
-        if (asprintf(&v, "NOTIFY_SOCKET=%s", s->manager->notify_path) < 0 ||
+        if (asprintf(&v, "NOTIFY_SOCKET=%s", s->notify_path) < 0 ||
             strv_push(&envp, v) < 0)
                 return -ENOMEM;
         r = strv_extend(&envp, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -378,6 +382,49 @@ static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
 }
 
 static int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata);
+
+static int slot_on_notify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Slot *s = userdata;
+
+        /* The queue is short (net.unix.max_dgram_qlen) and servers block while it is full:
+         * empty it, in bounded rounds so that one flood cannot starve the loop. */
+        for (unsigned i = 0; i < 64; i++)
+                if (!manager_receive_notify(s->manager, fd, s))
+                        break;
+        return 0;
+}
+
+/* Watches the slot's notify socket, and takes what is already queued (a READY=1 sent while
+ * slotd was away). */
+static int slot_watch_notify(Slot *s) {
+        int r;
+
+        s->notify_source = sd_event_source_disable_unref(s->notify_source);
+        r = sd_event_add_io(s->manager->event, &s->notify_source, s->notify_fd, EPOLLIN,
+                            slot_on_notify, s);
+        if (r < 0)
+                return r;
+        (void) slot_on_notify(s->notify_source, s->notify_fd, EPOLLIN, s);
+        return 0;
+}
+
+/* Each slot has a notify socket of its own, held by its keeper as well: it survives slotd,
+ * queues what servers send meanwhile, and a server is heard only by its own slot. */
+static int slot_open_notify(Slot *s) {
+        int r;
+
+        s->notify_source = sd_event_source_disable_unref(s->notify_source);
+        s->notify_fd = safe_close(s->notify_fd);
+        r = notify_socket_open(s->notify_path, &s->notify_fd);
+        if (r < 0)
+                return r;
+        return slot_watch_notify(s);
+}
+
+static void slot_close_notify(Slot *s) {
+        s->notify_source = sd_event_source_disable_unref(s->notify_source);
+        s->notify_fd = safe_close(s->notify_fd);
+}
 
 /* <state_dir>/exit/<id>: the keeper writes the server's exit status there, where a slotd
  * that was not running at the time still finds it. */
@@ -411,6 +458,9 @@ static int slot_spawn(Slot *s) {
         r = slot_open_status(s);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open the exit status file: %m");
+        r = slot_open_notify(s);
+        if (r < 0)
+                return log_slot_error_errno(s, r, "Failed to open %s: %m", s->notify_path);
         r = spawn_process(&(SpawnParams){
                                   .path = s->fleet->config->build,
                                   .argv = argv,
@@ -426,6 +476,7 @@ static int slot_spawn(Slot *s) {
                                   .cgroup_fd = s->cgroup_fd,
                                   .output_fd = log_fd,
                                   .status_fd = s->status_fd,
+                                  .notify_fd = s->notify_fd,
                                   .fork_and_attach = s->cgroup_killed &&
                                                      s->manager->killed_cgroup_bug,
                           },
@@ -672,6 +723,7 @@ static void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         s->keeper_io = sd_event_source_disable_unref(s->keeper_io);
         s->keeper_pidfd = safe_close(s->keeper_pidfd);
         slot_checks_stop(s);
+        slot_close_notify(s);
         if (s->status_fd < 0 || spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal) <= 0) {
                 s->exit_code = keeper_code;
                 s->exit_signal = keeper_signal;
@@ -781,6 +833,12 @@ static int slot_adopt(Slot *s, pid_t keeper) {
         s->ready = s->restored_ready;
         slot_set_process_state(s, s->ready ? PROCESS_RUNNING : PROCESS_STARTING);
         slot_checks_start(s);
+        /* The socket the keeper kept: what the server sent while we were away is in it. */
+        s->notify_fd = safe_close(s->notify_fd);
+        s->notify_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_NOTIFY_FD, 0);
+        if (s->notify_fd < 0 || slot_watch_notify(s) < 0)
+                log_slot_warning(s, "Cannot take back the notify socket of keeper %d: "
+                                    "READY=1 and heartbeats of this server go unheard", (int) keeper);
         log_slot_info(s, "Adopted the running server %d (keeper %d)%s", (int) slot_server_pid(s),
                       (int) keeper, s->allocation_uuid ? ", its allocation goes on" : "");
         manager_slot_changed(s->manager, s, true);

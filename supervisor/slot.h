@@ -61,6 +61,9 @@ typedef struct Slot {
         pid_t restored_keeper;    /* from the state file: a keeper that ran when slotd stopped */
         bool restored_ready;
         int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
+        int notify_fd;            /* <state_dir>/notify.d/<id>, held by the keeper too */
+        sd_event_source *notify_source;
+        char *notify_path;
         sd_event_source *child_source;    /* owns the pidfd */
         sd_event_source *stop_timer;
         sd_event_source *start_defer;

@@ -104,10 +104,12 @@ _Noreturn static void keeper_main(const SpawnParams *p, bool attach_self) {
         if (server == 0)
                 server_exec(p);
 
-        /* Keep only the status file, as fd 3. */
-        if (dup2(p->status_fd, 3) < 0)
+        /* Keep only the status file, as fd 3, and the notify socket, as fd 4; through high
+         * numbers first, so that neither overwrites the other. */
+        int status = fcntl(p->status_fd, F_DUPFD, 64), notify = fcntl(p->notify_fd, F_DUPFD, 64);
+        if (status < 0 || notify < 0 || dup2(status, 3) < 0 || dup2(notify, KEEPER_NOTIFY_FD) < 0)
                 _exit(SPAWN_EXIT_SETUP);
-        (void) syscall(SYS_close_range, 4U, ~0U, 0U);
+        (void) syscall(SYS_close_range, KEEPER_NOTIFY_FD + 1, ~0U, 0U);
         (void) close(STDIN_FILENO);
         (void) close(STDOUT_FILENO);
         (void) close(STDERR_FILENO);

@@ -24,6 +24,7 @@ typedef struct SpawnParams {
         int cgroup_fd;   /* the slot's cgroup directory */
         int output_fd;   /* stdout and stderr; stdin is /dev/null */
         int status_fd;   /* where the keeper writes the server's exit status */
+        int notify_fd;   /* the slot's notify socket: the keeper holds it (see spawn.h) */
         bool fork_and_attach; /* skip CLONE_INTO_CGROUP (see spawn_probe_killed_cgroup_bug()) */
 } SpawnParams;
 
@@ -38,6 +39,11 @@ int spawn_process(const SpawnParams *p, pid_t *ret_pid, int *ret_pidfd);
 /* The status the keeper wrote: 1 and the code or signal when there is one, 0 when the file
  * is empty (the keeper was killed: by cgroup.kill, the OOM killer, or SIGKILL). */
 int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
+
+/* The keeper holds the slot's notify socket as this descriptor, so that the socket (and what
+ * servers send while slotd is away) outlives slotd; a new slotd takes it back with
+ * pidfd_getfd(). */
+#define KEEPER_NOTIFY_FD 4
 
 /* The game server's PID (in slotd's namespace) under a keeper, 0 while there is none. */
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper);

@@ -428,6 +428,14 @@ wait_rounds() {
                 fi
         done
 }
+# sprops ID PROPERTY...: several properties of slot ID in one call (a busctl call takes up to
+# seconds in the TCG VM), values joined by "|": "failed|crash-backoff|0".
+sprops() {
+        local id=$1
+        shift
+        bctl get-property org.slotd.Supervisor1 "/org/slotd/Supervisor1/slot/$id" \
+                org.slotd.Supervisor1.Slot "$@" | strip_type | paste -sd'|'
+}
 # TIME_SCALE: 1 on a host, 3 in the TCG VM of tests/vm (it sets SLOTD_VM=1; SLOTD_TIME_SCALE
 # overrides), for check intervals that a start-up must not fill: there a test server's
 # start-up costs about 0.15 CPU seconds, on a host a hundredth of that.

@@ -59,7 +59,7 @@ check_slot() {
         # Its environment (SPEC §3), as the test server saw it.
         local envf=/proc/$pid/environ
         for kv in "SERVER_ID=$id" "PORT=$port" "QUERY_PORT=$qport" "HOME=$home" \
-                  "SERVER_LOG_DIR=$home/logs" "NOTIFY_SOCKET=$T/state/notify" "ALLOCATION_UUID="; do
+                  "SERVER_LOG_DIR=$home/logs" "NOTIFY_SOCKET=$T/state/notify.d/$id" "ALLOCATION_UUID="; do
                 assert_ok "slot $id env $kv" grep -qzx -- "$kv" "$envf"
         done
         # Home owned by the fleet user, log appended by the server.
