@@ -3,7 +3,9 @@
 #include <linux/sched.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <linux/seccomp.h>
 
 #include "confine.h"
 #include "macro.h"
@@ -200,13 +202,40 @@ int confine_apply(const ConfineParams *p, const char **ret_step) {
                 return -1;
         }
         /* Last, so that everything above is not itself filtered. */
-        if (p->seccomp) {
-                int r = seccomp_load(p->seccomp);
-                if (r < 0) {
-                        errno = -r;
-                        *ret_step = "loading the seccomp filter";
-                        return -1;
-                }
+        if (p->seccomp && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0) {
+                *ret_step = "loading the seccomp filter";
+                return -1;
         }
         return 0;
+}
+
+int confine_seccomp_program(scmp_filter_ctx ctx, struct sock_fprog **ret) {
+        _cleanup_close_ int fd = memfd_create("slotd-seccomp", MFD_CLOEXEC);
+        _cleanup_free_ struct sock_fprog *prog = NULL;
+        off_t size;
+        int r;
+
+        if (fd < 0)
+                return negative_errno();
+        r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return r;
+        size = lseek(fd, 0, SEEK_END);
+        if (size <= 0 || size % sizeof(struct sock_filter) != 0 ||
+            size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+                return -EBADMSG;
+        prog = calloc(1, sizeof(struct sock_fprog) + (size_t) size);
+        if (!prog)
+                return -ENOMEM;
+        prog->len = (unsigned short) (size / sizeof(struct sock_filter));
+        prog->filter = (struct sock_filter *) (prog + 1);
+        if (pread(fd, prog->filter, (size_t) size, 0) != size)
+                return -EIO;
+        *ret = TAKE_PTR(prog);
+        return 0;
+}
+
+struct sock_fprog *confine_seccomp_program_free(struct sock_fprog *p) {
+        free(p);
+        return NULL;
 }

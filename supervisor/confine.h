@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <linux/filter.h>
 #include <seccomp.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -14,7 +15,7 @@ typedef struct ConfineParams {
         gid_t gid;
         unsigned long nofile;       /* RLIMIT_NOFILE, 0 = leave */
         unsigned long core;         /* RLIMIT_CORE */
-        scmp_filter_ctx seccomp;    /* NULL = no filter */
+        const struct sock_fprog *seccomp;   /* NULL = no filter */
 } ConfineParams;
 
 /* Builds the filter: the default allow-list, or the syscall names in 'list_path' (one per
@@ -22,6 +23,11 @@ typedef struct ConfineParams {
  * Namespaces cannot be created or joined whatever the list says. Returns -EINVAL with a
  * message naming the file and line for a name the kernel does not know. */
 int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, char **ret_error);
+
+/* Compiles the filter to BPF once, so that a start costs one prctl() instead of a
+ * compilation in every child. Free with confine_seccomp_program_free(). */
+int confine_seccomp_program(scmp_filter_ctx ctx, struct sock_fprog **ret);
+struct sock_fprog *confine_seccomp_program_free(struct sock_fprog *p);
 
 /* In the child, after the fork and before exec: identity, capabilities, no_new_privs,
  * rlimits, and the seccomp filter last. On failure errno is set and the step is named. */

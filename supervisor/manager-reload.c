@@ -3,6 +3,7 @@
  * whole. Fleets that stay take their new settings; free servers restart into a changed
  * build at once, allocated ones when their session ends. Fleets that go drain; fleets that
  * come get slots. */
+#include "confine.h"
 #include "log.h"
 #include "manager.h"
 #include "strv.h"
@@ -55,12 +56,11 @@ static int retire_fleet(Manager *m, Fleet *f) {
 }
 
 static void update_fleet(Manager *m, Fleet *f, const FleetConfig *nf, uid_t uid, gid_t gid,
-                         scmp_filter_ctx seccomp) {
+                         struct sock_fprog *seccomp) {
         bool changed = build_changed(f->config, nf);
         size_t live = 0;
 
-        if (f->seccomp)
-                seccomp_release(f->seccomp);
+        confine_seccomp_program_free(f->seccomp);
         f->seccomp = seccomp;
         f->config = nf;
         f->uid = uid;
@@ -100,7 +100,7 @@ int manager_reload(Manager *m, char **ret_error) {
         Config *old;
         uid_t *uids = NULL;
         gid_t *gids = NULL;
-        scmp_filter_ctx *filters = NULL;
+        struct sock_fprog **filters = NULL;
         int r;
 
         r = machine_resources_detect(&detected);
@@ -127,7 +127,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 return r;
         uids = calloc(c->n_fleets + 1, sizeof(uid_t));
         gids = calloc(c->n_fleets + 1, sizeof(gid_t));
-        filters = calloc(c->n_fleets + 1, sizeof(scmp_filter_ctx));
+        filters = calloc(c->n_fleets + 1, sizeof(struct sock_fprog *));
         r = uids && gids && filters ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < c->n_fleets; i++) {
                 r = resolve_identity(&c->fleets[i], &uids[i], &gids[i], ret_error);
@@ -136,8 +136,7 @@ int manager_reload(Manager *m, char **ret_error) {
         }
         if (r < 0) {
                 for (size_t i = 0; filters && i < c->n_fleets; i++)
-                        if (filters[i])
-                                seccomp_release(filters[i]);
+                        confine_seccomp_program_free(filters[i]);
                 free(filters);
                 free(uids);
                 free(gids);
@@ -178,8 +177,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]));
         }
         for (size_t i = 0; i < m->config->n_fleets; i++)
-                if (filters[i])
-                        seccomp_release(filters[i]);
+                confine_seccomp_program_free(filters[i]);
         free(filters);
         free(uids);
         free(gids);

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cgroup.h"
+#include "confine.h"
 #include "slotd-config.h"
 #include "log.h"
 #include "manager.h"
@@ -43,8 +44,7 @@ static void manager_free_fleets(Manager *m) {
                                 slot_free(f->slots[j]);
                 free(f->slots);
                 free(f->cgroup_path);
-                if (f->seccomp)
-                        seccomp_release(f->seccomp);
+                confine_seccomp_program_free(f->seccomp);
                 if (f->owned_config) {
                         config_fleet_done(f->owned_config);
                         free(f->owned_config);
@@ -363,14 +363,19 @@ static int manager_setup_notify(Manager *m) {
         return 0;
 }
 
-int fleet_build_seccomp(const FleetConfig *fc, scmp_filter_ctx *ret, char **ret_error) {
+int fleet_build_seccomp(const FleetConfig *fc, struct sock_fprog **ret, char **ret_error) {
         _cleanup_free_ char *why = NULL;
+        scmp_filter_ctx ctx = NULL;
         int r;
 
         *ret = NULL;
         if (!fc->seccomp)
                 return 0;
-        r = confine_seccomp_new(fc->seccomp_list, fc->seccomp_kill, ret, &why);
+        r = confine_seccomp_new(fc->seccomp_list, fc->seccomp_kill, &ctx, &why);
+        if (r >= 0) {
+                r = confine_seccomp_program(ctx, ret);
+                seccomp_release(ctx);
+        }
         if (r < 0 && asprintf(ret_error, "%s: security.seccomp: %s", fc->file,
                               why ?: strerror(-r)) < 0)
                 *ret_error = NULL;

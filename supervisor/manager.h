@@ -8,7 +8,7 @@
 #include "config.h"
 #include "hashmap.h"
 #include "slot.h"
-#include <seccomp.h>
+#include <linux/filter.h>
 
 /* A fleet as it runs: its config section, its cgroup, its identity, its slots. */
 typedef struct Fleet {
@@ -21,7 +21,7 @@ typedef struct Fleet {
         Slot **slots;
         size_t n_slots;
         AllocIndex index;            /* allocation candidates by class */
-        scmp_filter_ctx seccomp;     /* built from security.seccomp, NULL = off */
+        struct sock_fprog *seccomp;  /* compiled from security.seccomp, NULL = off */
         bool retired;                /* gone from the config: drains, then goes */
 } Fleet;
 
@@ -91,7 +91,7 @@ int manager_request_reexecute(Manager *m);
 Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);
 int manager_add_slots(Manager *m, Fleet *f, unsigned count);
-int fleet_build_seccomp(const FleetConfig *fc, scmp_filter_ctx *ret, char **ret_error);
+int fleet_build_seccomp(const FleetConfig *fc, struct sock_fprog **ret, char **ret_error);
 int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, char **ret_error);
 int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error);
 Fleet *manager_find_fleet(Manager *m, const char *name);
