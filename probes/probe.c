@@ -53,6 +53,17 @@ static void copy_str(char dst[static PROBE_STR_MAX], const char *src) {
         utf8_sanitize(dst);
 }
 
+/* A valid answer, whichever protocol gave it. */
+static int probe_answered(Probe *p, unsigned players, unsigned max_players, const char *name,
+                          const char *map) {
+        ProbeResult res = { .players = players, .max_players = max_players };
+
+        copy_str(res.name, name);
+        copy_str(res.map, map);
+        probe_finish(p, 0, &res);
+        return 0;
+}
+
 static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
         ssize_t n = send(p->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0)
@@ -70,23 +81,16 @@ static int probe_handle_sqp(Probe *p, const uint8_t *buf, size_t len) {
                 return probe_send(p, q, sqp_query_request(p->challenge, q));
         }
         SqpInfo info;
-        ProbeResult res = {};
         int r = sqp_parse_query(buf, len, p->challenge, &info);
         if (r < 0)
                 return r;
-        res.players = info.players;
-        res.max_players = info.max_players;
-        copy_str(res.name, info.name);
-        copy_str(res.map, info.map);
-        probe_finish(p, 0, &res);
-        return 0;
+        return probe_answered(p, info.players, info.max_players, info.name, info.map);
 }
 
 static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
         A2sReplyKind kind;
         uint8_t challenge[4], req[29];
         A2sInfo info;
-        ProbeResult res = {};
         int r = a2s_parse_reply(buf, len, &kind, challenge, &info);
 
         if (r < 0)
@@ -96,12 +100,7 @@ static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
                         return -EBADMSG;
                 return probe_send(p, req, a2s_info_request(challenge, req));
         }
-        res.players = info.players;
-        res.max_players = info.max_players;
-        copy_str(res.name, info.name);
-        copy_str(res.map, info.map);
-        probe_finish(p, 0, &res);
-        return 0;
+        return probe_answered(p, info.players, info.max_players, info.name, info.map);
 }
 
 static int probe_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
