@@ -50,6 +50,9 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
         va_list ap;
         int r;
 
+        /* The signal is on its way: the server is being ended, not judged any more. */
+        if (s->pending_cause != FAILURE_NONE)
+                return;
         va_start(ap, format);
         (void) vsnprintf(why, sizeof(why), format, ap);
         va_end(ap);
@@ -180,18 +183,9 @@ void slot_checks_start(Slot *s) {
         if (s->manager->enforced & CGROUP_MASK(CGROUP_MEMORY))
                 (void) cg_oom_kills_at(s->cgroup_fd, &s->oom_kills_at_start);
 
-        /* With checks off there is no timer at all: an idle slot costs no wake-ups. */
-        if (f->check_interval > 0)
-                r = sd_event_add_time_relative(e, &s->check_timer, CLOCK_MONOTONIC,
-                                               f->check_interval + jitter(f->check_interval),
-                                               USEC_PER_MSEC, slot_on_check, s);
-        if (r >= 0 && f->heartbeat > 0) {
-                s->heartbeat_since = now;
-                s->last_watchdog = 0;
-                r = sd_event_add_time_relative(e, &s->heartbeat_timer, CLOCK_MONOTONIC, f->heartbeat,
-                                               USEC_PER_MSEC, slot_on_heartbeat, s);
-        }
-        if (r >= 0 && f->start_timeout > 0)
+        /* Start-up is start_timeout's business; the checks judge a running server, from
+         * READY=1 on (slot_checks_ready()), as systemd's watchdog does. */
+        if (f->start_timeout > 0)
                 r = sd_event_add_time_relative(e, &s->start_timer, CLOCK_MONOTONIC, f->start_timeout,
                                                USEC_PER_MSEC, slot_on_start_timeout, s);
         if (r < 0)
@@ -207,7 +201,30 @@ void slot_checks_stop(Slot *s) {
 }
 
 void slot_checks_ready(Slot *s) {
+        const FleetConfig *f = s->fleet->config;
+        sd_event *e = s->manager->event;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r = 0;
+
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
+        s->check_timer = sd_event_source_disable_unref(s->check_timer);
+        s->heartbeat_timer = sd_event_source_disable_unref(s->heartbeat_timer);
+        s->check_cpu_at = now;
+        if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)
+                s->check_cpu_usage = 0;
+        /* With checks off there is no timer at all: an idle slot costs no wake-ups. */
+        if (f->check_interval > 0)
+                r = sd_event_add_time_relative(e, &s->check_timer, CLOCK_MONOTONIC,
+                                               f->check_interval + jitter(f->check_interval),
+                                               USEC_PER_MSEC, slot_on_check, s);
+        if (r >= 0 && f->heartbeat > 0) {
+                s->heartbeat_since = now;
+                s->last_watchdog = 0;
+                r = sd_event_add_time_relative(e, &s->heartbeat_timer, CLOCK_MONOTONIC, f->heartbeat,
+                                               USEC_PER_MSEC, slot_on_heartbeat, s);
+        }
+        if (r < 0)
+                log_slot_error_errno(s, r, "Failed to arm the checks, the server runs unwatched: %m");
 }
 
 void slot_checks_watchdog(Slot *s) {

@@ -833,6 +833,8 @@ static int slot_adopt(Slot *s, pid_t keeper) {
         s->ready = s->restored_ready;
         slot_set_process_state(s, s->ready ? PROCESS_RUNNING : PROCESS_STARTING);
         slot_checks_start(s);
+        if (s->ready)
+                slot_checks_ready(s);
         /* The socket the keeper kept: what the server sent while we were away is in it. */
         s->notify_fd = safe_close(s->notify_fd);
         s->notify_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_NOTIFY_FD, 0);
