@@ -101,7 +101,7 @@ assert_eq "$(sprop $G1 HoldUntilUSec)" 0 "HoldUntilUSec after the timeout"
 assert_eq "$(sprop $G1 MainPID)" "$pid" "same process across the hold"
 hc=$(hold $COLD $S)
 assert_eq "$(sprop $COLD State)" held "an available slot can be held"
-wait_prop $COLD State available 10
+wait_prop $COLD State available $((10 + 4 * TIME_SCALE))
 assert_eq "$(sprop $COLD ProcessState)" stopped "the held cold slot was not started"
 
 # 7. Hold only from online or available.
@@ -170,12 +170,13 @@ assert_eq "$(sprop $G3 State)" held "held after a crash and restart"
 assert_eq "$(sprop $G3 HoldUntilUSec)" "$h3" "HoldUntilUSec unchanged by a crash"
 scall $COLD Start
 wait_prop $COLD ProcessState running
-hc=$(hold $COLD $((3 * S / 2)))
+# Long enough to outlast the exit and the reads below even under TCG in the VM.
+hc=$(hold $COLD $((4 * S * TIME_SCALE)))
 control $COLD "exit 0"
 wait_prop $COLD ProcessState stopped
 assert_eq "$(sprop $COLD State)" held "held after exit 0 without restart"
 assert_eq "$(sprop $COLD HoldUntilUSec)" "$hc" "HoldUntilUSec unchanged"
-wait_prop $COLD State available 10
+wait_prop $COLD State available $((10 + 4 * TIME_SCALE))
 assert_ok "cold hold lasted until its deadline" test "$(now_usec)" -ge $((hc - 100000))
 scall $G3 ReleaseHold
 assert_eq "$(mprop HoldUntilUSec)" 0 "no hold left"
