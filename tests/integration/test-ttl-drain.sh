@@ -44,11 +44,12 @@ wait_until 10 "second Deprovisionable signal" deprov_count_is 2
 assert_ok "PropertiesChanged for Deprovisionable" grep -q '"Deprovisionable":{"type":"b","data":false}' "$T/signals.log"
 
 # 4. A reservation counts as in use; when it expires the machine is idle from then on.
-r=$(reserve game r-1 $TTL)
+# Long enough to outlast the reads below even under TCG in the VM.
+r=$(reserve game r-1 $((2 * TTL * TIME_SCALE)))
 until=$(sprop $r ReservedUntilUSec)
 assert_eq "$(mprop Deprovisionable)" false "Deprovisionable while reserved"
 assert_eq "$(mprop IdleSinceUSec)" 0 "IdleSinceUSec while reserved"
-wait_prop $r State online 10
+wait_prop $r State online $((10 + 2 * TIME_SCALE))
 idle=$(mprop IdleSinceUSec)
 assert_ok "IdleSinceUSec ($idle) from the expiry ($until)" test "$idle" -ge $((until - 100000))
 wait_mprop Deprovisionable true 10
