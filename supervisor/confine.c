@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
-#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <linux/seccomp.h>
 
 #include "confine.h"
@@ -148,8 +149,12 @@ fail:
         return r;
 }
 
+/* Runs in a child that may share slotd's memory (see spawn.c): system calls only, no
+ * allocation, nothing that writes to libc's or slotd's state. The uid and gid calls are
+ * raw because glibc's wrappers would try to reach every thread of the process. */
 int confine_apply(const ConfineParams *p, const char **ret_step) {
-        cap_t none;
+        struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
         struct rlimit rl;
 
         /* Limits first: raising a hard limit needs CAP_SYS_RESOURCE, gone after setuid. */
@@ -178,25 +183,23 @@ int confine_apply(const ConfineParams *p, const char **ret_step) {
                 }
         (void) prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 
-        if (setgroups(1, &p->gid) < 0) {
+        if (syscall(SYS_setgroups, 1, &p->gid) < 0) {
                 *ret_step = "setgroups";
                 return -1;
         }
-        if (setresgid(p->gid, p->gid, p->gid) < 0) {
+        if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0) {
                 *ret_step = "setgid";
                 return -1;
         }
-        if (setresuid(p->uid, p->uid, p->uid) < 0) {
+        if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0) {
                 *ret_step = "setuid";
                 return -1;
         }
         /* Even a fleet that runs as root keeps no capability. */
-        none = cap_init();
-        if (!none || cap_set_proc(none) < 0) {
+        if (syscall(SYS_capset, &head, none) < 0) {
                 *ret_step = "dropping capabilities";
                 return -1;
         }
-        cap_free(none);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 *ret_step = "PR_SET_NO_NEW_PRIVS";
                 return -1;

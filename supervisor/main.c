@@ -6,6 +6,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "spawn.h"
 #include "slotd-config.h"
 
 static const char *arg_config = SLOTD_SYSCONFDIR "/slotd.ini";
@@ -206,6 +207,17 @@ int main(int argc, char *argv[]) {
                 config_free(config);
                 log_error_errno(r, "Failed to create the manager: %m");
                 goto finish;
+        }
+        {
+                _cleanup_free_ char *exe = exe_path(), *keeper_path = NULL;
+
+                r = spawn_open_keeper(exe, &keeper_path);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot use %s, which holds every slot's server: %m",
+                                        strempty(keeper_path));
+                        goto finish;
+                }
+                m->keeper_fd = r;
         }
         m->resources.cpus = config->cpus > 0 ? config->cpus : detected.cpus;
         m->resources.memory = config->memory > 0 ? config->memory : detected.memory;

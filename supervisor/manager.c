@@ -25,7 +25,7 @@ int manager_new(Config *config, Manager **ret) {
 
         if (!m)
                 return -ENOMEM;
-        m->state_dir_fd = m->exit_dir_fd = -EBADF;
+        m->state_dir_fd = m->exit_dir_fd = m->keeper_fd = -EBADF;
         r = sd_event_new(&m->event);
         if (r < 0) {
                 free(m);
@@ -77,6 +77,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->ttl_timer);
         safe_close(m->state_dir_fd);
         safe_close(m->exit_dir_fd);
+        safe_close(m->keeper_fd);
 
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);

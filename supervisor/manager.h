@@ -60,6 +60,7 @@ typedef struct Manager {
 
         int state_dir_fd;
         int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
+        int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         bool state_dirty;
         usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */

@@ -477,6 +477,7 @@ static int slot_spawn(Slot *s) {
                                   .output_fd = log_fd,
                                   .status_fd = s->status_fd,
                                   .notify_fd = s->notify_fd,
+                                  .keeper_fd = s->manager->keeper_fd,
                                   .fork_and_attach = s->cgroup_killed &&
                                                      s->manager->killed_cgroup_bug,
                           },

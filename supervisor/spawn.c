@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "macro.h"
+#include "slotd-config.h"
 #include "spawn.h"
 
 #ifndef CLONE_INTO_CGROUP
@@ -27,24 +28,94 @@ static int pidfd_open_wrapper(pid_t pid) {
         return fd < 0 ? negative_errno() : (int) fd;
 }
 
+/* The keeper and the server are started the way posix_spawn() starts a program: where it
+ * can (x86_64, no sanitizer), each child shares its parent's memory and the parent sleeps
+ * until the child has exec'd (CLONE_VM | CLONE_VFORK), so that no page table of slotd is
+ * copied, whatever slotd's size. The children then run on stacks of their own, allocate
+ * nothing and change nothing but their own registers and stacks (errno aside: the parent is
+ * asleep and reads none after). Elsewhere they are ordinary copies, with the same code. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define SPAWN_SHARED_VM 1
+
+/* clone3() onto a new stack, calling fn(arg) there and exiting with its result; the
+ * parent gets the child's PID or a negative errno. */
+long slotd_clone3(struct clone_args *args, size_t size, int (*fn)(void *), void *arg);
+__asm__(".text\n"
+        ".globl slotd_clone3\n"
+        ".type slotd_clone3, @function\n"
+        "slotd_clone3:\n"
+        "        mov %rcx, %r8\n"       /* arg: the syscall clobbers rcx */
+        "        mov $435, %eax\n"      /* __NR_clone3 */
+        "        syscall\n"
+        "        test %rax, %rax\n"
+        "        jz 1f\n"
+        "        ret\n"
+        "1:      xor %ebp, %ebp\n"      /* the child, on its own stack */
+        "        mov %r8, %rdi\n"
+        "        call *%rdx\n"
+        "        mov %eax, %edi\n"
+        "        mov $60, %eax\n"       /* __NR_exit */
+        "        syscall\n"
+        "        hlt\n"
+        ".size slotd_clone3, .-slotd_clone3\n");
+
+#define SPAWN_STACK_SIZE (64 * 1024)
+static _Alignas(64) char keeper_stack[SPAWN_STACK_SIZE], server_stack[SPAWN_STACK_SIZE];
+#else
+#define SPAWN_SHARED_VM 0
+#endif
+
+/* Starts fn(arg) in a child per 'args' (flags, exit signal, cgroup); returns its PID or -1
+ * with errno set. */
+static pid_t spawn_clone(struct clone_args *args, char *stack, int (*fn)(void *), void *arg) {
+#if SPAWN_SHARED_VM
+        args->flags |= CLONE_VM | CLONE_VFORK;
+        args->stack = (uint64_t) (uintptr_t) stack;
+        args->stack_size = SPAWN_STACK_SIZE;
+        long r = slotd_clone3(args, sizeof(*args), fn, arg);
+        if (r < 0) {
+                errno = (int) -r;
+                return -1;
+        }
+        return (pid_t) r;
+#else
+        long r = syscall(SYS_clone3, args, sizeof(*args));
+        if (r == 0)
+                _exit(fn(arg));
+        return (pid_t) r;
+#endif
+}
+
+/* A message to the slot's server.log from a child: no stdio (it allocates), no strerror()
+ * (it may translate). */
+static void child_say(int fd, const char *what, const char *path, int error) {
+        char buf[512];
+        const char *desc = strerrordesc_np(error);
+        int n = snprintf(buf, sizeof(buf), "slotd: cannot start %s: %s: %s\n", path, what,
+                         desc ?: "unknown error");
+
+        if (n > 0)
+                (void) write(fd, buf, MIN((size_t) n, sizeof(buf) - 1));
+}
+
 _Noreturn static void child_fail(const char *step, const char *path) {
-        int e = errno;
-        dprintf(STDERR_FILENO, "slotd: cannot start %s: %s: %s\n", path, step, strerror(e));
+        child_say(STDERR_FILENO, step, path, errno);
         _exit(SPAWN_EXIT_SETUP);
 }
 
-/* The game server, in the keeper's fork: everything here runs in a copy of a
- * single-threaded parent. */
-_Noreturn static void server_exec(const SpawnParams *p) {
+/* The game server, the keeper's child: confined, then the build exec'd. */
+static int server_child(void *userdata) {
+        const SpawnParams *p = userdata;
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
         sigset_t none;
         const char *step = NULL;
         int null_fd;
 
-        /* The keeper blocks everything and catches everything; a game server starts with a
-         * clean mask and default dispositions. */
+        /* The keeper blocks everything; a game server starts with a clean mask and default
+         * dispositions. */
         for (int sig = 1; sig < _NSIG; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) signal(sig, SIG_DFL);
+                        (void) sigaction(sig, &dfl, NULL);
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
 
@@ -62,77 +133,72 @@ _Noreturn static void server_exec(const SpawnParams *p) {
         child_fail("exec", p->path);
 }
 
-static void keeper_noop(int sig) {
+/* The status of a server that never got as far as exec (see spawn_read_status()). */
+static void keeper_fail_status(int status_fd) {
+        char status[32];
+        int n = snprintf(status, sizeof(status), "exited %d\n", SPAWN_EXIT_SETUP);
+
+        (void) pwrite(status_fd, status, (size_t) n, 0);
 }
 
-static void keeper_write_status(int fd, int wstatus) {
-        char buf[32];
-        int n;
-
-        if (WIFEXITED(wstatus))
-                n = snprintf(buf, sizeof(buf), "exited %d\n", WEXITSTATUS(wstatus));
-        else
-                n = snprintf(buf, sizeof(buf), "killed %d\n", WTERMSIG(wstatus));
-        (void) pwrite(fd, buf, (size_t) n, 0);
-}
-
-/* PID 1 of the slot's namespace. Signals from outside reach a namespace's init only if it
- * has a handler, hence the no-op handlers; they stay blocked and sigwaitinfo() takes them. */
-_Noreturn static void keeper_main(const SpawnParams *p, bool attach_self) {
-        struct sigaction sa = { .sa_handler = keeper_noop };
+/* PID 1 of the slot's namespace, until it execs slotd-keeper: forks the server, arranges
+ * the descriptors the keeper keeps, and becomes the keeper, every signal blocked throughout
+ * so that none sent meanwhile is lost (see keeper.c). */
+static int keeper_child(void *userdata) {
+        const SpawnParams *p = userdata;
+        struct clone_args args = { .exit_signal = SIGCHLD };
+        char pid_arg[16];
         sigset_t all;
         pid_t server;
+        int status, notify, output, keeper;
 
-        if (attach_self && cg_write_at(p->cgroup_fd, "cgroup.procs", "0") < 0) {
-                dprintf(p->output_fd, "slotd: cannot join the slot's cgroup: %m\n");
-                _exit(SPAWN_EXIT_SETUP);
-        }
         sigfillset(&all);
         (void) sigprocmask(SIG_SETMASK, &all, NULL);
-        for (int sig = 1; sig < _NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) sigaction(sig, &sa, NULL);
-        (void) setsid();
-        (void) prctl(PR_SET_NAME, "slotd-keeper", 0, 0, 0);
-
-        server = fork();
-        if (server < 0) {
-                dprintf(p->output_fd, "slotd: cannot fork the server: %m\n");
-                keeper_write_status(p->status_fd, SPAWN_EXIT_SETUP << 8);
-                _exit(0);
+        if (p->fork_and_attach && cg_write_at(p->cgroup_fd, "cgroup.procs", "0") < 0) {
+                child_say(p->output_fd, "joining the slot's cgroup", p->path, errno);
+                keeper_fail_status(p->status_fd);
+                return 0;
         }
-        if (server == 0)
-                server_exec(p);
+        (void) setsid();
 
-        /* Keep only the status file, as fd 3, and the notify socket, as fd 4; through high
-         * numbers first, so that neither overwrites the other. */
-        int status = fcntl(p->status_fd, F_DUPFD, 64), notify = fcntl(p->notify_fd, F_DUPFD, 64);
-        if (status < 0 || notify < 0 || dup2(status, 3) < 0 || dup2(notify, KEEPER_NOTIFY_FD) < 0)
-                _exit(SPAWN_EXIT_SETUP);
-        (void) syscall(SYS_close_range, KEEPER_NOTIFY_FD + 1, ~0U, 0U);
+#if SPAWN_SHARED_VM
+        server = spawn_clone(&args, server_stack, server_child, (void *) p);
+#else
+        server = spawn_clone(&args, NULL, server_child, (void *) p);
+#endif
+        if (server < 0) {
+                child_say(p->output_fd, "forking the server", p->path, errno);
+                keeper_fail_status(p->status_fd);
+                return 0;
+        }
+
+        /* The status file as fd 3 and the notify socket as fd 4, through high numbers first
+         * so that none overwrites another; the log (for a failed exec) as 5 and slotd-keeper
+         * as 6 until the exec. */
+        status = fcntl(p->status_fd, F_DUPFD, 64);
+        notify = fcntl(p->notify_fd, F_DUPFD, 64);
+        output = fcntl(p->output_fd, F_DUPFD_CLOEXEC, 64);
+        keeper = fcntl(p->keeper_fd, F_DUPFD_CLOEXEC, 64);
+        if (status < 0 || notify < 0 || output < 0 || keeper < 0 || dup2(status, 3) < 0 ||
+            dup2(notify, KEEPER_NOTIFY_FD) < 0 || dup3(output, 5, O_CLOEXEC) < 0 ||
+            dup3(keeper, 6, O_CLOEXEC) < 0) {
+                (void) kill(server, SIGKILL);
+                keeper_fail_status(p->status_fd);
+                return 0;
+        }
+        (void) syscall(SYS_close_range, 7U, ~0U, 0U);
         (void) close(STDIN_FILENO);
         (void) close(STDOUT_FILENO);
         (void) close(STDERR_FILENO);
 
-        for (;;) {
-                siginfo_t si;
-                int sig = sigwaitinfo(&all, &si), wstatus;
-                pid_t w;
-
-                if (sig < 0)
-                        continue;
-                if (sig != SIGCHLD) {
-                        (void) kill(server, sig);
-                        continue;
-                }
-                while ((w = waitpid(-1, &wstatus, WNOHANG)) > 0)
-                        if (w == server) {
-                                /* Our exit ends the namespace: nothing the server left
-                                 * behind outlives it. */
-                                keeper_write_status(3, wstatus);
-                                _exit(0);
-                        }
-        }
+        snprintf(pid_arg, sizeof(pid_arg), "%d", (int) server);
+        (void) syscall(SYS_execveat, 6, "",
+                       (char *const[]){ (char *) "slotd-keeper", pid_arg, NULL },
+                       (char *const[]){ NULL }, AT_EMPTY_PATH);
+        child_say(5, "exec of slotd-keeper", p->path, errno);
+        /* Our exit ends the namespace and the server with it. */
+        keeper_fail_status(3);
+        return 0;
 }
 
 static bool clone3_unsupported;
@@ -149,11 +215,13 @@ int spawn_process(const SpawnParams *p, pid_t *ret_pid, int *ret_pidfd) {
                         .exit_signal = SIGCHLD,
                         .cgroup = p->fork_and_attach ? 0 : (uint64_t) p->cgroup_fd,
                 };
-                long r = syscall(SYS_clone3, &args, sizeof(args));
-                if (r == 0)
-                        keeper_main(p, p->fork_and_attach);
-                if (r > 0) {
-                        *ret_pid = (pid_t) r;
+#if SPAWN_SHARED_VM
+                pid = spawn_clone(&args, keeper_stack, keeper_child, (void *) p);
+#else
+                pid = spawn_clone(&args, NULL, keeper_child, (void *) p);
+#endif
+                if (pid > 0) {
+                        *ret_pid = pid;
                         *ret_pidfd = pidfd;
                         return 0;
                 }
@@ -164,12 +232,14 @@ int spawn_process(const SpawnParams *p, pid_t *ret_pid, int *ret_pidfd) {
         }
 
         /* Without clone3 the keeper cannot be the init of a namespace of its own: the
-         * servers then share slotd's PID namespace. */
+         * servers then share slotd's PID namespace, and the keeper joins the cgroup. */
+        SpawnParams attach = *p;
+        attach.fork_and_attach = true;
         pid = fork();
         if (pid < 0)
                 return negative_errno();
         if (pid == 0)
-                keeper_main(p, true);
+                _exit(keeper_child(&attach));
         /* The child cannot have been reaped yet: we are its parent and have not waited. */
         pidfd = pidfd_open_wrapper(pid);
         if (pidfd < 0) {
@@ -271,4 +341,32 @@ int spawn_probe_killed_cgroup_bug(const char *parent_path) {
 finish:
         (void) cg_remove(path);
         return r;
+}
+
+int spawn_open_keeper(const char *self_exe, char **ret_path) {
+        _cleanup_free_ char *sibling = NULL;
+        const char *slash = self_exe ? strrchr(self_exe, '/') : NULL;
+        int fd;
+
+        if (slash && asprintf(&sibling, "%.*s/slotd-keeper", (int) (slash - self_exe), self_exe) < 0)
+                return -ENOMEM;
+        for (int i = 0; i < 2; i++) {
+                const char *path = i == 0 ? sibling : SLOTD_KEEPER_PATH;
+
+                if (!path)
+                        continue;
+                fd = open(path, O_PATH | O_CLOEXEC);
+                if (fd >= 0 && faccessat(fd, "", X_OK, AT_EMPTY_PATH) == 0)
+                        return fd;
+                if (fd >= 0) {
+                        errno = EACCES;
+                        (void) close(fd);
+                }
+                if (i == 1 || errno != ENOENT) {
+                        int r = negative_errno();
+                        *ret_path = strdup(path);
+                        return r;
+                }
+        }
+        return -ENOENT; /* not reached */
 }

@@ -8,11 +8,12 @@
 
 /* Starting a build executable inside its slot's cgroup, behind a keeper.
  *
- * The keeper is a copy of slotd (no exec) cloned straight into the slot's cgroup as PID 1 of
- * a new PID namespace. It forks the game server, confines it and execs the build; then it
- * forwards the signals slotd sends it, reaps what dies in the namespace, and when the server
- * exits writes its exit status to a file slotd gave it and exits, taking the rest of the
- * namespace with it. Because of it a game server cannot see or signal the processes of
+ * The keeper is cloned straight into the slot's cgroup as PID 1 of a new PID namespace. It
+ * forks the game server, which confines itself and execs the build, and then execs
+ * slotd-keeper (keeper.c), a freestanding program of a few hundred bytes: that forwards the
+ * signals slotd sends it, reaps what dies in the namespace, and when the server exits writes
+ * its exit status to a file slotd gave it and exits, taking the rest of the namespace with
+ * it. Because of it a game server cannot see or signal the processes of
  * another slot, and an exit that happens while slotd is not running is not lost. */
 
 typedef struct SpawnParams {
@@ -25,6 +26,7 @@ typedef struct SpawnParams {
         int output_fd;   /* stdout and stderr; stdin is /dev/null */
         int status_fd;   /* where the keeper writes the server's exit status */
         int notify_fd;   /* the slot's notify socket: the keeper holds it (see spawn.h) */
+        int keeper_fd;   /* slotd-keeper, opened O_PATH (spawn_open_keeper()) */
         bool fork_and_attach; /* skip CLONE_INTO_CGROUP (see spawn_probe_killed_cgroup_bug()) */
 } SpawnParams;
 
@@ -49,6 +51,11 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper);
 
 int pidfd_send_signal_wrapper(int pidfd, int sig);
+
+/* Opens slotd-keeper (O_PATH, close-on-exec): the one next to 'self_exe' (slotd's own
+ * binary, so that a build tree runs its own), else SLOTD_KEEPER_PATH. Returns the fd, or a
+ * negative errno with the path last tried in *ret_path (malloc'd). */
+int spawn_open_keeper(const char *self_exe, char **ret_path);
 
 /* Some kernels (seen on 6.18) SIGKILL every child that clone3 puts into a cgroup which has
  * ever been emptied through cgroup.kill: the kill sequence number of the parent's cgroup is

@@ -3,7 +3,7 @@
 # Idempotent: asks apt only for what is missing. Run as root.
 set -euo pipefail
 
-build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libcap-dev libseccomp-dev
+build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
        libinih-dev libcmocka-dev)
 run=(dbus-daemon systemd python3)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)

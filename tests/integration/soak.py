@@ -630,9 +630,10 @@ def slot_process_problem(slot, pstate, main_pid):
 
 def our_processes():
     """Every live test server and keeper of this test, wherever it is: servers by their HOME
-    (under $T), keepers by their command line (slotd's, naming $T's config)."""
-    servers, keepers = {}, {}
-    cfg = os.path.join(T, "etc", "slotd.ini").encode()
+    (under $T), keepers (a binary of their own, with no trace of $T) by being in this test's
+    cgroup tree or the parent of one of its servers."""
+    servers, keepers, candidates = {}, {}, {}
+    rel = cg_relative()
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -646,9 +647,7 @@ def our_processes():
             cg = read(f"/proc/{pid}/cgroup")
             cg = next((l[3:] for l in cg.splitlines() if l.startswith("0::")), "?")
             if comm == "slotd-keeper":
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if cfg in f.read():
-                        keepers[pid] = cg
+                candidates[pid] = cg
             else:
                 with open(f"/proc/{pid}/environ", "rb") as f:
                     env = f.read().split(b"\0")
@@ -656,6 +655,15 @@ def our_processes():
                     servers[pid] = cg
         except (OSError, IndexError):
             continue
+    parents = set()
+    for pid in servers:
+        try:
+            parents.add(ppid_of(pid))
+        except (OSError, IndexError, ValueError):
+            pass
+    for pid, cg in candidates.items():
+        if cg == rel or cg.startswith(rel + "/") or pid in parents:
+            keepers[pid] = cg
     return servers, keepers
 
 
