@@ -169,6 +169,11 @@ int main(int argc, char *argv[]) {
         sigset_t mask;
         int r;
 
+        r = spawn_reserve_fds();
+        if (r < 0) {
+                fprintf(stderr, "slotd: cannot open /dev/null: %s\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
         log_open();
         r = parse_argv(argc, argv);
         if (r <= 0)
@@ -200,6 +205,11 @@ int main(int argc, char *argv[]) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigprocmask(SIG_BLOCK, &mask, NULL);
+        /* Whatever our parent ignored (nohup's SIGHUP…) goes back to its default, so that
+         * SIGPIPE is the one ignored signal a spawned child has to reset (spawn.c). */
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP && sig != SIGPIPE)
+                        (void) sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
         signal(SIGPIPE, SIG_IGN);
 
         r = manager_new(config, &m);

@@ -34,6 +34,10 @@ typedef struct SpawnParams {
  * output (the slot's server.log) first. */
 #define SPAWN_EXIT_SETUP 203
 
+/* Opens the few descriptors every spawn passes through: call first thing in main(), so that
+ * they are low in the table. Called by spawn_process() otherwise. */
+int spawn_reserve_fds(void);
+
 /* Starts the keeper (and through it the server). Never blocks on the child. ret_pid and
  * ret_pidfd are the keeper's, slotd's own child. */
 int spawn_process(const SpawnParams *p, pid_t *ret_pid, int *ret_pidfd);
