@@ -286,18 +286,32 @@ int cg_remove(const char *path) {
         return 0;
 }
 
-int cg_cpu_usage_at(int dirfd, usec_t *ret) {
-        char buf[1024];
-        const char *p;
-        int r = cg_read_at(dirfd, "cpu.stat", buf, sizeof(buf));
+static int parse_cpu_usage(const char *buf, usec_t *ret) {
+        const char *p = strstr(buf, "usage_usec ");
 
-        if (r < 0)
-                return r;
-        p = strstr(buf, "usage_usec ");
         if (!p)
                 return -EIO;
         *ret = strtoull(p + 11, NULL, 10);
         return 0;
+}
+
+int cg_cpu_usage_at(int dirfd, usec_t *ret) {
+        char buf[1024];
+        int r = cg_read_at(dirfd, "cpu.stat", buf, sizeof(buf));
+
+        if (r < 0)
+                return r;
+        return parse_cpu_usage(buf, ret);
+}
+
+int cg_cpu_usage_fd(int fd, usec_t *ret) {
+        char buf[1024];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        return parse_cpu_usage(buf, ret);
 }
 
 int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) {

@@ -72,6 +72,8 @@ int cg_remove(const char *path);
 
 /* cpu.stat usage_usec (available in v2 without the cpu controller). */
 int cg_cpu_usage_at(int dirfd, usec_t *ret);
+/* The same from an open cpu.stat (re-read from its start). */
+int cg_cpu_usage_fd(int fd, usec_t *ret);
 /* memory.current; where the memory controller is missing, the sum of the resident set sizes
  * of the group's processes (from /proc/PID/statm), which over-counts shared pages. */
 int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret);

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <linux/errqueue.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "a2s.h"
@@ -17,11 +20,24 @@ typedef enum ProbeStep {
         PROBE_DONE,
 } ProbeStep;
 
-struct Probe {
-        QueryType type;
-        ProbeStep step;
+/* Every probe goes through one UDP socket: a thousand slots probed each second cost one
+ * event source and as many datagrams per wake-up as are waiting, not a socket, a connect
+ * and an event source each. Answers are matched by their source address; probes whose
+ * datagram the kernel refused (ICMP port unreachable) are found through IP_RECVERR. */
+#define HUB_PAGE 256
+struct ProbeHub {
+        sd_event *event;
         int fd;
         sd_event_source *io;
+        Probe **pages[65536 / HUB_PAGE]; /* by the target's port */
+        unsigned n_probes;
+};
+
+struct Probe {
+        ProbeHub *hub;
+        struct sockaddr_in addr;
+        QueryType type;
+        ProbeStep step;
         sd_event_source *timer;
         uint32_t challenge;
         unsigned a2s_challenges;
@@ -29,12 +45,25 @@ struct Probe {
         void *userdata;
 };
 
+static Probe **hub_slot(ProbeHub *h, uint16_t port, bool create) {
+        Probe ***page = &h->pages[port / HUB_PAGE];
+
+        if (!*page && create)
+                *page = calloc(HUB_PAGE, sizeof(Probe *));
+        return *page ? &(*page)[port % HUB_PAGE] : NULL;
+}
+
 Probe *probe_free(Probe *p) {
         if (!p)
                 return NULL;
-        sd_event_source_disable_unref(p->io);
+        if (p->hub) {
+                Probe **slot = hub_slot(p->hub, ntohs(p->addr.sin_port), false);
+                if (slot && *slot == p) {
+                        *slot = NULL;
+                        p->hub->n_probes--;
+                }
+        }
         sd_event_source_disable_unref(p->timer);
-        safe_close(p->fd);
         free(p);
         return NULL;
 }
@@ -43,7 +72,6 @@ static void probe_finish(Probe *p, int result, const ProbeResult *info) {
         if (p->step == PROBE_DONE)
                 return;
         p->step = PROBE_DONE;
-        (void) sd_event_source_set_enabled(p->io, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(p->timer, SD_EVENT_OFF);
         p->done(p, result, info, p->userdata);
 }
@@ -65,7 +93,8 @@ static int probe_answered(Probe *p, unsigned players, unsigned max_players, cons
 }
 
 static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
-        ssize_t n = send(p->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t n = sendto(p->hub->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                           (const struct sockaddr *) &p->addr, sizeof(p->addr));
         if (n < 0)
                 return negative_errno();
         return (size_t) n == len ? 0 : -EIO;
@@ -103,28 +132,93 @@ static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
         return probe_answered(p, info.players, info.max_players, info.name, info.map);
 }
 
-static int probe_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Probe *p = userdata;
-        uint8_t buf[1500];
-        ssize_t n;
+static Probe *hub_find(ProbeHub *h, const struct sockaddr_in *from) {
+        Probe **slot;
+
+        if (from->sin_family != AF_INET)
+                return NULL;
+        slot = hub_slot(h, ntohs(from->sin_port), false);
+        if (!slot || !*slot || (*slot)->step == PROBE_DONE ||
+            (*slot)->addr.sin_addr.s_addr != from->sin_addr.s_addr)
+                return NULL;
+        return *slot;
+}
+
+static void hub_datagram(ProbeHub *h, const struct sockaddr_in *from, const uint8_t *buf, size_t n,
+                         size_t size) {
+        Probe *p = hub_find(h, from);
         int r;
 
-        n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
-        if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                        return 0;
-                /* ECONNREFUSED: the ICMP port-unreachable of a connected UDP socket. */
-                probe_finish(p, negative_errno(), NULL);
-                return 0;
-        }
-        if ((size_t) n > sizeof(buf)) {
+        if (!p)
+                return; /* late, unasked or from elsewhere: dropped */
+        if (n > size) {
                 probe_finish(p, -EBADMSG, NULL);
-                return 0;
+                return;
         }
-        r = p->type == QUERY_SQP ? probe_handle_sqp(p, buf, (size_t) n)
-                                 : probe_handle_a2s(p, buf, (size_t) n);
+        r = p->type == QUERY_SQP ? probe_handle_sqp(p, buf, n) : probe_handle_a2s(p, buf, n);
         if (r < 0)
                 probe_finish(p, r, NULL);
+}
+
+/* ICMP errors of the probes' datagrams: the target that refused is in msg_name. */
+static void hub_errors(ProbeHub *h) {
+        for (unsigned i = 0; i < 256; i++) {
+                struct sockaddr_in to = {};
+                uint8_t control[256], data[64];
+                struct iovec iov = { data, sizeof(data) };
+                struct msghdr mh = {
+                        .msg_name = &to, .msg_namelen = sizeof(to),
+                        .msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = control, .msg_controllen = sizeof(control),
+                };
+                Probe *p;
+
+                if (recvmsg(h->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+                        return;
+                p = hub_find(h, &to);
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); p && c; c = CMSG_NXTHDR(&mh, c))
+                        if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) {
+                                const struct sock_extended_err *ee = (const void *) CMSG_DATA(c);
+                                probe_finish(p, ee->ee_errno ? -(int) ee->ee_errno : -EIO, NULL);
+                                break;
+                        }
+        }
+}
+
+/* At most this many datagrams a wake-up, so that a flood cannot hold the loop. */
+#define HUB_BATCH 16
+#define HUB_BATCHES 16
+
+static int hub_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        ProbeHub *h = userdata;
+        static uint8_t bufs[HUB_BATCH][1500];
+        struct sockaddr_in from[HUB_BATCH];
+        struct iovec iov[HUB_BATCH];
+        struct mmsghdr mm[HUB_BATCH];
+
+        if (revents & EPOLLERR)
+                hub_errors(h);
+        for (unsigned b = 0; b < HUB_BATCHES; b++) {
+                int n;
+
+                for (unsigned i = 0; i < HUB_BATCH; i++) {
+                        iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
+                        mm[i] = (struct mmsghdr){ .msg_hdr = {
+                                .msg_name = &from[i], .msg_namelen = sizeof(from[i]),
+                                .msg_iov = &iov[i], .msg_iovlen = 1,
+                        } };
+                }
+                n = recvmmsg(fd, mm, HUB_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+                if (n <= 0) {
+                        if (n < 0 && errno != EAGAIN && errno != EINTR)
+                                hub_errors(h);
+                        return 0;
+                }
+                for (int i = 0; i < n; i++)
+                        hub_datagram(h, &from[i], bufs[i], mm[i].msg_len, sizeof(bufs[i]));
+                if (n < HUB_BATCH)
+                        return 0;
+        }
         return 0;
 }
 
@@ -133,33 +227,74 @@ static int probe_on_timeout(sd_event_source *source, uint64_t usec, void *userda
         return 0;
 }
 
-int probe_start(sd_event *event, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
+int probe_hub_new(sd_event *event, ProbeHub **ret) {
+        _cleanup_(probe_hub_freep) ProbeHub *h = calloc(1, sizeof(ProbeHub));
+        int one = 1, r;
+
+        if (!h)
+                return -ENOMEM;
+        h->event = sd_event_ref(event);
+        h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (h->fd < 0)
+                return negative_errno();
+        if (setsockopt(h->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0)
+                return negative_errno();
+        /* Room for a thousand answers that arrive together (kernel memory, used only while
+         * they wait); without CAP_NET_ADMIN, as much as net.core.rmem_max allows. */
+        int size = 4 << 20;
+        if (setsockopt(h->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+                (void) setsockopt(h->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+        r = sd_event_add_io(event, &h->io, h->fd, EPOLLIN, hub_on_io, h);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+ProbeHub *probe_hub_free(ProbeHub *h) {
+        if (!h)
+                return NULL;
+        /* Probes still out keep their timers; they must be freed first. */
+        for (size_t i = 0; i < ELEMENTSOF(h->pages); i++)
+                free(h->pages[i]);
+        sd_event_source_disable_unref(h->io);
+        safe_close(h->fd);
+        sd_event_unref(h->event);
+        free(h);
+        return NULL;
+}
+
+int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
                 probe_done_t done, void *userdata, Probe **ret) {
         _cleanup_(probe_freep) Probe *p = NULL;
+        Probe **slot;
         uint8_t buf[29];
         size_t len;
         int r;
 
         if (type != QUERY_SQP && type != QUERY_A2S)
                 return -EINVAL;
+        if (addr->sin_family != AF_INET)
+                return -EAFNOSUPPORT;
+        slot = hub_slot(hub, ntohs(addr->sin_port), true);
+        if (!slot)
+                return -ENOMEM;
+        if (*slot)
+                return -EBUSY; /* one probe per target at a time */
         p = calloc(1, sizeof(Probe));
         if (!p)
                 return -ENOMEM;
         p->type = type;
         p->done = done;
         p->userdata = userdata;
-        p->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (p->fd < 0)
-                return negative_errno();
-        if (connect(p->fd, (const struct sockaddr *) addr, sizeof(*addr)) < 0)
-                return negative_errno();
-        r = sd_event_add_io(event, &p->io, p->fd, EPOLLIN, probe_on_io, p);
+        p->addr = *addr;
+        r = sd_event_add_time_relative(hub->event, &p->timer, CLOCK_MONOTONIC, timeout,
+                                       USEC_PER_MSEC, probe_on_timeout, p);
         if (r < 0)
                 return r;
-        r = sd_event_add_time_relative(event, &p->timer, CLOCK_MONOTONIC, timeout, USEC_PER_MSEC,
-                                       probe_on_timeout, p);
-        if (r < 0)
-                return r;
+        p->hub = hub;
+        *slot = p;
+        hub->n_probes++;
         if (type == QUERY_SQP) {
                 p->step = PROBE_SQP_CHALLENGE;
                 len = sqp_challenge_request(buf);

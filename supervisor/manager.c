@@ -31,6 +31,12 @@ int manager_new(Config *config, Manager **ret) {
                 free(m);
                 return r;
         }
+        r = probe_hub_new(m->event, &m->probe_hub);
+        if (r < 0) {
+                sd_event_unref(m->event);
+                free(m);
+                return r;
+        }
         m->config = config;
         *ret = m;
         return 0;
@@ -45,6 +51,8 @@ static void manager_free_fleets(Manager *m) {
                 free(f->slots);
                 free(f->cgroup_path);
                 confine_seccomp_program_free(f->seccomp);
+                sd_event_source_disable_unref(f->sweep_timer);
+                sd_event_source_disable_unref(f->sweep_defer);
                 if (f->owned_config) {
                         config_fleet_done(f->owned_config);
                         free(f->owned_config);
@@ -70,6 +78,7 @@ Manager *manager_free(Manager *m) {
                 slot_free(m->graveyard[i]);
         free(m->graveyard);
         manager_free_fleets(m);
+        probe_hub_free(m->probe_hub); /* after the slots: their probes are in it */
         hashmap_done(&m->uuids);
         sd_event_source_disable_unref(m->graveyard_source);
         sd_event_source_disable_unref(m->commit_source);

@@ -23,6 +23,14 @@ typedef struct Fleet {
         AllocIndex index;            /* allocation candidates by class */
         struct sock_fprog *seccomp;  /* compiled from security.seccomp, NULL = off */
         bool retired;                /* gone from the config: drains, then goes */
+        /* One check sweep per checks.interval over the fleet's running slots, done in
+         * chunks (slot-checks.c); off while no slot is checked. */
+        sd_event_source *sweep_timer;
+        sd_event_source *sweep_defer;
+        usec_t sweep_started;
+        size_t sweep_next;
+        bool sweeping;               /* a sweep is under way */
+        bool sweep_checked;          /* the sweep under way found a slot to check */
 } Fleet;
 
 typedef struct Manager {
@@ -61,6 +69,7 @@ typedef struct Manager {
         int state_dir_fd;
         int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
+        ProbeHub *probe_hub;         /* the one socket of all query probes */
         bool state_dirty;
         usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */

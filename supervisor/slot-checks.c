@@ -3,6 +3,7 @@
  * checks.interval, the heartbeat, the start timeout; strikes, and the signal after too many.
  * The verdicts are the pure functions of probes/checks.c; this file applies them. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -10,22 +11,6 @@
 #include "cgroup.h"
 #include "log.h"
 #include "manager.h"
-
-/* Spread the checks of slots started together over a tenth of the interval, so that a
- * thousand slots do not all wake at the same instant. */
-static usec_t jitter(usec_t interval) {
-        static uint64_t state;
-        uint64_t x;
-
-        if (state == 0 && getrandom(&state, sizeof(state), GRND_NONBLOCK) != sizeof(state))
-                state = now_usec(CLOCK_MONOTONIC) | 1;
-        x = state;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        state = x;
-        return interval >= 10 ? x % (interval / 10) : 0;
-}
 
 unsigned slot_strike_count(const Slot *s, CheckKind k) {
         return time_window_count(&s->strikes[k], now_usec(CLOCK_MONOTONIC),
@@ -107,22 +92,22 @@ static void slot_start_probe(Slot *s) {
 
         if (s->probe)
                 return; /* the previous one is still within its timeout */
-        r = probe_start(s->manager->event, f->query, &addr, f->query_timeout, slot_on_probe_done, s,
+        r = probe_start(s->manager->probe_hub, f->query, &addr, f->query_timeout, slot_on_probe_done, s,
                         &s->probe);
         if (r < 0)
                 slot_strike(s, CHECK_QUERY, "cannot send a query: %s", strerror(-r));
 }
 
-static int slot_on_check(sd_event_source *source, uint64_t usec, void *userdata) {
-        Slot *s = userdata;
+/* One slot's resource checks and probe, within its fleet's sweep. */
+static void slot_check(Slot *s, usec_t now) {
         const FleetConfig *f = s->fleet->config;
-        usec_t now = now_usec(CLOCK_MONOTONIC), usage;
+        usec_t usage;
         uint64_t memory;
 
-        (void) sd_event_source_set_time_relative(source, f->check_interval);
-        (void) sd_event_source_set_enabled(source, SD_EVENT_ON);
-
-        if (cg_cpu_usage_at(s->cgroup_fd, &usage) >= 0) {
+        /* cpu.stat stays open: a sweep is one pread per slot, not an open, read and close. */
+        if (s->cpu_stat_fd < 0 && s->cgroup_fd >= 0)
+                s->cpu_stat_fd = openat(s->cgroup_fd, "cpu.stat", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (s->cpu_stat_fd >= 0 && cg_cpu_usage_fd(s->cpu_stat_fd, &usage) >= 0) {
                 s->cpu_usage = cpu_cores_used(s->check_cpu_usage, usage, now - s->check_cpu_at);
                 s->check_cpu_usage = usage;
                 s->check_cpu_at = now;
@@ -136,6 +121,73 @@ static int slot_on_check(sd_event_source *source, uint64_t usec, void *userdata)
                             memory, f->usage_memory, f->memory_tolerance);
         if (f->query != QUERY_NONE && s->main_pid > 0)
                 slot_start_probe(s);
+}
+
+/* A sweep goes through the fleet's slots this many at a time, each chunk one event, so
+ * that D-Bus calls and exits are served between chunks: no event does more than a chunk's
+ * work, whatever the number of slots. */
+#define SWEEP_CHUNK 32
+
+static int fleet_on_sweep(sd_event_source *source, uint64_t usec, void *userdata);
+
+static void fleet_sweep_arm(Fleet *f, usec_t when) {
+        if (!f->sweep_timer) {
+                if (sd_event_add_time(f->manager->event, &f->sweep_timer, CLOCK_MONOTONIC, when,
+                                      USEC_PER_MSEC, fleet_on_sweep, f) < 0)
+                        return;
+        } else
+                (void) sd_event_source_set_time(f->sweep_timer, when);
+        (void) sd_event_source_set_enabled(f->sweep_timer, SD_EVENT_ONESHOT);
+}
+
+static void fleet_sweep_chunk(Fleet *f) {
+        usec_t now = now_usec(CLOCK_MONOTONIC), interval = f->config->check_interval;
+        size_t end = MIN(f->n_slots, f->sweep_next + SWEEP_CHUNK);
+
+        for (; f->sweep_next < end; f->sweep_next++) {
+                Slot *s = f->slots[f->sweep_next];
+
+                if (!s->checks_on || interval == 0)
+                        continue;
+                f->sweep_checked = true;
+                /* A slot that became ready just now waits for the next sweep: CPU use over a
+                 * few ms says nothing. */
+                if (now - s->check_cpu_at >= interval / 2)
+                        slot_check(s, now);
+        }
+        if (f->sweep_next < f->n_slots && f->sweep_defer) {
+                (void) sd_event_source_set_enabled(f->sweep_defer, SD_EVENT_ONESHOT);
+                return;
+        }
+        f->sweeping = false;
+        /* Nothing checked: no slot runs with checks on, and the fleet wakes no more until
+         * one does (slot_checks_ready()). */
+        if (f->sweep_checked && interval > 0)
+                fleet_sweep_arm(f, MAX(f->sweep_started + interval, now + USEC_PER_MSEC));
+}
+
+static int fleet_on_sweep_defer(sd_event_source *source, void *userdata) {
+        fleet_sweep_chunk(userdata);
+        return 0;
+}
+
+static int fleet_on_sweep(sd_event_source *source, uint64_t usec, void *userdata) {
+        Fleet *f = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        usec_t usage;
+
+        if (!f->sweep_defer && sd_event_add_defer(f->manager->event, &f->sweep_defer,
+                                                  fleet_on_sweep_defer, f) >= 0)
+                (void) sd_event_source_set_enabled(f->sweep_defer, SD_EVENT_OFF);
+        f->sweep_started = now_usec(CLOCK_MONOTONIC);
+        f->sweep_next = 0;
+        f->sweep_checked = false;
+        f->sweeping = true;
+        /* Reading the fleet's cpu.stat first flushes the CPU statistics of all its slots at
+         * once; each slot's read after it has little left to flush (half the cost here). */
+        if (cg_open(f->cgroup_path, &fd) >= 0)
+                (void) cg_cpu_usage_at(fd, &usage);
+        fleet_sweep_chunk(f);
         return 0;
 }
 
@@ -193,7 +245,7 @@ void slot_checks_start(Slot *s) {
 }
 
 void slot_checks_stop(Slot *s) {
-        s->check_timer = sd_event_source_disable_unref(s->check_timer);
+        s->checks_on = false;
         s->heartbeat_timer = sd_event_source_disable_unref(s->heartbeat_timer);
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
         s->misbehaviour_timer = sd_event_source_disable_unref(s->misbehaviour_timer);
@@ -207,16 +259,24 @@ void slot_checks_ready(Slot *s) {
         int r = 0;
 
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
-        s->check_timer = sd_event_source_disable_unref(s->check_timer);
         s->heartbeat_timer = sd_event_source_disable_unref(s->heartbeat_timer);
         s->check_cpu_at = now;
         if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)
                 s->check_cpu_usage = 0;
-        /* With checks off there is no timer at all: an idle slot costs no wake-ups. */
-        if (f->check_interval > 0)
-                r = sd_event_add_time_relative(e, &s->check_timer, CLOCK_MONOTONIC,
-                                               f->check_interval + jitter(f->check_interval),
-                                               USEC_PER_MSEC, slot_on_check, s);
+        /* With checks off there is no timer at all: an idle slot costs no wake-ups. The
+         * first check comes with the fleet's sweep at least half an interval from now. */
+        s->checks_on = f->check_interval > 0;
+        if (s->checks_on) {
+                Fleet *fleet = s->fleet;
+                int enabled = SD_EVENT_OFF;
+
+                if (fleet->sweep_timer)
+                        (void) sd_event_source_get_enabled(fleet->sweep_timer, &enabled);
+                if (fleet->sweeping)
+                        fleet->sweep_checked = true; /* so that the sweep under way re-arms */
+                else if (enabled == SD_EVENT_OFF)
+                        fleet_sweep_arm(fleet, now + f->check_interval);
+        }
         if (r >= 0 && f->heartbeat > 0) {
                 s->heartbeat_since = now;
                 s->last_watchdog = 0;

@@ -66,6 +66,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->id = id;
         s->index = index;
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
+        s->cpu_stat_fd = -EBADF;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
         snprintf(s->id_string, sizeof(s->id_string), "%u", id);
@@ -100,6 +101,7 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->hold_timer);
         slot_checks_stop(s);
         safe_close(s->cgroup_fd);
+        safe_close(s->cpu_stat_fd);
         safe_close(s->home_fd);
         safe_close(s->status_fd);
         sd_event_source_disable_unref(s->notify_source);
@@ -200,6 +202,7 @@ static int slot_setup_cgroup(Slot *s) {
                 return log_slot_error_errno(s, r, "Failed to create cgroup %s: %m",
                                             s->cgroup_path);
         s->cgroup_fd = safe_close(s->cgroup_fd);
+        s->cpu_stat_fd = safe_close(s->cpu_stat_fd);
         r = cg_open(s->cgroup_path, &s->cgroup_fd);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open cgroup %s: %m", s->cgroup_path);

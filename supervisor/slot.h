@@ -81,7 +81,8 @@ typedef struct Slot {
         TimeWindow crashes;
 
         /* Checks (slot-checks.c). */
-        sd_event_source *check_timer;
+        bool checks_on;              /* in its fleet's check sweeps (slot-checks.c) */
+        int cpu_stat_fd;             /* the cgroup's cpu.stat, open while the cgroup is */
         sd_event_source *heartbeat_timer;
         sd_event_source *start_timer;
         sd_event_source *misbehaviour_timer;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The probe engine against real UDP responders on loopback, in one sd-event loop: answers,
- * silence, refusal, garbage, and a thousand probes at once. */
+ * silence, refusal, garbage, answers from the wrong port, and a thousand targets at once,
+ * all through one hub socket. */
 #include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,10 +15,11 @@
 #include "probe.h"
 #include "sqp.h"
 
-typedef enum Mode { ANSWER, SILENT, GARBAGE } Mode;
+typedef enum Mode { ANSWER, SILENT, GARBAGE, OTHER_PORT } Mode;
 
 typedef struct Responder {
         int fd;
+        int other_fd; /* OTHER_PORT: answers go out from this socket instead */
         struct sockaddr_in addr;
         Mode mode;
         bool a2s_challenge;
@@ -69,7 +71,8 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
                 } else
                         continue;
                 assert_true(len > 0);
-                (void) sendto(fd, out, (size_t) len, 0, (struct sockaddr *) &peer, plen);
+                (void) sendto(r->mode == OTHER_PORT ? r->other_fd : fd, out, (size_t) len, 0,
+                              (struct sockaddr *) &peer, plen);
                 r->answered++;
                 plen = sizeof(peer);
         }
@@ -89,6 +92,10 @@ static void responder_open(sd_event *e, Responder *r, Mode mode) {
         int size = 4 << 20;
         (void) setsockopt(r->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
         assert_true(sd_event_add_io(e, NULL, r->fd, EPOLLIN, on_request, r) >= 0);
+        if (mode == OTHER_PORT) {
+                r->other_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                assert_true(r->other_fd >= 0);
+        }
 }
 
 static void on_done(Probe *p, int result, const ProbeResult *info, void *userdata) {
@@ -114,13 +121,15 @@ static void run_until(sd_event *e, Run *run, unsigned want) {
 
 static void test_sqp_answer(void **state) {
         sd_event *e = NULL;
+        ProbeHub *hub = NULL;
         Responder r = {};
         Run run = {};
         Probe *p;
 
         assert_true(sd_event_new(&e) >= 0);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &r, ANSWER);
-        assert_int_equal(probe_start(e, QUERY_SQP, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 1);
         assert_int_equal(run.ok, 1);
         assert_int_equal(run.last.players, 5);
@@ -129,18 +138,21 @@ static void test_sqp_answer(void **state) {
         assert_string_equal(run.last.map, "arena");
         assert_int_equal(r.answered, 2); /* challenge, then query */
         close(r.fd);
+        probe_hub_free(hub);
         sd_event_unref(e);
 }
 
 static void test_a2s_with_challenge(void **state) {
         sd_event *e = NULL;
+        ProbeHub *hub = NULL;
         Responder r = { .a2s_challenge = true };
         Run run = {};
         Probe *p;
 
         assert_true(sd_event_new(&e) >= 0);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &r, ANSWER);
-        assert_int_equal(probe_start(e, QUERY_A2S, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_A2S, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 1);
         assert_int_equal(run.ok, 1);
         assert_int_equal(run.last.players, 2);
@@ -148,11 +160,13 @@ static void test_a2s_with_challenge(void **state) {
         assert_string_equal(run.last.map, "de_test");
         assert_int_equal(r.answered, 2); /* the challenge round, then the info */
         close(r.fd);
+        probe_hub_free(hub);
         sd_event_unref(e);
 }
 
 static void test_failures(void **state) {
         sd_event *e = NULL;
+        ProbeHub *hub = NULL;
         Responder silent = {}, garbage = {};
         struct sockaddr_in closed = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         Run run = {};
@@ -162,6 +176,7 @@ static void test_failures(void **state) {
         socklen_t len = sizeof(closed);
 
         assert_true(sd_event_new(&e) >= 0);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &silent, SILENT);
         responder_open(e, &garbage, GARBAGE);
         /* A port nobody listens on: bind, learn the port, close. */
@@ -171,43 +186,81 @@ static void test_failures(void **state) {
         close(fd);
 
         start = now_usec(CLOCK_MONOTONIC);
-        assert_int_equal(probe_start(e, QUERY_SQP, &silent.addr, 200 * USEC_PER_MSEC, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &silent.addr, 200 * USEC_PER_MSEC, on_done, &run, &p), 0);
         run_until(e, &run, 1);
         assert_int_equal(run.last_error, -ETIMEDOUT);
         assert_true(now_usec(CLOCK_MONOTONIC) - start >= 190 * USEC_PER_MSEC);
 
-        assert_int_equal(probe_start(e, QUERY_SQP, &garbage.addr, USEC_PER_SEC, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &garbage.addr, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 2);
         assert_int_equal(run.last_error, -EBADMSG);
 
-        assert_int_equal(probe_start(e, QUERY_A2S, &closed, USEC_PER_SEC, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_A2S, &closed, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 3);
         assert_int_equal(run.last_error, -ECONNREFUSED);
         assert_int_equal(run.ok, 0);
         close(silent.fd);
         close(garbage.fd);
+        probe_hub_free(hub);
         sd_event_unref(e);
 }
 
 static void test_thousand_at_once(void **state) {
+        static Responder r[1000];
         struct rlimit rl;
         sd_event *e = NULL;
-        Responder r = {};
+        ProbeHub *hub = NULL;
         Run run = {};
         Probe *p;
 
         assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-        if (rl.rlim_max < 2200)
+        if (rl.rlim_max < 1200)
                 skip();
         rl.rlim_cur = rl.rlim_max;
         assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
         assert_true(sd_event_new(&e) >= 0);
-        responder_open(e, &r, ANSWER);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
         for (int i = 0; i < 1000; i++)
-                assert_int_equal(probe_start(e, QUERY_SQP, &r.addr, 5 * USEC_PER_SEC, on_done, &run, &p), 0);
+                responder_open(e, &r[i], ANSWER);
+        /* A thousand targets, one socket: every answer reaches its own probe. */
+        for (int i = 0; i < 1000; i++)
+                assert_int_equal(probe_start(hub, QUERY_SQP, &r[i].addr, 5 * USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 1000);
         assert_int_equal(run.ok, 1000);
-        close(r.fd);
+        for (int i = 0; i < 1000; i++) {
+                assert_int_equal(r[i].answered, 2);
+                close(r[i].fd);
+        }
+        probe_hub_free(hub);
+        sd_event_unref(e);
+}
+
+static void test_one_per_target_and_strangers(void **state) {
+        sd_event *e = NULL;
+        ProbeHub *hub = NULL;
+        Responder other = {};
+        Run run = {};
+        Probe *p, *q = NULL;
+
+        assert_true(sd_event_new(&e) >= 0);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
+        responder_open(e, &other, OTHER_PORT);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, 300 * USEC_PER_MSEC, on_done, &run, &p), 0);
+        /* One probe per target at a time. */
+        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, USEC_PER_SEC, on_done, &run, &q), -EBUSY);
+        assert_null(q);
+        /* The answer comes from another port than the one probed: it is not the target's. */
+        run_until(e, &run, 1);
+        assert_int_equal(run.last_error, -ETIMEDOUT);
+        assert_int_equal(other.answered, 1);
+        assert_int_equal(run.ok, 0);
+        /* Once that probe is gone the target can be probed again. */
+        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, 100 * USEC_PER_MSEC, on_done, &run, &p), 0);
+        run_until(e, &run, 2);
+        assert_int_equal(run.last_error, -ETIMEDOUT);
+        close(other.fd);
+        close(other.other_fd);
+        probe_hub_free(hub);
         sd_event_unref(e);
 }
 
@@ -217,6 +270,7 @@ int main(void) {
                 cmocka_unit_test(test_a2s_with_challenge),
                 cmocka_unit_test(test_failures),
                 cmocka_unit_test(test_thousand_at_once),
+                cmocka_unit_test(test_one_per_target_and_strangers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
