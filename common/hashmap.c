@@ -25,14 +25,20 @@ static uint64_t hash_string(const char *s) {
         return h ^ (h >> 29);
 }
 
-void hashmap_done(Hashmap *h) {
+void hashmap_done_free(Hashmap *h, void (*free_value)(void *value)) {
         for (size_t i = 0; i < h->n_buckets; i++)
                 for (HashEntry *e = h->buckets[i], *n; e; e = n) {
                         n = e->next;
+                        if (free_value)
+                                free_value(e->value);
                         free(e);
                 }
         free(h->buckets);
         *h = (Hashmap){};
+}
+
+void hashmap_done(Hashmap *h) {
+        hashmap_done_free(h, NULL);
 }
 
 static int hashmap_grow(Hashmap *h) {

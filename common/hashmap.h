@@ -14,6 +14,8 @@ typedef struct Hashmap {
 } Hashmap;
 
 void hashmap_done(Hashmap *h);
+/* The same, calling free_value on each value first (the values may own their keys). */
+void hashmap_done_free(Hashmap *h, void (*free_value)(void *value));
 /* -EEXIST if the key is there already. */
 int hashmap_put(Hashmap *h, const char *key, void *value);
 void *hashmap_get(const Hashmap *h, const char *key);

@@ -40,15 +40,25 @@ void manager_update_ttl(Manager *m) {
                         manager_bus_deprovisionable(m);
                 }
         }
-        if (next == USEC_INFINITY) {
-                if (m->ttl_timer)
-                        (void) sd_event_source_set_enabled(m->ttl_timer, SD_EVENT_OFF);
+        /* Allocations flip the machine between busy and idle all the time; re-arming the
+         * timer each time would reprogram the kernel's timer on every call. A timer that is
+         * armed for earlier than needed stays: it fires once, finds nothing due, and is
+         * armed again (or not) from here. */
+        if (next == USEC_INFINITY)
                 return;
-        }
-        m->ttl_timer = sd_event_source_disable_unref(m->ttl_timer);
-        r = sd_event_add_time_relative(m->event, &m->ttl_timer, CLOCK_MONOTONIC,
-                                       next > now ? next - now : 0, USEC_PER_MSEC,
-                                       manager_on_ttl_timer, m);
+        usec_t when = now_usec(CLOCK_MONOTONIC) + (next > now ? next - now : 0), armed;
+        int enabled = SD_EVENT_OFF;
+
+        if (m->ttl_timer) {
+                if (sd_event_source_get_enabled(m->ttl_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+                    sd_event_source_get_time(m->ttl_timer, &armed) >= 0 && armed <= when)
+                        return;
+                r = sd_event_source_set_time(m->ttl_timer, when);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->ttl_timer, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time(m->event, &m->ttl_timer, CLOCK_MONOTONIC, when, USEC_PER_MSEC,
+                                      manager_on_ttl_timer, m);
         if (r < 0)
                 log_error_errno(r, "Failed to arm the TTL timer: %m");
 }

@@ -9,66 +9,172 @@
 #include "slotd-config.h"
 #include "strv.h"
 
-/* Managing methods: root, or a member of supervisor.admin_group. Both come from what the bus
- * daemon says of the caller (its SO_PEERCRED and the groups it read at connection time),
- * never from /proc, where a PID can be reused. sd-bus asks the daemon for the uid only, so
- * the groups take a GetConnectionCredentials call of our own: asynchronously, and the method
- * is run again once the answer says yes (as systemd does for polkit). */
+/* Managing methods: root, or a member of supervisor.admin_group; Hold and ReleaseHold also
+ * the slot's own game server. All of it comes from what the bus daemon says of the caller
+ * (its SO_PEERCRED and the groups it read at connection time), never from /proc, where a
+ * PID can be reused. sd-bus would ask the daemon with a blocking call on every method call;
+ * we ask once per connection, asynchronously (GetConnectionCredentials), run the method
+ * again once the answer is in (as systemd does for polkit), and keep the answer until the
+ * bus says the connection is gone (NameOwnerChanged). The daemon's own answer cannot
+ * change over a connection's life, nor can a unique name be reused. */
+
+typedef struct Caller {
+        uid_t uid;
+        pid_t pid;                   /* 0: the daemon did not say */
+        size_t n_gids;
+        gid_t *gids;
+        char name[];                 /* the unique name, the cache's key */
+} Caller;
+
+/* A bound on the cache should NameOwnerChanged never come: beyond it, it starts afresh. */
+#define CALLERS_MAX 4096
+
+static void caller_free(void *p) {
+        Caller *c = p;
+
+        if (c)
+                free(c->gids);
+        free(c);
+}
+
+static void caller_freep(Caller **c) {
+        caller_free(*c);
+}
+
+void manager_bus_callers_done(Manager *m) {
+        hashmap_done_free(&m->callers, caller_free);
+}
+
+static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *name, *old_owner, *new_owner;
+        Caller *c;
+
+        if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0 || new_owner[0])
+                return 0;
+        c = hashmap_get(&m->callers, name);
+        if (c) {
+                hashmap_remove(&m->callers, name, c);
+                caller_free(c);
+        }
+        return 0;
+}
+
+int manager_bus_watch_callers(Manager *m) {
+        return sd_bus_match_signal_async(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                         "org.freedesktop.DBus", "NameOwnerChanged",
+                                         on_name_owner_changed, NULL, m);
+}
+
+static Caller *caller_parse(sd_bus_message *reply, const char *name) {
+        _cleanup_(caller_freep) Caller *c = calloc(1, sizeof(Caller) + strlen(name) + 1);
+        bool have_uid = false;
+        const char *key;
+        int r;
+
+        if (!c)
+                return NULL;
+        strcpy(c->name, name);
+        if (sd_bus_message_enter_container(reply, 'a', "{sv}") < 0)
+                return NULL;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                if (sd_bus_message_read(reply, "s", &key) < 0)
+                        return NULL;
+                if (streq(key, "UnixUserID")) {
+                        uint32_t uid;
+                        if (sd_bus_message_read(reply, "v", "u", &uid) < 0)
+                                return NULL;
+                        c->uid = uid;
+                        have_uid = true;
+                } else if (streq(key, "ProcessID")) {
+                        uint32_t pid;
+                        if (sd_bus_message_read(reply, "v", "u", &pid) < 0)
+                                return NULL;
+                        c->pid = (pid_t) pid;
+                } else if (streq(key, "UnixGroupIDs")) {
+                        const uint32_t *gids;
+                        size_t size;
+                        if (sd_bus_message_enter_container(reply, 'v', "au") < 0 ||
+                            sd_bus_message_read_array(reply, 'u', (const void **) &gids, &size) < 0 ||
+                            sd_bus_message_exit_container(reply) < 0)
+                                return NULL;
+                        free(c->gids);
+                        c->n_gids = size / sizeof(uint32_t);
+                        c->gids = malloc(MAX(c->n_gids, (size_t) 1) * sizeof(gid_t));
+                        if (!c->gids)
+                                return NULL;
+                        for (size_t i = 0; i < c->n_gids; i++)
+                                c->gids[i] = gids[i];
+                } else if (sd_bus_message_skip(reply, "v") < 0)
+                        return NULL;
+                if (sd_bus_message_exit_container(reply) < 0)
+                        return NULL;
+        }
+        if (r < 0 || !have_uid)
+                return NULL; /* no uid: nobody we can vouch for */
+        return TAKE_PTR(c);
+}
+
+/* May this caller run the method? For Hold and ReleaseHold 'hold_slot' is the slot, whose
+ * own game server may. */
+static bool caller_allowed(Manager *m, const Caller *c, Slot *hold_slot) {
+        if (c->uid == 0)
+                return true;
+        if (m->config_has_admin_gid)
+                for (size_t i = 0; i < c->n_gids; i++)
+                        if (c->gids[i] == m->config_admin_gid)
+                                return true;
+        return hold_slot && c->pid > 0 && manager_slot_by_pid(m, c->pid) == hold_slot;
+}
+
+static int deny(sd_bus_error *error, bool hold) {
+        return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                hold ? "Holding a slot needs root, membership of supervisor.admin_group "
+                                       "or being the slot's own game server"
+                                     : "Managing slots needs root or membership of "
+                                       "supervisor.admin_group");
+}
 
 typedef struct AuthQuery {
         Manager *manager;
         sd_bus_message *msg;
         sd_bus_message_handler_t handler;
         unsigned slot_id;            /* for slot methods, else UINT_MAX */
+        bool hold;                   /* the slot's own server may, too */
 } AuthQuery;
-
-static bool groups_contain(sd_bus_message *reply, gid_t gid) {
-        const char *key;
-        int r;
-
-        if (sd_bus_message_enter_container(reply, 'a', "{sv}") < 0)
-                return false;
-        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                if (sd_bus_message_read(reply, "s", &key) < 0)
-                        return false;
-                if (!streq(key, "UnixGroupIDs")) {
-                        if (sd_bus_message_skip(reply, "v") < 0)
-                                return false;
-                } else {
-                        const uint32_t *gids;
-                        size_t size;
-                        if (sd_bus_message_enter_container(reply, 'v', "au") < 0 ||
-                            sd_bus_message_read_array(reply, 'u', (const void **) &gids, &size) < 0)
-                                return false;
-                        for (size_t i = 0; i < size / sizeof(uint32_t); i++)
-                                if (gids[i] == gid)
-                                        return true;
-                        if (sd_bus_message_exit_container(reply) < 0)
-                                return false;
-                }
-                if (sd_bus_message_exit_container(reply) < 0)
-                        return false;
-        }
-        return false;
-}
 
 static int on_auth_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         AuthQuery *q = userdata;
         Manager *m = q->manager;
+        const char *sender = sd_bus_message_get_sender(q->msg);
+        Caller *c = NULL, *old;
         void *target = m;
         int r;
 
-        if (sd_bus_message_is_method_error(reply, NULL) ||
-            !groups_contain(reply, m->config_admin_gid)) {
-                (void) sd_bus_reply_method_errorf(q->msg, SD_BUS_ERROR_ACCESS_DENIED,
-                                                  "Managing slots needs root or membership of "
-                                                  "supervisor.admin_group");
-                goto finish;
+        if (!sd_bus_message_is_method_error(reply, NULL))
+                c = caller_parse(reply, sender);
+        if (c) {
+                if (m->callers.size >= CALLERS_MAX)
+                        manager_bus_callers_done(m);
+                old = hashmap_get(&m->callers, c->name);
+                if (old) {
+                        hashmap_remove(&m->callers, old->name, old);
+                        caller_free(old);
+                }
+                if (hashmap_put(&m->callers, c->name, c) < 0) {
+                        caller_free(c);
+                        c = NULL;
+                }
         }
         if (q->slot_id != UINT_MAX && !(target = manager_get_slot(m, q->slot_id))) {
                 (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_PREFIX "NoSuchSlot",
                                                   "No slot %u", q->slot_id);
+                goto finish;
+        }
+        if (!c || !caller_allowed(m, c, q->hold ? target : NULL)) {
+                (void) deny(&error, q->hold);
+                (void) sd_bus_reply_method_error(q->msg, &error);
                 goto finish;
         }
         (void) sd_bus_message_rewind(q->msg, true);
@@ -85,39 +191,50 @@ finish:
         return 0;
 }
 
-int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
-                    unsigned slot_id, sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+int bus_check_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+                     unsigned slot_id, bool hold, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(msg);
+        Caller *c;
         AuthQuery *q;
-        uid_t euid;
         int r;
 
         if (msg == m->authorized_msg)
                 return 1;
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
-        if (r < 0)
-                return r;
-        if (sd_bus_creds_get_euid(creds, &euid) >= 0 && euid == 0 &&
-            !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID))
-                return 1;
-        if (!m->config_has_admin_gid || !sd_bus_message_get_sender(msg))
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "Managing slots needs root or membership of "
-                                        "supervisor.admin_group");
+        if (!sender) {
+                /* A direct connection, no bus daemon: its SO_PEERCRED, no call needed. */
+                _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+                uid_t euid;
+
+                if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds) >= 0 &&
+                    !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID) &&
+                    sd_bus_creds_get_euid(creds, &euid) >= 0 && euid == 0)
+                        return 1;
+                return deny(error, hold);
+        }
+        c = hashmap_get(&m->callers, sender);
+        if (c) {
+                Slot *s = hold && slot_id != UINT_MAX ? manager_get_slot(m, slot_id) : NULL;
+                return caller_allowed(m, c, s) ? 1 : deny(error, hold);
+        }
         q = new0(AuthQuery, 1);
         if (!q)
                 return -ENOMEM;
         *q = (AuthQuery){ .manager = m, .msg = sd_bus_message_ref(msg), .handler = handler,
-                          .slot_id = slot_id };
+                          .slot_id = slot_id, .hold = hold };
         r = sd_bus_call_method_async(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                      "org.freedesktop.DBus", "GetConnectionCredentials",
-                                     on_auth_reply, q, "s", sd_bus_message_get_sender(msg));
+                                     on_auth_reply, q, "s", sender);
         if (r < 0) {
                 sd_bus_message_unref(q->msg);
                 free(q);
                 return r;
         }
         return 0; /* answered later */
+}
+
+int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+                    unsigned slot_id, sd_bus_error *error) {
+        return bus_check_caller(msg, m, handler, slot_id, false, error);
 }
 
 static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -570,6 +687,9 @@ int manager_bus_setup(Manager *m, const char *bus) {
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        r = manager_bus_watch_callers(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch NameOwnerChanged on bus '%s': %m", bus);
         r = sd_bus_request_name(m->bus, BUS_NAME, getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0);
         (void) unsetenv("SLOTD_REEXECUTED");
         if (r == -EEXIST)

@@ -97,7 +97,7 @@ int manager_commit(Manager *m) {
         for (size_t i = 0; i < m->n_slots; i++)
                 if (m->slots[i] && !m->slots[i]->retired_gone)
                         slot_record(m->slots[i], &rec.slots[rec.n_slots++]);
-        n = state_format(&rec, &text);
+        n = state_format_cached(&m->state_cache, &rec, &text);
         free(rec.slots); /* the records borrow the slots' strings */
         r = n < 0 ? n : state_write_atomic(m->state_dir_fd, STATE_FILE, text, (size_t) n);
         if (r < 0) {

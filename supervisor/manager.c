@@ -80,6 +80,8 @@ Manager *manager_free(Manager *m) {
         manager_free_fleets(m);
         probe_hub_free(m->probe_hub); /* after the slots: their probes are in it */
         hashmap_done(&m->uuids);
+        manager_bus_callers_done(m);
+        state_cache_done(&m->state_cache);
         sd_event_source_disable_unref(m->graveyard_source);
         sd_event_source_disable_unref(m->commit_source);
         sd_event_source_disable_unref(m->commit_retry);

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "hashmap.h"
 #include "slot.h"
+#include "state-file.h"
 #include <linux/filter.h>
 
 /* A fleet as it runs: its config section, its cgroup, its identity, its slots. */
@@ -70,6 +71,8 @@ typedef struct Manager {
         int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         ProbeHub *probe_hub;         /* the one socket of all query probes */
+        Hashmap callers;             /* what the bus said of each caller (manager-bus.c) */
+        StateCache state_cache;      /* the state file's lines of the last commit */
         bool state_dirty;
         usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */
@@ -146,6 +149,11 @@ void manager_bus_property_changed(Manager *m, const char *property);
 void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
 void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes);
+/* Like bus_check_admin(); with 'hold' the slot's own game server may as well. */
+int bus_check_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+                     unsigned slot_id, bool hold, sd_bus_error *error);
+int manager_bus_watch_callers(Manager *m);
+void manager_bus_callers_done(Manager *m);
 /* 1: authorized now; 0: being checked, the method runs again with the answer; < 0: denied
  * (error set). slot_id is the slot of a slot method, UINT_MAX for the Manager's. */
 int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,

@@ -52,14 +52,7 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
  * connect, mapped to a cgroup), and managers. */
 static int slot_check_hold_caller(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
                                   sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        pid_t pid;
-
-        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID, &creds) >= 0 &&
-            !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_PID) &&
-            sd_bus_creds_get_pid(creds, &pid) >= 0 && manager_slot_by_pid(s->manager, pid) == s)
-                return 1;
-        return SLOT_AUTH(msg, s, handler, error);
+        return bus_check_caller(msg, s->manager, handler, s->id, true, error);
 }
 
 #define HOLD_DEFAULT_USEC (60 * USEC_PER_SEC)

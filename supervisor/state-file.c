@@ -63,37 +63,135 @@ _printf_(2, 3) static void buffer_printf(Buffer *b, const char *fmt, ...) {
         }
 }
 
+static void format_slot(Buffer *b, const SlotRecord *s) {
+        buffer_printf(b, "slot id=%u fleet=%s", s->id, s->fleet);
+        if (s->allocation_uuid)
+                buffer_printf(b, " uuid=%s", s->allocation_uuid);
+        if (s->build_configuration)
+                buffer_printf(b, " build=%s", s->build_configuration);
+        if (s->reservation_uuid)
+                buffer_printf(b, " reserved=%s reserved_until=%" PRIu64,
+                              s->reservation_uuid, s->reserved_until);
+        if (s->hold_until)
+                buffer_printf(b, " hold_until=%" PRIu64, s->hold_until);
+        if (s->failure)
+                buffer_printf(b, " failure=%s", s->failure);
+        if (s->keeper)
+                buffer_printf(b, " keeper=%u ready=%d started=%" PRIu64, s->keeper,
+                              s->ready, s->started_at);
+        buffer_printf(b, " failed=%d restarts=%u exit_code=%d exit_signal=%d\n",
+                      s->failed, s->restarts, s->last_exit_code, s->last_exit_signal);
+}
+
+static void format_header(Buffer *b, const StateRecord *r) {
+        buffer_printf(b, STATE_HEADER);
+        buffer_printf(b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
+}
+
 int state_format(const StateRecord *r, char **ret) {
         Buffer b = {};
 
-        buffer_printf(&b, STATE_HEADER);
-        buffer_printf(&b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
-        for (size_t i = 0; i < r->n_slots; i++) {
-                const SlotRecord *s = &r->slots[i];
-                buffer_printf(&b, "slot id=%u fleet=%s", s->id, s->fleet);
-                if (s->allocation_uuid)
-                        buffer_printf(&b, " uuid=%s", s->allocation_uuid);
-                if (s->build_configuration)
-                        buffer_printf(&b, " build=%s", s->build_configuration);
-                if (s->reservation_uuid)
-                        buffer_printf(&b, " reserved=%s reserved_until=%" PRIu64,
-                                      s->reservation_uuid, s->reserved_until);
-                if (s->hold_until)
-                        buffer_printf(&b, " hold_until=%" PRIu64, s->hold_until);
-                if (s->failure)
-                        buffer_printf(&b, " failure=%s", s->failure);
-                if (s->keeper)
-                        buffer_printf(&b, " keeper=%u ready=%d started=%" PRIu64, s->keeper,
-                                      s->ready, s->started_at);
-                buffer_printf(&b, " failed=%d restarts=%u exit_code=%d exit_signal=%d\n",
-                              s->failed, s->restarts, s->last_exit_code, s->last_exit_signal);
-        }
+        format_header(&b, r);
+        for (size_t i = 0; i < r->n_slots; i++)
+                format_slot(&b, &r->slots[i]);
         if (b.failed) {
                 free(b.data);
                 return -ENOMEM;
         }
         *ret = b.data;
         return (int) b.size;
+}
+
+static bool record_equal(const SlotRecord *a, const SlotRecord *b) {
+        return a->id == b->id && streq_ptr(a->fleet, b->fleet) &&
+               streq_ptr(a->allocation_uuid, b->allocation_uuid) &&
+               streq_ptr(a->build_configuration, b->build_configuration) &&
+               streq_ptr(a->reservation_uuid, b->reservation_uuid) &&
+               a->reserved_until == b->reserved_until && a->hold_until == b->hold_until &&
+               streq_ptr(a->failure, b->failure) && a->failed == b->failed &&
+               a->restarts == b->restarts && a->last_exit_code == b->last_exit_code &&
+               a->last_exit_signal == b->last_exit_signal && a->keeper == b->keeper &&
+               a->ready == b->ready && a->started_at == b->started_at;
+}
+
+static int record_copy(SlotRecord *dst, const SlotRecord *src) {
+        SlotRecord c = *src;
+
+        c.fleet = c.allocation_uuid = c.build_configuration = c.reservation_uuid = c.failure = NULL;
+        if ((src->fleet && !(c.fleet = strdup(src->fleet))) ||
+            (src->allocation_uuid && !(c.allocation_uuid = strdup(src->allocation_uuid))) ||
+            (src->build_configuration && !(c.build_configuration = strdup(src->build_configuration))) ||
+            (src->reservation_uuid && !(c.reservation_uuid = strdup(src->reservation_uuid))) ||
+            (src->failure && !(c.failure = strdup(src->failure)))) {
+                slot_record_done(&c);
+                return -ENOMEM;
+        }
+        slot_record_done(dst);
+        *dst = c;
+        return 0;
+}
+
+void state_cache_done(StateCache *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                slot_record_done(&c->lines[i].rec);
+                free(c->lines[i].line);
+        }
+        free(c->lines);
+        *c = (StateCache){};
+}
+
+int state_format_cached(StateCache *c, const StateRecord *r, char **ret) {
+        Buffer head = {};
+        size_t total;
+        char *out, *p;
+
+        if (r->n_slots > c->n) {
+                StateLine *t = reallocarray(c->lines, r->n_slots, sizeof(StateLine));
+                if (!t)
+                        return -ENOMEM;
+                memset(t + c->n, 0, (r->n_slots - c->n) * sizeof(StateLine));
+                c->lines = t;
+                c->n = r->n_slots;
+        }
+        format_header(&head, r);
+        if (head.failed) {
+                free(head.data);
+                return -ENOMEM;
+        }
+        total = head.size;
+        for (size_t i = 0; i < r->n_slots; i++) {
+                StateLine *l = &c->lines[i];
+
+                /* Only a slot whose record changed since the last commit is formatted again. */
+                if (!l->line || !record_equal(&l->rec, &r->slots[i])) {
+                        Buffer b = {};
+
+                        format_slot(&b, &r->slots[i]);
+                        if (b.failed || record_copy(&l->rec, &r->slots[i]) < 0) {
+                                free(b.data);
+                                free(l->line);
+                                l->line = NULL; /* formatted afresh next time */
+                                free(head.data);
+                                return -ENOMEM;
+                        }
+                        free(l->line);
+                        l->line = b.data;
+                        l->len = b.size;
+                }
+                total += l->len;
+        }
+        out = malloc(total + 1);
+        if (!out) {
+                free(head.data);
+                return -ENOMEM;
+        }
+        p = mempcpy(out, head.data, head.size);
+        for (size_t i = 0; i < r->n_slots; i++)
+                p = mempcpy(p, c->lines[i].line, c->lines[i].len);
+        *p = '\0';
+        free(head.data);
+        *ret = out;
+        return (int) total;
 }
 
 static bool word_is_safe(const char *s, size_t n) {

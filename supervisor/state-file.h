@@ -36,6 +36,23 @@ typedef struct StateRecord {
         size_t n_slots;
 } StateRecord;
 
+/* The formatted lines of the last commit, so that a commit formats only the slots whose
+ * record changed (the rest is copied). */
+typedef struct StateLine {
+        SlotRecord rec;              /* owns its strings */
+        char *line;
+        size_t len;
+} StateLine;
+
+typedef struct StateCache {
+        StateLine *lines;
+        size_t n;
+} StateCache;
+
+/* The same text as state_format(), from the cache where the records are unchanged. */
+int state_format_cached(StateCache *c, const StateRecord *r, char **ret);
+void state_cache_done(StateCache *c);
+
 void state_record_done(StateRecord *r);
 void slot_record_done(SlotRecord *s);
 

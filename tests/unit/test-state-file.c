@@ -121,11 +121,45 @@ static void test_write_atomic(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* The cached formatter writes what the plain one does, through changes of every field,
+ * a slot more and a slot less. */
+static void test_format_cached(void **state) {
+        SlotRecord slots[3] = {
+                { .id = 0, .fleet = (char *) "a", .restarts = 1 },
+                { .id = 1, .fleet = (char *) "a", .allocation_uuid = (char *) "u-1",
+                  .keeper = 42, .ready = true, .started_at = 7 },
+                { .id = 2, .fleet = (char *) "b", .failure = (char *) "crashed", .failed = true },
+        };
+        StateRecord r = { .idle_since = 5, .slots = slots, .n_slots = 2 };
+        StateCache cache = {};
+        char uuid[] = "u-2";
+
+        for (int step = 0; step < 8; step++) {
+                _cleanup_free_ char *plain = NULL, *cached = NULL;
+                int n = state_format(&r, &plain), m = state_format_cached(&cache, &r, &cached);
+
+                assert_true(n > 0);
+                assert_int_equal(n, m);
+                assert_string_equal(plain, cached);
+                switch (step) {
+                case 0: slots[0].allocation_uuid = uuid; break;
+                case 1: uuid[2] = '3'; break;                 /* same pointer, new text */
+                case 2: r.n_slots = 3; break;
+                case 3: slots[1].keeper = 0; slots[2].hold_until = 99; break;
+                case 4: r.draining = true; break;
+                case 5: r.n_slots = 1; break;
+                case 6: slots[0].allocation_uuid = NULL; slots[0].last_exit_signal = 9; break;
+                }
+        }
+        state_cache_done(&cache);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_hostile),
                 cmocka_unit_test(test_write_atomic),
+                cmocka_unit_test(test_format_cached),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
