@@ -97,6 +97,11 @@ static inline int free_and_strdup(char **p, const char *s) {
         return 0;
 }
 
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 static inline char *mfree_str(char *p) {
         free(p);
         return NULL;

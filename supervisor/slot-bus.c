@@ -26,10 +26,10 @@ DEFINE_SLOT_GETTER(cpu_usage, "d", slot_cpu_usage(s))
 DEFINE_SLOT_GETTER(memory_current, "t", slot_memory_current(s))
 DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
 DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
-DEFINE_SLOT_GETTER(query_players, "u", (uint32_t) s->query.players)
-DEFINE_SLOT_GETTER(query_max_players, "u", (uint32_t) s->query.max_players)
-DEFINE_SLOT_GETTER(query_map, "s", s->query.map)
-DEFINE_SLOT_GETTER(query_name, "s", s->query.name)
+DEFINE_SLOT_GETTER(query_players, "u", s->query ? (uint32_t) s->query->players : 0)
+DEFINE_SLOT_GETTER(query_max_players, "u", s->query ? (uint32_t) s->query->max_players : 0)
+DEFINE_SLOT_GETTER(query_map, "s", s->query ? s->query->map : "")
+DEFINE_SLOT_GETTER(query_name, "s", s->query ? s->query->name : "")
 
 /* The strikes of each check within checks.window, now. */
 static int property_get_strikes(sd_bus *bus, const char *path, const char *interface,

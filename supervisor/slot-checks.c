@@ -13,7 +13,9 @@
 #include "manager.h"
 
 unsigned slot_strike_count(const Slot *s, CheckKind k) {
-        return time_window_count(&s->strikes[k], now_usec(CLOCK_MONOTONIC),
+        if (!s->strikes[k])
+                return 0;
+        return time_window_count(s->strikes[k], now_usec(CLOCK_MONOTONIC),
                                  s->fleet->config->strike_window);
 }
 
@@ -29,11 +31,18 @@ static int slot_on_misbehaviour_timeout(sd_event_source *source, uint64_t usec, 
 
 _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format, ...) {
         const FleetConfig *f = s->fleet->config;
-        StrikeVerdict v = strike_record(&s->strikes[k], now_usec(CLOCK_MONOTONIC),
-                                        f->strike_window, f->strikes);
+        StrikeVerdict v;
         char why[256];
         va_list ap;
         int r;
+
+        /* Most slots never misbehave: the window of 64 timestamps exists from the first
+         * strike on, not in every slot. */
+        if (!s->strikes[k] && !(s->strikes[k] = calloc(1, sizeof(TimeWindow)))) {
+                log_oom();
+                return;
+        }
+        v = strike_record(s->strikes[k], now_usec(CLOCK_MONOTONIC), f->strike_window, f->strikes);
 
         /* The signal is on its way: the server is being ended, not judged any more. */
         if (s->pending_cause != FAILURE_NONE)
@@ -74,9 +83,13 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
                 return;
         }
         /* A probe a second per slot: only a changed answer is announced. */
-        if (memcmp(&s->query, info, sizeof(*info)) == 0)
+        if (s->query && memcmp(s->query, info, sizeof(*info)) == 0)
                 return;
-        s->query = *info;
+        if (!s->query && !(s->query = malloc(sizeof(ProbeResult)))) {
+                log_oom();
+                return;
+        }
+        *s->query = *info;
         manager_bus_slot_properties(s->manager, s, "QueryPlayers", "QueryMaxPlayers", "QueryMap",
                                     "QueryName", NULL);
 }
@@ -224,9 +237,9 @@ void slot_checks_start(Slot *s) {
 
         slot_checks_stop(s);
         for (int k = 0; k < _CHECK_KIND_MAX; k++)
-                time_window_reset(&s->strikes[k]);
+                s->strikes[k] = mfree(s->strikes[k]);
         s->pending_cause = FAILURE_NONE;
-        s->query = (ProbeResult){};
+        s->query = mfree(s->query);
         s->cpu_usage = 0;
         s->check_cpu_at = now;
         if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)

@@ -100,6 +100,9 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->reserve_timer);
         sd_event_source_disable_unref(s->hold_timer);
         slot_checks_stop(s);
+        for (int k = 0; k < _CHECK_KIND_MAX; k++)
+                free(s->strikes[k]);
+        free(s->query);
         safe_close(s->cgroup_fd);
         safe_close(s->cpu_stat_fd);
         safe_close(s->home_fd);

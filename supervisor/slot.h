@@ -90,9 +90,9 @@ typedef struct Slot {
         usec_t check_cpu_at;
         usec_t heartbeat_since;   /* CLOCK_MONOTONIC start of the current heartbeat period */
         usec_t last_watchdog;     /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
-        TimeWindow strikes[_CHECK_KIND_MAX];
+        TimeWindow *strikes[_CHECK_KIND_MAX]; /* allocated at a check's first strike */
         Probe *probe;
-        ProbeResult query;        /* the last valid query answer */
+        ProbeResult *query;       /* the last valid query answer, NULL before the first */
         FailureReason pending_cause;  /* why slotd is ending the process: misbehaviour, start-timeout */
         uint64_t oom_kills_at_start;
 
