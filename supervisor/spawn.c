@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -160,8 +161,15 @@ static int keeper_child(void *userdata) {
          * own with only the descriptors below the reserved ones' end, which costs what those
          * few cost, not what slotd's thousands would (see spawn_reserve_fds()). */
         if (syscall(SYS_close_range, reserved_end, ~0U, CLOSE_RANGE_UNSHARE) < 0) {
-                keeper_fail_status(p->status_fd);
-                return 0;
+                /* Before Linux 5.9: a whole copy, then closing one by one. */
+                struct rlimit rl;
+
+                if (unshare(CLONE_FILES) < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                        keeper_fail_status(p->status_fd);
+                        return 0;
+                }
+                for (rlim_t fd = reserved_end; fd < rl.rlim_cur; fd++)
+                        (void) close((int) fd);
         }
         sigfillset(&all);
         (void) sigprocmask(SIG_SETMASK, &all, NULL);
