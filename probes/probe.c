@@ -30,7 +30,6 @@ struct ProbeHub {
         int fd;
         sd_event_source *io;
         Probe **pages[65536 / HUB_PAGE]; /* by the target's port */
-        unsigned n_probes;
 };
 
 struct Probe {
@@ -58,10 +57,8 @@ Probe *probe_free(Probe *p) {
                 return NULL;
         if (p->hub) {
                 Probe **slot = hub_slot(p->hub, ntohs(p->addr.sin_port), false);
-                if (slot && *slot == p) {
+                if (slot && *slot == p)
                         *slot = NULL;
-                        p->hub->n_probes--;
-                }
         }
         sd_event_source_disable_unref(p->timer);
         free(p);
@@ -294,7 +291,6 @@ int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, u
                 return r;
         p->hub = hub;
         *slot = p;
-        hub->n_probes++;
         if (type == QUERY_SQP) {
                 p->step = PROBE_SQP_CHALLENGE;
                 len = sqp_challenge_request(buf);
