@@ -77,6 +77,30 @@ const char *const confine_default_allow[] = {
         NULL,
 };
 
+/* What slotd-keeper does once it is confined (keeper.c, and spawn.c from its confinement to
+ * its exec): a filter must allow all of these for the keeper to run under it and restart
+ * servers itself. clone is allowed without namespace flags whatever the list says. */
+const char *const confine_keeper_needs[] = {
+        "execve", "execveat", "exit", "exit_group", "fcntl", "kill", "personality", "prctl",
+        "pwrite64", "read", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
+        "rt_sigtimedwait", "wait4", "write", NULL,
+};
+
+/* Marks in 'seen' (a bit per entry of confine_keeper_needs) the one that 'name' is. */
+static void keeper_need_seen(const char *name, uint32_t *seen) {
+        for (size_t i = 0; confine_keeper_needs[i]; i++)
+                if (streq(confine_keeper_needs[i], name))
+                        *seen |= UINT32_C(1) << i;
+}
+
+static bool keeper_needs_all_seen(uint32_t seen) {
+        size_t n = 0;
+
+        while (confine_keeper_needs[n])
+                n++;
+        return seen == (UINT32_C(1) << n) - 1;
+}
+
 /* Namespaces: creating or joining one is how a process would build itself a private mount
  * table or a root of its own; clone3 passes its flags in memory, where seccomp cannot look,
  * so it answers ENOSYS and the C library falls back to clone, whose flags are checked. */
@@ -94,8 +118,9 @@ static int allow_name(scmp_filter_ctx ctx, const char *name, bool strict) {
         return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
 }
 
-int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, char **ret_error) {
-        uint32_t deny = kill ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO(EPERM);
+int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret,
+                        bool *ret_keeper_allowed, char **ret_error) {
+        uint32_t deny = kill ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO(EPERM), seen = 0;
         scmp_filter_ctx ctx = seccomp_init(deny);
         int r = 0;
 
@@ -118,6 +143,7 @@ int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, 
                         p[strcspn(p, " \t\r\n#")] = '\0';
                         if (!*p)
                                 continue;
+                        keeper_need_seen(p, &seen);
                         r = allow_name(ctx, p, true);
                         if (r < 0) {
                                 if (asprintf(ret_error, "%s:%u: unknown system call '%s'",
@@ -128,6 +154,7 @@ int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, 
                 }
         } else
                 for (size_t i = 0; confine_default_allow[i]; i++) {
+                        keeper_need_seen(confine_default_allow[i], &seen);
                         r = allow_name(ctx, confine_default_allow[i], false);
                         if (r < 0)
                                 goto fail;
@@ -147,6 +174,8 @@ int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, 
          * drop from ~290 to ~120 µs here. libseccomp < 2.5 has no such attribute. */
         (void) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         *ret = ctx;
+        if (ret_keeper_allowed)
+                *ret_keeper_allowed = keeper_needs_all_seen(seen);
         return 0;
 fail:
         seccomp_release(ctx);

@@ -22,7 +22,8 @@ typedef struct ConfineParams {
  * line, '#' comments). Denied calls fail with EPERM, or kill the process when kill is set.
  * Namespaces cannot be created or joined whatever the list says. Returns -EINVAL with a
  * message naming the file and line for a name the kernel does not know. */
-int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret, char **ret_error);
+int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret,
+                        bool *ret_keeper_allowed, char **ret_error);
 
 /* Compiles the filter to BPF once, so that a start costs one prctl() instead of a
  * compilation in every child. Free with confine_seccomp_program_free(). */
@@ -35,3 +36,7 @@ int confine_apply(const ConfineParams *p, const char **ret_step);
 
 /* The names of the default allow-list, for documentation and tests. */
 extern const char *const confine_default_allow[];
+/* The system calls slotd-keeper makes once confined: *ret_keeper_allowed of
+ * confine_seccomp_new() says whether the filter allows every one of them, so that the keeper
+ * can run under it and restart the server itself (spawn.h). */
+extern const char *const confine_keeper_needs[];

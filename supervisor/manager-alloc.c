@@ -87,8 +87,10 @@ void manager_set_busy(Manager *m, Slot *s, bool busy) {
 }
 
 void manager_slot_changed(Manager *m, Slot *s, bool durable) {
-        SlotFacts f = slot_facts(s);
+        SlotFacts f;
 
+        slot_update_arming(s);
+        f = slot_facts(s);
         if (s->retired)
                 alloc_index_remove(&s->fleet->index, &s->alloc_entry);
         else
@@ -165,9 +167,16 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                 return -EINVAL;
         bc = build_configuration && *build_configuration ? build_configuration
                                                         : f->config->build_configuration;
-        r = pick(f, bc, &s);
-        if (r < 0)
-                return r;
+        /* A slot whose keeper has just restarted its server (slot_disarm()) is not the ready
+         * one it looked like: it goes busy, and the next is picked. */
+        for (;;) {
+                r = pick(f, bc, &s);
+                if (r < 0)
+                        return r;
+                if (slot_disarm(s) != -ECHILD)
+                        break;
+                manager_slot_changed(m, s, false);
+        }
         r = slot_allocate(s, uuid, bc);
         if (r < 0)
                 return r;

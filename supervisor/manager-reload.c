@@ -56,12 +56,13 @@ static int retire_fleet(Manager *m, Fleet *f) {
 }
 
 static void update_fleet(Manager *m, Fleet *f, const FleetConfig *nf, uid_t uid, gid_t gid,
-                         struct sock_fprog *seccomp) {
+                         struct sock_fprog *seccomp, bool keeper_restarts) {
         bool changed = build_changed(f->config, nf);
         size_t live = 0;
 
         confine_seccomp_program_free(f->seccomp);
         f->seccomp = seccomp;
+        f->keeper_restarts = keeper_restarts;
         f->config = nf;
         f->uid = uid;
         f->gid = gid;
@@ -101,6 +102,7 @@ int manager_reload(Manager *m, char **ret_error) {
         uid_t *uids = NULL;
         gid_t *gids = NULL;
         struct sock_fprog **filters = NULL;
+        _cleanup_free_ bool *keeper_ok = NULL;
         int r;
 
         r = machine_resources_detect(&detected);
@@ -128,11 +130,12 @@ int manager_reload(Manager *m, char **ret_error) {
         uids = calloc(c->n_fleets + 1, sizeof(uid_t));
         gids = calloc(c->n_fleets + 1, sizeof(gid_t));
         filters = calloc(c->n_fleets + 1, sizeof(struct sock_fprog *));
-        r = uids && gids && filters ? 0 : -ENOMEM;
+        keeper_ok = calloc(c->n_fleets + 1, sizeof(bool));
+        r = uids && gids && filters && keeper_ok ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < c->n_fleets; i++) {
                 r = resolve_identity(&c->fleets[i], &uids[i], &gids[i], ret_error);
                 if (r >= 0)
-                        r = fleet_build_seccomp(&c->fleets[i], &filters[i], ret_error);
+                        r = fleet_build_seccomp(&c->fleets[i], &filters[i], &keeper_ok[i], ret_error);
         }
         if (r < 0) {
                 for (size_t i = 0; filters && i < c->n_fleets; i++)
@@ -164,7 +167,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 Fleet *f = manager_find_fleet(m, nf->name);
 
                 if (f) {
-                        update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]));
+                        update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]), keeper_ok[i]);
                         continue;
                 }
                 r = manager_add_fleet(m, nf, &f, &error);
@@ -174,7 +177,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         continue;
                 }
                 log_info("Fleet %s added with %u slots", nf->name, nf->slots);
-                update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]));
+                update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]), keeper_ok[i]);
         }
         for (size_t i = 0; i < m->config->n_fleets; i++)
                 confine_seccomp_program_free(filters[i]);

@@ -2,6 +2,8 @@
 /* slotd's durable state: one file rewritten atomically, shared by every change that arrives
  * together (group commit), and the D-Bus replies that wait for it. */
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include "cgroup.h"
@@ -114,6 +116,32 @@ int manager_commit(Manager *m) {
         return 0;
 }
 
+static int manager_on_exit_dir(sd_event_source *source, const struct inotify_event *ev,
+                               void *userdata) {
+        Manager *m = userdata;
+        unsigned long id;
+        char *end;
+        Slot *s;
+
+        if (ev->mask & IN_Q_OVERFLOW) {
+                /* Events were lost: look at every slot (rare, and O(slots) only then). */
+                for (size_t i = 0; i < m->n_slots; i++)
+                        if (m->slots[i])
+                                slot_keeper_status_changed(m->slots[i]);
+                return 0;
+        }
+        if (ev->len == 0 || ev->name[0] < '0' || ev->name[0] > '9')
+                return 0;
+        errno = 0;
+        id = strtoul(ev->name, &end, 10);
+        if (errno != 0 || *end != '\0' || id > UINT_MAX)
+                return 0;
+        s = manager_get_slot(m, (unsigned) id);
+        if (s)
+                slot_keeper_status_changed(s);
+        return 0;
+}
+
 int manager_open_state(Manager *m) {
         int r;
 
@@ -131,6 +159,19 @@ int manager_open_state(Manager *m) {
         if (m->exit_dir_fd < 0)
                 return log_error_errno(negative_errno(), "Failed to open %s/exit: %m",
                                        m->config->state_dir);
+        /* A keeper that restarts its server writes a record in its status file (keeper.c):
+         * one watch on the directory hears all of them. Without it a restart is still
+         * accounted, when the keeper ends or the next record comes. */
+        m->exit_watch = sd_event_source_disable_unref(m->exit_watch);
+        r = sd_event_add_inotify_fd(m->event, &m->exit_watch, m->exit_dir_fd, IN_MODIFY,
+                                    manager_on_exit_dir, m);
+        /* Ahead of the notify sockets: a restart is heard of before what the new server
+         * sends (keeper.c writes the record before it forks). */
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->exit_watch, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to watch %s/exit, restarts made by keepers are "
+                                  "accounted late: %m", m->config->state_dir);
         return 0;
 }
 

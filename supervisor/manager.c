@@ -87,6 +87,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->commit_retry);
         sd_event_source_disable_unref(m->ttl_timer);
         safe_close(m->state_dir_fd);
+        sd_event_source_disable_unref(m->exit_watch);
         safe_close(m->exit_dir_fd);
         safe_close(m->keeper_fd);
 
@@ -375,15 +376,17 @@ static int manager_setup_notify(Manager *m) {
         return 0;
 }
 
-int fleet_build_seccomp(const FleetConfig *fc, struct sock_fprog **ret, char **ret_error) {
+int fleet_build_seccomp(const FleetConfig *fc, struct sock_fprog **ret, bool *ret_keeper_restarts,
+                        char **ret_error) {
         _cleanup_free_ char *why = NULL;
         scmp_filter_ctx ctx = NULL;
         int r;
 
         *ret = NULL;
+        *ret_keeper_restarts = true;
         if (!fc->seccomp)
                 return 0;
-        r = confine_seccomp_new(fc->seccomp_list, fc->seccomp_kill, &ctx, &why);
+        r = confine_seccomp_new(fc->seccomp_list, fc->seccomp_kill, &ctx, ret_keeper_restarts, &why);
         if (r >= 0) {
                 r = confine_seccomp_program(ctx, ret);
                 seccomp_release(ctx);
@@ -407,7 +410,7 @@ int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret
         r = resolve_identity(fc, &f->uid, &f->gid, ret_error);
         if (r < 0)
                 return r;
-        r = fleet_build_seccomp(fc, &f->seccomp, ret_error);
+        r = fleet_build_seccomp(fc, &f->seccomp, &f->keeper_restarts, ret_error);
         if (r < 0)
                 return r;
         if (asprintf(&f->cgroup_path, "%s/%s", m->cgroup_root, fc->name) < 0)

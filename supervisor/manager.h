@@ -23,6 +23,7 @@ typedef struct Fleet {
         size_t n_slots;
         AllocIndex index;            /* allocation candidates by class */
         struct sock_fprog *seccomp;  /* compiled from security.seccomp, NULL = off */
+        bool keeper_restarts;        /* the filter lets keepers restart servers (spawn.h) */
         bool retired;                /* gone from the config: drains, then goes */
         /* One check sweep per checks.interval over the fleet's running slots, done in
          * chunks (slot-checks.c); off while no slot is checked. */
@@ -69,6 +70,7 @@ typedef struct Manager {
 
         int state_dir_fd;
         int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
+        sd_event_source *exit_watch; /* inotify on exit/: keepers' restarts (keeper.c) */
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         ProbeHub *probe_hub;         /* the one socket of all query probes */
         Hashmap callers;             /* what the bus said of each caller (manager-bus.c) */
@@ -104,7 +106,8 @@ int manager_request_reexecute(Manager *m);
 Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);
 int manager_add_slots(Manager *m, Fleet *f, unsigned count);
-int fleet_build_seccomp(const FleetConfig *fc, struct sock_fprog **ret, char **ret_error);
+int fleet_build_seccomp(const FleetConfig *fc, struct sock_fprog **ret, bool *ret_keeper_restarts,
+                        char **ret_error);
 int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, char **ret_error);
 int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error);
 Fleet *manager_find_fleet(Manager *m, const char *name);

@@ -56,6 +56,9 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
         manager_bus_slot_properties(s->manager, s, "Strikes", NULL);
         if (!v.act || s->pending_cause != FAILURE_NONE || s->main_pid == 0)
                 return;
+        /* Its keeper restarted it just now: the server judged here has ended. */
+        if (slot_disarm(s) == -ECHILD)
+                return;
 
         log_slot_warning(s, "%u strikes of check %s: sending %s to process %d", v.strikes,
                          check_kind_to_string(k), sigabbrev_np(f->check_signal) ?: "a signal",

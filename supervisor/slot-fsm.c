@@ -125,3 +125,17 @@ ExitVerdict slot_exit_policy(const ExitInput *in) {
                                       .reason = FAILURE_CRASH_BACKOFF };
         return (ExitVerdict){ .decision = EXIT_DECISION_RESTART, .reason = in->cause };
 }
+
+bool slot_exit_always_restarts(const ExitInput *in) {
+        ExitInput crash = *in, clean = *in;
+
+        if (in->stop_requested || in->restart_requested || in->allocated)
+                return false;
+        crash.clean_exit = false;
+        crash.cause = FAILURE_NONE;
+        crash.crashes_in_window = in->crashes_in_window + 1;
+        clean.clean_exit = true;
+        clean.cause = FAILURE_NONE;
+        return slot_exit_policy(&crash).decision == EXIT_DECISION_RESTART &&
+               slot_exit_policy(&clean).decision == EXIT_DECISION_RESTART;
+}

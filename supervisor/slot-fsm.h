@@ -89,3 +89,9 @@ typedef struct ExitVerdict {
 
 ExitVerdict slot_exit_policy(const ExitInput *in);
 
+/* Whether the keeper may restart the server by itself (keeper.c): true when any exit of it
+ * now, a crash or exit 0, with nothing requested, would be followed by a restart at once
+ * (slot_exit_policy()), with no session to end. 'in' describes the slot before the exit:
+ * crashes_in_window without the one to come, clean_exit and cause unused. */
+bool slot_exit_always_restarts(const ExitInput *in);
+

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -39,7 +40,7 @@ SlotFacts slot_facts(const Slot *s) {
                 .failed = s->process_state == PROCESS_FAILED,
                 /* Mid-restart, or due for one: not a slot to hand out as it is. */
                 .busy = s->process_state == PROCESS_STOPPING || s->start_defer || s->stale ||
-                        s->retired,
+                        s->retired || s->restart_pending,
         };
 }
 
@@ -66,6 +67,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->id = id;
         s->index = index;
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
+        s->token_fd = -EBADF;
         s->cpu_stat_fd = -EBADF;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
@@ -95,6 +97,7 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->child_source);
         sd_event_source_disable_unref(s->keeper_io);
         safe_close(s->keeper_pidfd);
+        safe_close(s->token_fd);
         sd_event_source_disable_unref(s->stop_timer);
         sd_event_source_disable_unref(s->start_defer);
         sd_event_source_disable_unref(s->reserve_timer);
@@ -276,6 +279,7 @@ int slot_provision(Slot *s) {
                 s->main_pid = s->restored_keeper;
                 slot_set_process_state(s, s->restored_ready ? PROCESS_RUNNING : PROCESS_STARTING);
                 log_slot_info(s, "Its server ended while slotd was not running");
+                s->keeper_restarts = s->restored_keeper_restarts;
                 slot_keeper_exited(s, 0, SIGKILL);
                 return 0;
         }
@@ -467,6 +471,16 @@ static int slot_spawn(Slot *s) {
         r = slot_open_notify(s);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open %s: %m", s->notify_path);
+        /* A keeper of its own for every start: its restarts begin unarmed. */
+        s->token_fd = safe_close(s->token_fd);
+        s->armed = s->restart_pending = s->keeper_outdated = false;
+        s->keeper_restarts = 0;
+        if (s->fleet->keeper_restarts) {
+                s->token_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (s->token_fd < 0)
+                        log_slot_warning_errno(s, errno, "No eventfd, the keeper will not restart "
+                                                         "the server itself: %m");
+        }
         r = spawn_process(&(SpawnParams){
                                   .path = s->fleet->config->build,
                                   .argv = argv,
@@ -484,6 +498,7 @@ static int slot_spawn(Slot *s) {
                                   .status_fd = s->status_fd,
                                   .notify_fd = s->notify_fd,
                                   .keeper_fd = s->manager->keeper_fd,
+                                  .token_fd = s->token_fd >= 0 ? s->token_fd : -1,
                                   .fork_and_attach = s->cgroup_killed &&
                                                      s->manager->killed_cgroup_bug,
                           },
@@ -566,6 +581,7 @@ static void slot_terminate(Slot *s) {
 void slot_kill(Slot *s) {
         int r;
 
+        (void) slot_disarm(s);
         s->cgroup_killed = true;
         r = cg_kill_at(s->cgroup_fd);
         if (r < 0)
@@ -720,11 +736,123 @@ static void slot_dispatch(Slot *s, SlotEvent event) {
         manager_slot_changed(s->manager, s, true);
 }
 
+static bool slot_may_arm(Slot *s) {
+        const FleetConfig *f = s->fleet->config;
+
+        if (s->token_fd < 0 || s->restart_pending || s->keeper_outdated || s->main_pid == 0 ||
+            (s->process_state != PROCESS_STARTING && s->process_state != PROCESS_RUNNING) ||
+            s->retired || s->stale || s->start_defer || s->pending_cause != FAILURE_NONE)
+                return false;
+        return slot_exit_always_restarts(&(ExitInput){
+                .stop_requested = s->stop_requested,
+                .restart_requested = s->restart_requested,
+                .allocated = slot_is_allocated(s),
+                .start_on_provision = f->start_on_provision,
+                .pre_recovery = f->pre_recovery,
+                .crashes_in_window = time_window_count(&s->crashes, now_usec(CLOCK_MONOTONIC),
+                                                       f->crash_window),
+                .crash_restarts = f->crash_restarts,
+        });
+}
+
+int slot_disarm(Slot *s) {
+        uint64_t v;
+
+        if (!s->armed)
+                return s->restart_pending ? -ECHILD : 0;
+        s->armed = false;
+        if (read(s->token_fd, &v, sizeof(v)) == sizeof(v))
+                return 0;
+        /* EAGAIN: the keeper read it first. */
+        s->restart_pending = true;
+        log_slot_debug(s, "The keeper took its restart first: the server has ended");
+        return -ECHILD;
+}
+
+void slot_update_arming(Slot *s) {
+        static const uint64_t one = 1;
+        bool want = slot_may_arm(s);
+
+        if (want == s->armed)
+                return;
+        if (!want) {
+                (void) slot_disarm(s);
+                return;
+        }
+        if (write(s->token_fd, &one, sizeof(one)) == sizeof(one))
+                s->armed = true;
+}
+
+/* The keeper restarted the server (keeper.c): account for that exit as slotd would have
+ * handled it (SPEC §6: a crash counts against crash.restarts and is announced), and follow
+ * the new server. With keeper_gone the keeper has ended since: its own exit follows. */
+static void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
+        FailureReason cause;
+        unsigned n;
+        int code, sig;
+        bool clean, failed;
+
+        if (s->status_fd < 0 || spawn_read_restart(s->status_fd, &n, &failed, &code, &sig) <= 0 ||
+            n <= s->keeper_restarts)
+                return;
+        s->keeper_restarts = n;
+        s->armed = s->restart_pending = false;
+        /* The fork failed: the keeper ends, and its exit is handled as any other. (Had the
+         * record been read before it said so, that exit counts twice: a fork failing in a
+         * process of a few KiB is not worth more.) */
+        if (failed)
+                return;
+        cause = slot_checks_exit_cause(s);
+        clean = sig == 0 && code == 0 && cause == FAILURE_NONE;
+        s->exit_code = s->last_exit_code = code;
+        s->exit_signal = s->last_exit_signal = sig;
+        s->restarts++;
+        s->server_pid = 0; /* found again when asked for */
+        if (!clean) {
+                char how[64];
+
+                time_window_add(&s->crashes, now_usec(CLOCK_MONOTONIC));
+                if (sig)
+                        snprintf(how, sizeof(how), "killed by signal %d (%s)", sig,
+                                 sigabbrev_np(sig) ?: "?");
+                else
+                        snprintf(how, sizeof(how), "exit code %d", code);
+                log_slot_warning(s, "Server crashed: %s%s%s; restarted by its keeper", how,
+                                 cause != FAILURE_NONE ? ", cause " : "",
+                                 failure_reason_to_string(cause));
+                manager_bus_slot_crashed(s->manager, s, failure_reason_to_string(cause));
+        } else
+                log_slot_info(s, "Server exited with code 0; restarted by its keeper");
+        s->failure = clean ? FAILURE_NONE : cause;
+        if (keeper_gone)
+                return;
+
+        s->exit_code = s->exit_signal = 0;
+        s->ready = false;
+        s->status = mfree_str(s->status);
+        s->started_at = now_usec(CLOCK_REALTIME);
+        if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING) {
+                slot_checks_start(s);
+                slot_set_process_state(s, PROCESS_STARTING);
+        }
+        manager_slot_changed(s->manager, s, true);
+}
+
+void slot_keeper_status_changed(Slot *s) {
+        if (s->main_pid > 0)
+                slot_account_keeper_restart(s, false);
+}
+
 /* The keeper is gone: how the server ended is in the status file, or, when the keeper was
  * killed before it could write it, in how the keeper itself ended. */
 static void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
-        pid_t server = s->server_pid;
+        pid_t server;
 
+        /* A restart the keeper made before it ended, not yet heard of: first that exit. */
+        slot_account_keeper_restart(s, true);
+        s->token_fd = safe_close(s->token_fd);
+        s->armed = s->restart_pending = false;
+        server = s->server_pid;
         s->main_pid = s->server_pid = 0;
         s->child_source = sd_event_source_disable_unref(s->child_source);
         s->keeper_io = sd_event_source_disable_unref(s->keeper_io);
@@ -759,6 +887,8 @@ static int slot_on_keeper_io(sd_event_source *source, int fd, uint32_t revents, 
 }
 
 int slot_signal(Slot *s, int sig) {
+        /* The exit this causes is slotd's to handle. */
+        (void) slot_disarm(s);
         if (s->child_source)
                 return sd_event_source_send_child_signal(s->child_source, sig, NULL, 0);
         if (s->keeper_pidfd >= 0)
@@ -842,6 +972,19 @@ static int slot_adopt(Slot *s, pid_t keeper) {
         slot_checks_start(s);
         if (s->ready)
                 slot_checks_ready(s);
+        /* Its restarts: an earlier slotd armed them for a command line we cannot check, so
+         * this keeper makes no more; take back what may be armed, and account for a restart
+         * it made while we were away (before what its new server sent is read, below). */
+        s->keeper_outdated = true;
+        s->armed = s->restart_pending = false;
+        s->token_fd = safe_close(s->token_fd);
+        s->token_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_TOKEN_FD, 0);
+        if (s->token_fd >= 0) {
+                uint64_t v;
+                (void) !read(s->token_fd, &v, sizeof(v));
+        }
+        s->keeper_restarts = s->restored_keeper_restarts;
+        slot_account_keeper_restart(s, false);
         /* The socket the keeper kept: what the server sent while we were away is in it. */
         s->notify_fd = safe_close(s->notify_fd);
         s->notify_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_NOTIFY_FD, 0);
@@ -1057,6 +1200,10 @@ int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
             (s->reservation_uuid && !streq(s->reservation_uuid, uuid)) || s->retired ||
             s->process_state == PROCESS_STOPPING)
                 return -EBUSY;
+        /* From here on a crash of this server is a crash while allocated: its keeper must
+         * not restart it. If the keeper was first, the server ended before the allocation
+         * and the next one, starting, takes it. */
+        (void) slot_disarm(s);
 
         restart = slot_is_running(s) && (!streq(bc, s->build_configuration) || s->stale);
         start = !slot_is_running(s);
@@ -1122,6 +1269,9 @@ int slot_deallocate(Slot *s) {
 void slot_reconfigure(Slot *s, bool build_changed) {
         CgroupLimits limits = slot_limits(s);
 
+        /* The keeper holds the command line and confinement it was started with. */
+        s->keeper_outdated = true;
+        (void) slot_disarm(s);
         if (s->cgroup_fd >= 0)
                 (void) cg_apply_limits(s->cgroup_fd, s->manager->enforced, &limits);
         if (!build_changed)
@@ -1165,6 +1315,7 @@ void slot_restore(Slot *s, const SlotRecord *r) {
         s->last_exit_signal = r->last_exit_signal;
         s->restored_keeper = (pid_t) r->keeper;
         s->restored_ready = r->ready;
+        s->restored_keeper_restarts = r->keeper_restarts;
         if (r->keeper)
                 s->started_at = r->started_at;
 }
@@ -1184,6 +1335,7 @@ void slot_record(const Slot *s, SlotRecord *r) {
                 .last_exit_code = s->last_exit_code,
                 .last_exit_signal = s->last_exit_signal,
                 .keeper = s->main_pid > 0 ? (unsigned) s->main_pid : 0,
+                .keeper_restarts = s->main_pid > 0 ? s->keeper_restarts : 0,
                 .ready = s->ready,
                 .started_at = s->started_at,
         };

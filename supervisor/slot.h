@@ -60,10 +60,16 @@ typedef struct Slot {
         sd_event_source *keeper_io;
         pid_t restored_keeper;    /* from the state file: a keeper that ran when slotd stopped */
         bool restored_ready;
+        unsigned restored_keeper_restarts;
         int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
         int notify_fd;            /* <state_dir>/notify.d/<id>, held by the keeper too */
         sd_event_source *notify_source;
         char *notify_path;
+        int token_fd;             /* the keeper's restart eventfd (keeper.c), -1: none */
+        bool armed;               /* a restart waits in token_fd for the keeper to take */
+        bool restart_pending;     /* the keeper took it: the server ended, the next is starting */
+        bool keeper_outdated;     /* started before a Reload, or by an earlier slotd: no restarts */
+        unsigned keeper_restarts; /* restarts made by the current keeper that slotd accounted */
         sd_event_source *child_source;    /* owns the pidfd */
         sd_event_source *stop_timer;
         sd_event_source *start_defer;
@@ -153,6 +159,18 @@ unsigned slot_strike_count(const Slot *s, CheckKind k);
 void slot_kill(Slot *s);
 /* A signal to the game server (through its keeper). */
 int slot_signal(Slot *s, int sig);
+
+/* Restarts made by the keeper itself (keeper.c, spawn.h). A restart is armed while slotd's
+ * own verdict on any exit of the server would be an immediate restart
+ * (slot_exit_always_restarts()), and taken back before anything that changes that verdict
+ * or acts on the server. slot_update_arming() runs at every change of the slot
+ * (manager_slot_changed()). slot_disarm() returns 0 when the keeper will not restart the
+ * server, -ECHILD when it took the restart first: the server has ended and the next one is
+ * starting (the slot is busy until slotd hears of it). */
+void slot_update_arming(Slot *s);
+int slot_disarm(Slot *s);
+/* The keeper wrote its status file (inotify on exit/): accounts a restart it made. */
+void slot_keeper_status_changed(Slot *s);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);

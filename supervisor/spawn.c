@@ -152,10 +152,9 @@ static void keeper_fail_status(int status_fd) {
 static int keeper_child(void *userdata) {
         const SpawnParams *p = userdata;
         struct clone_args args = { .exit_signal = SIGCHLD };
-        char pid_arg[16];
         sigset_t all;
         pid_t server;
-        int status, notify, output, keeper;
+        int status, notify, output, keeper, token = -1;
 
         /* We share slotd's descriptor table (CLONE_FILES, slotd asleep): take a table of our
          * own with only the descriptors below the reserved ones' end, which costs what those
@@ -193,33 +192,54 @@ static int keeper_child(void *userdata) {
 
         /* The status file as fd 3 and the notify socket as fd 4, through high numbers first
          * so that none overwrites another; the log (for a failed exec) as 5 and slotd-keeper
-         * as 6 until the exec. */
+         * as 6 until the exec. A keeper that restarts keeps the server's stdin, stdout and
+         * stderr as 0-2 and has its restart eventfd as 5, the log then being 2. */
         status = fcntl(p->status_fd, F_DUPFD, 64);
         notify = fcntl(p->notify_fd, F_DUPFD, 64);
         output = fcntl(p->output_fd, F_DUPFD_CLOEXEC, 64);
         keeper = fcntl(p->keeper_fd, F_DUPFD_CLOEXEC, 64);
+        if (p->token_fd >= 0)
+                token = fcntl(p->token_fd, F_DUPFD, 64);
         if (status < 0 || notify < 0 || output < 0 || keeper < 0 || dup2(status, 3) < 0 ||
-            dup2(notify, KEEPER_NOTIFY_FD) < 0 || dup3(output, 5, O_CLOEXEC) < 0 ||
-            dup3(keeper, 6, O_CLOEXEC) < 0) {
+            dup2(notify, KEEPER_NOTIFY_FD) < 0 || dup3(keeper, 6, O_CLOEXEC) < 0 ||
+            (p->token_fd >= 0 ? token < 0 || dup2(token, KEEPER_TOKEN_FD) < 0 ||
+                                        dup2(p->null_fd, STDIN_FILENO) < 0 ||
+                                        dup2(output, STDOUT_FILENO) < 0 || dup2(output, STDERR_FILENO) < 0
+                              : dup3(output, 5, O_CLOEXEC) < 0)) {
                 (void) kill(server, SIGKILL);
                 keeper_fail_status(p->status_fd);
                 return 0;
         }
         (void) syscall(SYS_close_range, 7U, ~0U, 0U);
-        (void) close(STDIN_FILENO);
-        (void) close(STDOUT_FILENO);
-        (void) close(STDERR_FILENO);
+        if (p->token_fd < 0) {
+                (void) close(STDIN_FILENO);
+                (void) close(STDOUT_FILENO);
+                (void) close(STDERR_FILENO);
+        }
 
-        snprintf(pid_arg, sizeof(pid_arg), "%d", (int) server);
+        snprintf(p->keeper_argv[1], 16, "%d", (int) server);
         /* Without the random offset of its initial stack pointer (up to 8 KiB on x86_64) the
          * keeper's arguments and frames fit in one page: 4 KiB a slot instead of 8 to 12.
          * Its layout protects nothing: it parses no input, and the server (another uid)
-         * cannot touch its memory. The server was forked before this and keeps ASLR. */
+         * cannot touch its memory. The server was forked before this and keeps ASLR, and
+         * the keeper resets the flag for the servers it starts itself. */
         (void) personality(ADDR_NO_RANDOMIZE);
-        (void) syscall(SYS_execveat, 6, "",
-                       (char *const[]){ (char *) "slotd-keeper", pid_arg, NULL },
-                       (char *const[]){ NULL }, AT_EMPTY_PATH);
-        child_say(5, "exec of slotd-keeper", p->path, errno);
+        if (p->token_fd >= 0) {
+                /* The keeper that restarts is confined as its servers are, so that they
+                 * inherit all of it and a restart is a fork and an exec. */
+                const char *step = NULL;
+
+                if ((p->working_directory && chdir(p->working_directory) < 0 && (step = "chdir to home")) ||
+                    confine_apply(&p->confine, &step) < 0) {
+                        child_say(STDERR_FILENO, step, "slotd-keeper", errno);
+                        (void) kill(server, SIGKILL);
+                        keeper_fail_status(3);
+                        return 0;
+                }
+        }
+        (void) syscall(SYS_execveat, 6, "", p->keeper_argv,
+                       p->token_fd >= 0 ? p->envp : (char *const[]){ NULL }, AT_EMPTY_PATH);
+        child_say(p->token_fd >= 0 ? STDERR_FILENO : 5, "exec of slotd-keeper", p->path, errno);
         /* Our exit ends the namespace and the server with it. */
         keeper_fail_status(3);
         return 0;
@@ -231,8 +251,8 @@ static int keeper_child(void *userdata) {
  * closing slotd's whole table, a few descriptors per slot, would make every start O(slots)
  * in the kernel: 0.4 ms at 200 slots here. */
 enum { RESERVED_STATUS, RESERVED_NOTIFY, RESERVED_OUTPUT, RESERVED_KEEPER, RESERVED_CGROUP,
-       RESERVED_NULL, _RESERVED_MAX };
-static int reserved[_RESERVED_MAX] = { -1, -1, -1, -1, -1, -1 };
+       RESERVED_TOKEN, RESERVED_NULL, _RESERVED_MAX };
+static int reserved[_RESERVED_MAX] = { -1, -1, -1, -1, -1, -1, -1 };
 
 int spawn_reserve_fds(void) {
         if (reserved[RESERVED_NULL] >= 0)
@@ -261,13 +281,29 @@ int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
                 [RESERVED_STATUS] = params->status_fd, [RESERVED_NOTIFY] = params->notify_fd,
                 [RESERVED_OUTPUT] = params->output_fd, [RESERVED_KEEPER] = params->keeper_fd,
                 [RESERVED_CGROUP] = params->cgroup_fd,
+                [RESERVED_TOKEN] = params->token_fd >= 0 ? params->token_fd : reserved[RESERVED_NULL],
         };
+        _cleanup_free_ char **keeper_argv = NULL;
+        char pid_arg[16] = "";
+        size_t n = 0;
         pid_t pid;
         int pidfd = -1, r;
 
         r = spawn_reserve_fds();
         if (r < 0)
                 return r;
+        /* slotd-keeper PID, and the build's own command line for a keeper that restarts it;
+         * the child writes the PID in (see keeper_child()). */
+        while (params->token_fd >= 0 && params->argv[n])
+                n++;
+        keeper_argv = new0(char *, n + 3);
+        if (!keeper_argv)
+                return -ENOMEM;
+        keeper_argv[0] = (char *) "slotd-keeper";
+        keeper_argv[1] = pid_arg;
+        for (size_t i = 0; i < n; i++)
+                keeper_argv[2 + i] = params->argv[i];
+        q.keeper_argv = keeper_argv;
         for (int i = 0; i < RESERVED_NULL; i++)
                 if (dup3(from[i], reserved[i], O_CLOEXEC) < 0) {
                         r = negative_errno();
@@ -279,6 +315,8 @@ int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
         q.output_fd = reserved[RESERVED_OUTPUT];
         q.keeper_fd = reserved[RESERVED_KEEPER];
         q.cgroup_fd = reserved[RESERVED_CGROUP];
+        q.token_fd = params->token_fd >= 0 ? reserved[RESERVED_TOKEN] : -1;
+        q.null_fd = reserved[RESERVED_NULL];
 
         if (!clone3_unsupported) {
                 /* CLONE_FILES needs CLONE_VFORK: slotd must not touch the shared table
@@ -313,6 +351,8 @@ int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
         /* Without clone3 the keeper cannot be the init of a namespace of its own: the
          * servers then share slotd's PID namespace, and the keeper joins the cgroup. */
         q.fork_and_attach = true;
+        q.token_fd = -1; /* no namespace to empty: orphans would outlive a restart */
+        keeper_argv[2] = NULL;
         pid = fork();
         if (pid == 0)
                 _exit(keeper_child(p));
@@ -349,6 +389,26 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal) {
                 return 1;
         }
         return 0;
+}
+
+int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, int *ret_code,
+                       int *ret_signal) {
+        char buf[KEEPER_RESTART_OFFSET + 1] = {}, word[8], how[8];
+        unsigned n;
+        int v;
+        ssize_t size = pread(status_fd, buf, KEEPER_RESTART_OFFSET, KEEPER_RESTART_OFFSET);
+
+        if (size < 0)
+                return negative_errno();
+        if (sscanf(buf, "%7s %u %7s %d", word, &n, how, &v) != 4 ||
+            (!streq(word, "restart") && !streq(word, "failed")) ||
+            (!streq(how, "exited") && !streq(how, "killed")))
+                return 0;
+        *ret_restarts = n;
+        *ret_failed = streq(word, "failed");
+        *ret_code = streq(how, "exited") ? v : 0;
+        *ret_signal = streq(how, "killed") ? v : 0;
+        return 1;
 }
 
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper) {

@@ -27,7 +27,17 @@ typedef struct SpawnParams {
         int status_fd;   /* where the keeper writes the server's exit status */
         int notify_fd;   /* the slot's notify socket: the keeper holds it (see spawn.h) */
         int keeper_fd;   /* slotd-keeper, opened O_PATH (spawn_open_keeper()) */
+        /* An eventfd through which slotd arms the keeper's restarts (keeper.c), or -1. The
+         * keeper then runs confined as the server is (confine above, seccomp filter
+         * included: the caller checks that the filter lets the keeper work, see
+         * confine_keeper_allowed()), in the working directory, and restarts the server
+         * itself when armed. */
+        int token_fd;
         bool fork_and_attach; /* skip CLONE_INTO_CGROUP (see spawn_probe_killed_cgroup_bug()) */
+
+        /* Filled in by spawn_process() itself. */
+        char **keeper_argv;
+        int null_fd;
 } SpawnParams;
 
 /* Exit code of a server that could not get as far as exec; the reason is written to its
@@ -50,6 +60,16 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
  * servers send while slotd is away) outlives slotd; a new slotd takes it back with
  * pidfd_getfd(). */
 #define KEEPER_NOTIFY_FD 4
+/* ... and the eventfd of its restarts as this one (keeper.c). */
+#define KEEPER_TOKEN_FD 5
+/* Where in the status file the keeper writes its last restart (keeper.c). */
+#define KEEPER_RESTART_OFFSET 32
+
+/* The keeper's last restart record: 1 with the number of restarts it has made and how the
+ * server before the last one ended (*ret_failed: the last one could not be forked, and the
+ * keeper ends instead), 0 when it has made none. */
+int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, int *ret_code,
+                       int *ret_signal);
 
 /* The game server's PID (in slotd's namespace) under a keeper, 0 while there is none. */
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper);

@@ -79,6 +79,8 @@ static void format_slot(Buffer *b, const SlotRecord *s) {
         if (s->keeper)
                 buffer_printf(b, " keeper=%u ready=%d started=%" PRIu64, s->keeper,
                               s->ready, s->started_at);
+        if (s->keeper && s->keeper_restarts)
+                buffer_printf(b, " keeper_restarts=%u", s->keeper_restarts);
         buffer_printf(b, " failed=%d restarts=%u exit_code=%d exit_signal=%d\n",
                       s->failed, s->restarts, s->last_exit_code, s->last_exit_signal);
 }
@@ -111,6 +113,7 @@ static bool record_equal(const SlotRecord *a, const SlotRecord *b) {
                streq_ptr(a->failure, b->failure) && a->failed == b->failed &&
                a->restarts == b->restarts && a->last_exit_code == b->last_exit_code &&
                a->last_exit_signal == b->last_exit_signal && a->keeper == b->keeper &&
+               a->keeper_restarts == b->keeper_restarts &&
                a->ready == b->ready && a->started_at == b->started_at;
 }
 
@@ -292,6 +295,9 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
                         if (r >= 0 && (v == 0 || v > INT32_MAX))
                                 r = -ERANGE;
                         s.keeper = (unsigned) v;
+                } else if (KEY("keeper_restarts")) {
+                        r = parse_u64(val, vn, &v);
+                        s.keeper_restarts = (unsigned) MIN(v, (uint64_t) UINT32_MAX);
                 } else if (KEY("ready")) {
                         r = parse_u64(val, vn, &v);
                         s.ready = v != 0;
@@ -311,6 +317,7 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         if (!s.keeper) {
                 s.ready = false;
                 s.started_at = 0;
+                s.keeper_restarts = 0;
         }
         if (r < 0) {
                 slot_record_done(&s);

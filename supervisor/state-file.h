@@ -25,6 +25,7 @@ typedef struct SlotRecord {
         int last_exit_code;
         int last_exit_signal;
         unsigned keeper;             /* PID of the keeper while a server runs, 0 = none */
+        unsigned keeper_restarts;    /* its restarts (keeper.c) that slotd has accounted */
         bool ready;
         usec_t started_at;           /* CLOCK_REALTIME */
 } SlotRecord;

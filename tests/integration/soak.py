@@ -675,7 +675,7 @@ def cg_relative():
 
 def fd_sample(pid):
     """slotd's fds by kind: per slot (cgroup dir, home dir, exit status file, pidfd of a
-    keeper) and the rest, with numbers blanked so that the rest compares as a multiset."""
+    keeper, the keeper's restart eventfd) and the rest, with numbers blanked so that the rest compares as a multiset."""
     kinds, other = collections.Counter(), collections.Counter()
     slot_cg = re.compile(re.escape(CG) + r"/[^/]+/slot-\d+$")
     slot_home = re.compile(re.escape(T) + r"/slots/[^/]+/slot-\d+$")
@@ -693,6 +693,8 @@ def fd_sample(pid):
             continue
         if target == "anon_inode:[pidfd]":
             kinds["keeper pidfd"] += 1
+        elif target == "anon_inode:[eventfd]":
+            kinds["keeper restart eventfd"] += 1
         elif target.startswith("socket:[") and target[8:-1] in notify_inodes:
             kinds["slot notify socket"] += 1
         elif slot_cg.match(target):
@@ -957,7 +959,8 @@ def main():
     ka, oa, rss_a = sample_a[2:]
     kb, ob, rss_b = b[2:]
     for kind, want in (("slot cgroup", N_SLOTS), ("slot home", N_SLOTS),
-                       ("keeper pidfd", len(running)), ("slot notify socket", len(running))):
+                       ("keeper pidfd", len(running)), ("slot notify socket", len(running)),
+                       ("keeper restart eventfd", len(running))):
         passed()
         if kb[kind] != want:
             violation(f"slotd holds {kb[kind]} fds of kind {kind!r}, expected {want}")

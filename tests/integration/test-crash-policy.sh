@@ -57,6 +57,10 @@ wait_until 10 "three Crashed signals of slot 0" sig_count_ge "$SIGS" Crashed 0 3
 assert_eq "$(sig_args "$SIGS" Crashed | grep '^0 ' | paste -sd,)" "0 3 0 ,0 3 0 ,0 0 11 " \
         "Crashed signals (no reason for a plain crash)"
 assert_ok "log: back-off" grep -q "slot 0 (game): Crashed 3 times within crash.window, not restarting until Start or ResetFailed" "$T/slotd.log"
+# The two restarts were certain whatever the exit, so the keeper made them itself (README,
+# Restarts by the keeper); the third crash, past crash.restarts, was slotd's to decide.
+assert_eq "$(grep -c "slot 0 (game): Server crashed: exit code 3; restarted by its keeper" "$T/slotd.log")" 2 \
+        "crashes restarted by the keeper"
 assert_ok "SlotChanged announced failed" has_sig "$SIGS" SlotChanged "0 available failed"
 
 # ---- 6b. ResetFailed clears the failure without starting; the count starts over ----
@@ -104,6 +108,9 @@ wait_until 10 "server of slot 2 sees u-three" server_state_is 2 allocatedUUID u-
 crash_restarted 2
 assert_eq "$(sprops 2 State AllocationUUID)" "allocated|u-three" \
         "State|AllocationUUID after a crash without pre-recovery"
+# Allocated: slotd took the keeper's restart back at the allocation, and restarted it itself.
+assert_ok "log: slot 2 restarted by slotd" grep -q "slot 2 (norecover): Server crashed: exit code 3; restarting" "$T/slotd.log"
+assert_ok "log: not by its keeper" bash -c "! grep -q 'slot 2 (norecover): .*restarted by its keeper' '$T/slotd.log'"
 assert_eq "$(server_json 2 allocatedUUID)" u-three "server.json after the restart"
 assert_eq "$(server_state 2 allocatedUUID)" u-three "the restarted server is in the allocation"
 # Slot 0 stayed down meanwhile: slot 2's crash went through the same restart path and its

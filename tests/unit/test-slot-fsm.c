@@ -145,6 +145,50 @@ static void test_requests_win_over_exit_status(_unused_ void **state) {
         assert_int_equal(v.decision, EXIT_DECISION_RESTART);
 }
 
+/* The keeper restarts by itself only where every exit would be restarted at once anyway. */
+static void test_exit_always_restarts(_unused_ void **state) {
+        ExitInput in = { .start_on_provision = true, .pre_recovery = true, .crash_restarts = 2 };
+
+        assert_true(slot_exit_always_restarts(&in));
+        in.crashes_in_window = 1;
+        assert_true(slot_exit_always_restarts(&in));
+        /* The next crash would be the third within the window: back-off, slotd decides. */
+        in.crashes_in_window = 2;
+        assert_false(slot_exit_always_restarts(&in));
+        in.crashes_in_window = 0;
+
+        /* Exit 0 without start_on_provision leaves the slot available. */
+        in.start_on_provision = false;
+        assert_false(slot_exit_always_restarts(&in));
+        in.start_on_provision = true;
+
+        /* Allocated: a crash is pre-recovery's (or restarts into the session), exit 0 ends
+         * the session; with or without pre-recovery, slotd decides. */
+        in.allocated = true;
+        assert_false(slot_exit_always_restarts(&in));
+        in.pre_recovery = false;
+        assert_false(slot_exit_always_restarts(&in));
+        in.allocated = false;
+
+        /* A requested stop or restart is slotd's own. */
+        in.stop_requested = true;
+        assert_false(slot_exit_always_restarts(&in));
+        in.stop_requested = false;
+        in.restart_requested = true;
+        assert_false(slot_exit_always_restarts(&in));
+        in.restart_requested = false;
+
+        /* crash.restarts = 0: no crash is ever restarted. */
+        in.crash_restarts = 0;
+        assert_false(slot_exit_always_restarts(&in));
+        in.crash_restarts = 2;
+
+        /* What the policy's inputs say about the exit itself does not count. */
+        in.clean_exit = true;
+        in.cause = FAILURE_MISBEHAVIOUR;
+        assert_true(slot_exit_always_restarts(&in));
+}
+
 static void test_crash_history_window(_unused_ void **state) {
         TimeWindow h = {};
         usec_t min = USEC_PER_MINUTE;
@@ -202,6 +246,7 @@ int main(void) {
                 cmocka_unit_test(test_crash_while_allocated_with_pre_recovery_stays_stopped),
                 cmocka_unit_test(test_crash_backoff_after_restarts),
                 cmocka_unit_test(test_requests_win_over_exit_status),
+                cmocka_unit_test(test_exit_always_restarts),
                 cmocka_unit_test(test_crash_history_window),
                 cmocka_unit_test(test_cause_makes_a_crash),
         };

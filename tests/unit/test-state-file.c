@@ -13,7 +13,7 @@ static void test_round_trip(void **state) {
         SlotRecord slots[2] = {
                 { .id = 3, .fleet = "shooter", .allocation_uuid = "u-1", .build_configuration = "b:2",
                   .hold_until = 0, .failure = "pre-recovery", .restarts = 4, .last_exit_code = 0,
-                  .last_exit_signal = 11 },
+                  .last_exit_signal = 11, .keeper = 1234, .keeper_restarts = 3 },
                 { .id = 7, .fleet = "shooter", .reservation_uuid = "r-9", .reserved_until = 1234567,
                   .hold_until = 99, .failed = true, .last_exit_code = -1 },
         };
@@ -37,7 +37,10 @@ static void test_round_trip(void **state) {
         assert_int_equal(out.slots[0].restarts, 4);
         assert_int_equal(out.slots[0].last_exit_signal, 11);
         assert_false(out.slots[0].failed);
+        assert_int_equal(out.slots[0].keeper, 1234);
+        assert_int_equal(out.slots[0].keeper_restarts, 3);
         assert_int_equal(out.slots[1].id, 7);
+        assert_int_equal(out.slots[1].keeper_restarts, 0);
         assert_null(out.slots[1].allocation_uuid);
         assert_string_equal(out.slots[1].reservation_uuid, "r-9");
         assert_int_equal(out.slots[1].reserved_until, 1234567);
@@ -145,8 +148,8 @@ static void test_format_cached(void **state) {
                 case 0: slots[0].allocation_uuid = uuid; break;
                 case 1: uuid[2] = '3'; break;                 /* same pointer, new text */
                 case 2: r.n_slots = 3; break;
-                case 3: slots[1].keeper = 0; slots[2].hold_until = 99; break;
-                case 4: r.draining = true; break;
+                case 3: slots[1].keeper_restarts = 2; slots[2].hold_until = 99; break;
+                case 4: slots[1].keeper = 0; r.draining = true; break;
                 case 5: r.n_slots = 1; break;
                 case 6: slots[0].allocation_uuid = NULL; slots[0].last_exit_signal = 9; break;
                 }
