@@ -16,7 +16,7 @@
  * server left in it, ends with it. A bad SERVER-PID: exit 2.
  *
  * Restarts. With BUILD and its arguments (and the server's environment as its own), fd 5 is
- * an eventfd through which slotd hands it one restart at a time, and fds 0-2 are the
+ * a non-blocking eventfd through which slotd hands it one restart at a time, and fds 0-2 are the
  * server's stdin, stdout and stderr. When the server ends, nothing else is left in the
  * namespace, and a restart is there to take (a read of fd 5 succeeds), it starts BUILD again
  * at once, as its own child, with its own identity, limits and seccomp filter (spawn.c gives
@@ -134,8 +134,8 @@ __asm__(".text\n"
 #endif
 
 enum { SIG_SETMASK_HOW = 2, SIGKILL_NR = 9, SIGCHLD_NR = 17, SIGSTOP_NR = 19, NSIG_NR = 64,
-       WNOHANG_FLAG = 1, SIGSET_SIZE = 8, ESRCH_NR = 3, F_SETFD_CMD = 2, FD_CLOEXEC_FLAG = 1,
-       PR_SET_DUMPABLE_OPT = 4 };
+       WNOHANG_FLAG = 1, WALL_FLAG = 0x40000000, SIGSET_SIZE = 8, ECHILD_NR = 10,
+       F_SETFD_CMD = 2, FD_CLOEXEC_FLAG = 1, PR_SET_DUMPABLE_OPT = 4 };
 #define CLONE_VM_FLAG 0x100UL
 #define CLONE_VFORK_FLAG 0x4000UL
 
@@ -231,9 +231,15 @@ static int keeper_server_child(void *arg) {
  * namespace is empty (orphans left behind end with the namespace instead). 1 if it did. */
 static int keeper_restart(Keeper *k, int wstatus) {
         unsigned long long token;
-        long pid;
+        long pid, w;
 
-        if (!k->build_argv || sys4(NR_kill, -1, 0, 0, 0) != -ESRCH_NR ||
+        if (!k->build_argv)
+                return 0;
+        /* Whatever is left in the namespace has an ancestor among the keeper's children (an
+         * orphan's parent is the keeper): no child, nothing left. Dead ones are reaped. */
+        while ((w = sys4(NR_wait4, -1, 0, WNOHANG_FLAG | WALL_FLAG, 0)) > 0)
+                ;
+        if (w != -ECHILD_NR ||
             sys4(NR_read, KEEPER_TOKEN_FD, (long) &token, sizeof(token), 0) != sizeof(token))
                 return 0;
         /* The record comes first: slotd learns of the restart before anything the next

@@ -165,10 +165,6 @@ int manager_open_state(Manager *m) {
         m->exit_watch = sd_event_source_disable_unref(m->exit_watch);
         r = sd_event_add_inotify_fd(m->event, &m->exit_watch, m->exit_dir_fd, IN_MODIFY,
                                     manager_on_exit_dir, m);
-        /* Ahead of the notify sockets: a restart is heard of before what the new server
-         * sends (keeper.c writes the record before it forks). */
-        if (r >= 0)
-                r = sd_event_source_set_priority(m->exit_watch, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
                 log_warning_errno(r, "Failed to watch %s/exit, restarts made by keepers are "
                                   "accounted late: %m", m->config->state_dir);

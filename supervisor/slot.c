@@ -98,6 +98,7 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->keeper_io);
         safe_close(s->keeper_pidfd);
         safe_close(s->token_fd);
+        sd_event_source_disable_unref(s->account_timer);
         sd_event_source_disable_unref(s->stop_timer);
         sd_event_source_disable_unref(s->start_defer);
         sd_event_source_disable_unref(s->reserve_timer);
@@ -838,8 +839,30 @@ static void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
         manager_slot_changed(s->manager, s, true);
 }
 
-void slot_keeper_status_changed(Slot *s) {
+static int slot_on_account_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+
+        s->account_timer = sd_event_source_disable_unref(s->account_timer);
         if (s->main_pid > 0)
+                slot_account_keeper_restart(s, false);
+        return 0;
+}
+
+/* A keeper's restart is accounted a moment after it is heard of, so that slotd's share of
+ * it (signals, dbus-daemon's routing of them, the state commit) does not compete for the
+ * CPUs with the new server's exec; anything the new server sends, and the keeper's exit,
+ * account for it first (slot_handle_notify(), slot_keeper_exited()). */
+#define KEEPER_ACCOUNT_DELAY_USEC (5 * USEC_PER_MSEC)
+
+void slot_keeper_status_changed(Slot *s) {
+        int r;
+
+        if (s->main_pid <= 0 || s->account_timer)
+                return;
+        r = sd_event_add_time_relative(s->manager->event, &s->account_timer, CLOCK_MONOTONIC,
+                                       KEEPER_ACCOUNT_DELAY_USEC, USEC_PER_MSEC,
+                                       slot_on_account_timer, s);
+        if (r < 0)
                 slot_account_keeper_restart(s, false);
 }
 
@@ -848,7 +871,8 @@ void slot_keeper_status_changed(Slot *s) {
 static void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         pid_t server;
 
-        /* A restart the keeper made before it ended, not yet heard of: first that exit. */
+        /* A restart the keeper made before it ended, not yet accounted: first that exit. */
+        s->account_timer = sd_event_source_disable_unref(s->account_timer);
         slot_account_keeper_restart(s, true);
         s->token_fd = safe_close(s->token_fd);
         s->armed = s->restart_pending = false;
@@ -1039,6 +1063,10 @@ int slot_reset_failed(Slot *s) {
 
 void slot_handle_notify(Slot *s, const char *buf, size_t size) {
         NotifyMessage msg;
+
+        /* From a server its keeper has just started? Then that restart comes first. */
+        if (s->main_pid > 0 && s->token_fd >= 0)
+                slot_account_keeper_restart(s, false);
 
         if (notify_parse(buf, size, &msg) < 0) {
                 log_slot_debug(s, "Ignoring a malformed notify message");
