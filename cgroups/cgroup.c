@@ -314,30 +314,26 @@ int cg_cpu_usage_fd(int fd, usec_t *ret) {
         return parse_cpu_usage(buf, ret);
 }
 
-int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) {
-        char buf[8192];
-        uint64_t sum = 0;
-        long page = sysconf(_SC_PAGESIZE);
-        char *save = NULL;
-        int r;
+const char *cg_memory_file(bool have_memory_controller) {
+        return have_memory_controller ? "memory.current" : "cgroup.procs";
+}
 
-        if (have_memory_controller) {
-                r = cg_read_at(dirfd, "memory.current", buf, sizeof(buf));
-                if (r < 0)
-                        return r;
-                *ret = strtoull(buf, NULL, 10);
-                return 0;
-        }
-        r = cg_read_at(dirfd, "cgroup.procs", buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        for (char *p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+/* Without the memory controller: the resident sets of the processes listed in 'procs'. */
+static uint64_t sum_resident(char *procs, pid_t skip) {
+        long page = sysconf(_SC_PAGESIZE);
+        uint64_t sum = 0;
+        char *save = NULL;
+
+        for (char *p = strtok_r(procs, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
                 char path[64], statm[128];
                 unsigned long long size, resident;
+                long pid = strtol(p, NULL, 10);
                 _cleanup_close_ int fd = -EBADF;
                 ssize_t n;
 
-                snprintf(path, sizeof(path), "/proc/%ld/statm", strtol(p, NULL, 10));
+                if (pid <= 0 || pid == skip)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%ld/statm", pid);
                 fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* exited meanwhile */
@@ -348,7 +344,27 @@ int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) 
                 if (sscanf(statm, "%llu %llu", &size, &resident) == 2)
                         sum += resident * (uint64_t) page;
         }
-        *ret = sum;
+        return sum;
+}
+
+int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) {
+        char buf[8192];
+        int r = cg_read_at(dirfd, cg_memory_file(have_memory_controller), buf, sizeof(buf));
+
+        if (r < 0)
+                return r;
+        *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, 0);
+        return 0;
+}
+
+int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, uint64_t *ret) {
+        char buf[8192];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, skip);
         return 0;
 }
 

@@ -68,7 +68,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->index = index;
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
         s->token_fd = -EBADF;
-        s->cpu_stat_fd = -EBADF;
+        s->cpu_stat_fd = s->memory_fd = -EBADF;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
         snprintf(s->id_string, sizeof(s->id_string), "%u", id);
@@ -109,6 +109,7 @@ Slot *slot_free(Slot *s) {
         free(s->query);
         safe_close(s->cgroup_fd);
         safe_close(s->cpu_stat_fd);
+        safe_close(s->memory_fd);
         safe_close(s->home_fd);
         safe_close(s->status_fd);
         sd_event_source_disable_unref(s->notify_source);
@@ -210,6 +211,7 @@ static int slot_setup_cgroup(Slot *s) {
                                             s->cgroup_path);
         s->cgroup_fd = safe_close(s->cgroup_fd);
         s->cpu_stat_fd = safe_close(s->cpu_stat_fd);
+        s->memory_fd = safe_close(s->memory_fd);
         r = cg_open(s->cgroup_path, &s->cgroup_fd);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open cgroup %s: %m", s->cgroup_path);
@@ -1088,11 +1090,15 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
 }
 
 uint64_t slot_memory_current(Slot *s) {
+        bool controller = s->manager->enforced & CGROUP_MASK(CGROUP_MEMORY);
         uint64_t v = 0;
 
-        if (s->cgroup_fd < 0 ||
-            cg_memory_current_at(s->cgroup_fd, s->manager->enforced & CGROUP_MASK(CGROUP_MEMORY),
-                                 &v) < 0)
+        /* Kept open, as cpu.stat is: a check is a pread, not an open, a read and a close.
+         * Without the controller the keeper's few pages are left out. */
+        if (s->memory_fd < 0 && s->cgroup_fd >= 0)
+                s->memory_fd = openat(s->cgroup_fd, cg_memory_file(controller),
+                                      O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (s->memory_fd < 0 || cg_memory_current_fd(s->memory_fd, controller, s->main_pid, &v) < 0)
                 return 0;
         return v;
 }

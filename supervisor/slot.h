@@ -90,6 +90,7 @@ typedef struct Slot {
         /* Checks (slot-checks.c). */
         bool checks_on;              /* in its fleet's check sweeps (slot-checks.c) */
         int cpu_stat_fd;             /* the cgroup's cpu.stat, open while the cgroup is */
+        int memory_fd;               /* its memory.current (or cgroup.procs), the same */
         sd_event_source *heartbeat_timer;
         sd_event_source *start_timer;
         sd_event_source *misbehaviour_timer;

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
 #include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
@@ -50,6 +54,33 @@ static void test_controllers(_unused_ void **state) {
         assert_string_equal(cgroup_controller_to_string(CGROUP_PIDS), "pids");
 }
 
+/* The memory of a slot from a descriptor kept open: memory.current as it is, or without
+ * the controller the resident sets of the processes cgroup.procs lists, the keeper's left
+ * out; the file is re-read from its start each time. */
+static void test_memory_current_fd(_unused_ void **state) {
+        char path[] = "/tmp/slotd-test-cgroup.XXXXXX", line[64];
+        int fd = mkostemp(path, O_CLOEXEC), n;
+        uint64_t v = 0;
+
+        assert_true(fd >= 0);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(pwrite(fd, "123456789\n", 10, 0), 10);
+        assert_int_equal(cg_memory_current_fd(fd, true, 0, &v), 0);
+        assert_int_equal(v, 123456789);
+        assert_string_equal(cg_memory_file(true), "memory.current");
+        assert_string_equal(cg_memory_file(false), "cgroup.procs");
+
+        /* This process's resident set, then none when it is the one left out. */
+        n = snprintf(line, sizeof(line), "%d\n", (int) getpid());
+        assert_int_equal(ftruncate(fd, 0), 0);
+        assert_int_equal(pwrite(fd, line, (size_t) n, 0), n);
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, &v), 0);
+        assert_true(v > 0);
+        assert_int_equal(cg_memory_current_fd(fd, false, getpid(), &v), 0);
+        assert_int_equal(v, 0);
+        close(fd);
+}
+
 static void test_format_limit(_unused_ void **state) {
         char buf[24];
         cg_format_limit(UINT64_MAX, buf);
@@ -67,6 +98,7 @@ int main(void) {
                 cmocka_unit_test(test_proc_cgroup),
                 cmocka_unit_test(test_controllers),
                 cmocka_unit_test(test_format_limit),
+                cmocka_unit_test(test_memory_current_fd),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
