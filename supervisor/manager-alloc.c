@@ -97,7 +97,7 @@ void manager_slot_changed(Manager *m, Slot *s, bool durable) {
                 alloc_index_set(&s->fleet->index, &s->alloc_entry, alloc_class_from_facts(&f));
         manager_set_busy(m, s, f.allocated || f.reserved);
         if (durable)
-                manager_state_dirty(m);
+                manager_state_slot_changed(m, s);
         manager_bus_slot_changed(m, s);
 }
 

@@ -191,6 +191,6 @@ int manager_reload(Manager *m, char **ret_error) {
         manager_bus_property_changed(m, "SlotCount");
         manager_bus_property_changed(m, "CPUs");
         manager_bus_property_changed(m, "MemoryBytes");
-        manager_state_dirty(m);
+        manager_state_snapshot(m);
         return 0;
 }

@@ -81,7 +81,36 @@ static void manager_flush_replies(Manager *m, int error) {
         m->n_pending = 0;
 }
 
-int manager_commit(Manager *m) {
+void manager_state_slot_changed(Manager *m, Slot *s) {
+        if (!s->state_changed) {
+                if (m->n_state_changed == m->n_state_changed_allocated) {
+                        size_t n = MAX(m->n_state_changed_allocated * 2, (size_t) 64);
+                        unsigned *t = reallocarray(m->state_changed, n, sizeof(unsigned));
+                        if (!t) {
+                                log_oom();
+                                manager_state_snapshot(m); /* covers it */
+                                return;
+                        }
+                        m->state_changed = t;
+                        m->n_state_changed_allocated = n;
+                }
+                m->state_changed[m->n_state_changed++] = s->id;
+                s->state_changed = true;
+        }
+        manager_state_dirty(m);
+}
+
+void manager_state_snapshot(Manager *m) {
+        m->state_snapshot_needed = true;
+        manager_state_dirty(m);
+}
+
+/* A journal smaller than this is never worth a snapshot of its own. */
+#define JOURNAL_MIN_BYTES (64 * 1024)
+
+/* The whole file, written atomically; then reopened to append to. O(slots): once per
+ * journal as large as the snapshot, so O(1) per change over time, and at Reloads. */
+static int manager_commit_snapshot(Manager *m) {
         _cleanup_free_ char *text = NULL;
         StateRecord rec = {
                 .draining = m->draining,
@@ -89,20 +118,68 @@ int manager_commit(Manager *m) {
         };
         int n, r;
 
-        if (!m->state_dirty) {
-                manager_flush_replies(m, 0);
-                return 0;
-        }
         rec.slots = calloc(m->n_slots ?: 1, sizeof(SlotRecord));
         if (!rec.slots)
-                return log_oom();
+                return -ENOMEM;
         for (size_t i = 0; i < m->n_slots; i++)
                 if (m->slots[i] && !m->slots[i]->retired_gone)
                         slot_record(m->slots[i], &rec.slots[rec.n_slots++]);
         n = state_format_cached(&m->state_cache, &rec, &text);
         free(rec.slots); /* the records borrow the slots' strings */
         r = n < 0 ? n : state_write_atomic(m->state_dir_fd, STATE_FILE, text, (size_t) n);
+        if (r < 0)
+                return r;
+        m->state_fd = safe_close(m->state_fd);
+        m->state_fd = openat(m->state_dir_fd, STATE_FILE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+        if (m->state_fd < 0)
+                log_warning_errno(errno, "Cannot open %s/" STATE_FILE " to append to, every "
+                                  "commit writes it whole: %m", m->config->state_dir);
+        m->state_size = m->state_snapshot_size = (uint64_t) n;
+        m->state_snapshot_needed = false;
+        return 0;
+}
+
+/* The lines of the slots that changed, appended: O(changes). */
+static int manager_commit_journal(Manager *m) {
+        _cleanup_free_ char *text = NULL;
+        StateRecord rec = {
+                .draining = m->draining,
+                .idle_since = m->idle_since,
+        };
+        int n, r;
+
+        rec.slots = calloc(m->n_state_changed ?: 1, sizeof(SlotRecord));
+        if (!rec.slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_state_changed; i++) {
+                Slot *s = manager_get_slot(m, m->state_changed[i]);
+                if (s && !s->retired_gone)
+                        slot_record(s, &rec.slots[rec.n_slots++]);
+        }
+        n = state_format_journal(&rec, &text);
+        free(rec.slots);
+        r = n < 0 ? n : state_append(m->state_fd, text, (size_t) n);
+        if (r < 0)
+                return r;
+        m->state_size += (uint64_t) n;
+        return 0;
+}
+
+int manager_commit(Manager *m) {
+        int r;
+
+        if (!m->state_dirty) {
+                manager_flush_replies(m, 0);
+                return 0;
+        }
+        if (m->state_snapshot_needed || m->state_fd < 0 ||
+            m->state_size - m->state_snapshot_size > MAX(m->state_snapshot_size, (uint64_t) JOURNAL_MIN_BYTES))
+                r = manager_commit_snapshot(m);
+        else
+                r = manager_commit_journal(m);
         if (r < 0) {
+                /* An append may have left part of a line: start afresh. */
+                m->state_snapshot_needed = true;
                 log_error_errno(r, "Failed to write %s/" STATE_FILE ", retrying in 1s: %m",
                                 m->config->state_dir);
                 manager_flush_replies(m, r);
@@ -111,6 +188,12 @@ int manager_commit(Manager *m) {
                                                   COMMIT_RETRY_USEC, 0, manager_on_commit_retry, m);
                 return r;
         }
+        for (size_t i = 0; i < m->n_state_changed; i++) {
+                Slot *s = manager_get_slot(m, m->state_changed[i]);
+                if (s)
+                        s->state_changed = false;
+        }
+        m->n_state_changed = 0;
         m->state_dirty = false;
         manager_flush_replies(m, 0);
         return 0;
@@ -254,7 +337,7 @@ void manager_retire_slot(Manager *m, Slot *s) {
                 log_slot_warning(s, "Could not remove cgroup %s", s->cgroup_path);
         m->n_live_slots--;
         manager_bus_property_changed(m, "SlotCount");
-        manager_state_dirty(m);
+        manager_state_snapshot(m);
 
         g = realloc(m->graveyard, (m->n_graveyard + 1) * sizeof(Slot *));
         if (!g) {

@@ -25,7 +25,8 @@ int manager_new(Config *config, Manager **ret) {
 
         if (!m)
                 return -ENOMEM;
-        m->state_dir_fd = m->exit_dir_fd = m->keeper_fd = -EBADF;
+        m->state_dir_fd = m->exit_dir_fd = m->keeper_fd = m->state_fd = -EBADF;
+        m->state_snapshot_needed = true; /* the first commit starts the file afresh */
         r = sd_event_new(&m->event);
         if (r < 0) {
                 free(m);
@@ -82,6 +83,8 @@ Manager *manager_free(Manager *m) {
         hashmap_done(&m->uuids);
         manager_bus_callers_done(m);
         state_cache_done(&m->state_cache);
+        safe_close(m->state_fd);
+        free(m->state_changed);
         sd_event_source_disable_unref(m->graveyard_source);
         sd_event_source_disable_unref(m->commit_source);
         sd_event_source_disable_unref(m->commit_retry);

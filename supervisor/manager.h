@@ -74,7 +74,13 @@ typedef struct Manager {
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         ProbeHub *probe_hub;         /* the one socket of all query probes */
         Hashmap callers;             /* what the bus said of each caller (manager-bus.c) */
-        StateCache state_cache;      /* the state file's lines of the last commit */
+        StateCache state_cache;      /* the state file's lines of the last snapshot */
+        int state_fd;                /* the state file, open to append to (manager-state.c) */
+        uint64_t state_size;         /* its snapshot and its journal */
+        uint64_t state_snapshot_size;
+        bool state_snapshot_needed;  /* the next commit writes the whole file */
+        unsigned *state_changed;     /* ids of the slots changed since the last commit */
+        size_t n_state_changed, n_state_changed_allocated;
         bool state_dirty;
         usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */
@@ -138,6 +144,10 @@ int manager_reload(Manager *m, char **ret_error);
  * failed commit the caller gets an error instead. */
 int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply);
 void manager_state_dirty(Manager *m);
+/* A slot's record changed: its line goes into the next commit. */
+void manager_state_slot_changed(Manager *m, Slot *s);
+/* Slots came or went (Reload, retirement): the next commit writes the whole file. */
+void manager_state_snapshot(Manager *m);
 int manager_commit(Manager *m);
 Slot *manager_slot_by_pid(Manager *m, pid_t pid);
 bool manager_receive_notify(Manager *m, int fd, Slot *expected);

@@ -51,6 +51,7 @@ typedef struct Slot {
         bool stale;               /* runs a configuration Reload replaced: restart when free */
         bool retired;             /* its fleet or place is gone: remove when free */
         bool counted_busy;        /* counted in the manager's allocated-or-reserved count */
+        bool state_changed;       /* listed for the next state commit (manager-state.c) */
         bool retired_gone;        /* removed from the manager, waiting to be freed */
         AllocEntry alloc_entry;   /* in its fleet's AllocIndex */
 

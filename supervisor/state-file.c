@@ -85,9 +85,27 @@ static void format_slot(Buffer *b, const SlotRecord *s) {
                       s->failed, s->restarts, s->last_exit_code, s->last_exit_signal);
 }
 
+static void format_machine(Buffer *b, const StateRecord *r) {
+        buffer_printf(b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
+}
+
 static void format_header(Buffer *b, const StateRecord *r) {
         buffer_printf(b, STATE_HEADER);
-        buffer_printf(b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
+        format_machine(b, r);
+}
+
+int state_format_journal(const StateRecord *r, char **ret) {
+        Buffer b = {};
+
+        format_machine(&b, r);
+        for (size_t i = 0; i < r->n_slots; i++)
+                format_slot(&b, &r->slots[i]);
+        if (b.failed) {
+                free(b.data);
+                return -ENOMEM;
+        }
+        *ret = b.data;
+        return (int) b.size;
 }
 
 int state_format(const StateRecord *r, char **ret) {
@@ -327,10 +345,56 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         return 0;
 }
 
+typedef struct SlotOrder {
+        unsigned id;
+        size_t pos;
+} SlotOrder;
+
+static int slot_order_compare(const void *a, const void *b) {
+        const SlotOrder *x = a, *y = b;
+
+        if (x->id != y->id)
+                return x->id < y->id ? -1 : 1;
+        return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The journal may hold several lines of one slot: the last one is its record. Leaves the
+ * slots in id order. */
+static int keep_last_of_each(StateRecord *rec) {
+        _cleanup_free_ SlotOrder *order = NULL;
+        SlotRecord *kept;
+        size_t n = 0;
+
+        if (rec->n_slots < 2)
+                return 0;
+        order = new0(SlotOrder, rec->n_slots);
+        kept = new0(SlotRecord, rec->n_slots);
+        if (!order || !kept) {
+                free(kept);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < rec->n_slots; i++)
+                order[i] = (SlotOrder){ rec->slots[i].id, i };
+        qsort(order, rec->n_slots, sizeof(SlotOrder), slot_order_compare);
+        for (size_t i = 0; i < rec->n_slots; i++) {
+                SlotRecord *s = &rec->slots[order[i].pos];
+
+                if (i + 1 < rec->n_slots && order[i + 1].id == order[i].id)
+                        slot_record_done(s);
+                else
+                        kept[n++] = *s;
+        }
+        free(rec->slots);
+        rec->slots = kept;
+        rec->n_slots = n;
+        return 0;
+}
+
 int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_skipped) {
         StateRecord rec = {};
         unsigned skipped = 0;
         size_t pos;
+        int r;
 
         if (size < strlen(STATE_HEADER) || memcmp(text, STATE_HEADER, strlen(STATE_HEADER)) != 0)
                 return -EBADMSG;
@@ -342,7 +406,8 @@ int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_s
                 pos += len + 1;
                 if (len == 0)
                         continue;
-                if (memchr(line, '\0', len)) {
+                /* No newline: an append that a crash cut short. */
+                if (!nl || memchr(line, '\0', len)) {
                         skipped++;
                         continue;
                 }
@@ -369,6 +434,11 @@ int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_s
                         rec.idle_since = v;
                 else
                         skipped++;
+        }
+        r = keep_last_of_each(&rec);
+        if (r < 0) {
+                state_record_done(&rec);
+                return r;
         }
         *ret = rec;
         if (ret_skipped)
@@ -412,6 +482,24 @@ int state_write_atomic(int dir_fd, const char *name, const char *data, size_t si
 fail:
         (void) unlinkat(dir_fd, tmp, 0);
         return r;
+}
+
+int state_append(int fd, const char *data, size_t size) {
+        size_t done = 0;
+
+        while (done < size) {
+                ssize_t n = write(fd, data + done, size - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                done += (size_t) n;
+        }
+        /* The file's new size is what fdatasync() makes durable with the data. */
+        if (fdatasync(fd) < 0)
+                return negative_errno();
+        return 0;
 }
 
 int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size) {

@@ -9,7 +9,14 @@
 /* slotd's durable record (supervisor.state_dir/state): what a restart must not lose. One
  * line per slot of space-separated key=value words; values are IDs that contain no spaces
  * (fleet names, allocation UUIDs, build configuration IDs are validated before they get
- * here). Unknown keys are ignored so that an older slotd can read a newer file. */
+ * here). Unknown keys are ignored so that an older slotd can read a newer file.
+ *
+ * The file is a snapshot (the header line, then every slot) followed by a journal: each
+ * commit appends the lines of the slots that changed (and the machine's lines), so that a
+ * commit costs what changed, not what exists; a later line of a slot replaces the earlier.
+ * When the journal has grown as large as the snapshot, the next commit writes a new
+ * snapshot (manager-state.c). Only whole lines count: a last line without its newline is
+ * a write that a crash cut short, and is skipped. */
 
 typedef struct SlotRecord {
         unsigned id;
@@ -59,6 +66,8 @@ void slot_record_done(SlotRecord *s);
 
 /* Pure. Returns the length written, or -ENOBUFS. */
 int state_format(const StateRecord *r, char **ret);
+/* The lines a commit appends: the machine's, then the slots in r (those that changed). */
+int state_format_journal(const StateRecord *r, char **ret);
 /* Pure and hostile-safe: a line that does not parse is skipped and counted in
  * *ret_skipped; -EBADMSG only when the header is missing. */
 int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_skipped);
@@ -66,5 +75,8 @@ int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_s
 /* Writes dir/name atomically and durably: a temp file, fsync, rename, fsync of the
  * directory. */
 int state_write_atomic(int dir_fd, const char *name, const char *data, size_t size);
+/* Appends to fd (opened O_APPEND) and makes it durable (fdatasync). On an error the file
+ * may end in part of the data: write a new snapshot next. */
+int state_append(int fd, const char *data, size_t size);
 /* Reads dir/name; -ENOENT if there is none. Refuses files over 16 MiB. */
 int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size);

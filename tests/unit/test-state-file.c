@@ -73,12 +73,13 @@ static void test_hostile(void **state) {
         assert_int_equal(state_parse("", 0, &out, &skipped), -EBADMSG);
         assert_int_equal(state_parse("slotd-state 2\n", 14, &out, &skipped), -EBADMSG);
 
-        /* A NUL inside a line, and a last line without newline, are handled within bounds. */
-        const char nul[] = "slotd-state 1\nslot id=1 fleet=a\0x\nslot id=2 fleet=b";
+        /* A NUL inside a line is skipped, and so is a last line without its newline (an
+         * append cut short by a crash). */
+        const char nul[] = "slotd-state 1\nslot id=1 fleet=a\0x\nslot id=3 fleet=c\nslot id=2 fleet=b";
         assert_int_equal(state_parse(nul, sizeof(nul) - 1, &out, &skipped), 0);
-        assert_int_equal(skipped, 1);
+        assert_int_equal(skipped, 2);
         assert_int_equal(out.n_slots, 1);
-        assert_int_equal(out.slots[0].id, 2);
+        assert_int_equal(out.slots[0].id, 3);
         state_record_done(&out);
 
         /* Fields without their owner are dropped, as the writer drops them: what parses
@@ -124,6 +125,46 @@ static void test_write_atomic(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A snapshot and the journal after it: the last line of a slot is its record, the last
+ * machine lines count, and a torn last append is dropped. */
+static void test_journal(void **state) {
+        SlotRecord slots[3] = {
+                { .id = 5, .fleet = (char *) "a", .allocation_uuid = (char *) "u-1" },
+                { .id = 1, .fleet = (char *) "a", .restarts = 2 },
+                { .id = 9, .fleet = (char *) "b" },
+        };
+        StateRecord snap = { .idle_since = 5, .slots = slots, .n_slots = 3 }, out;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *text = NULL;
+        unsigned skipped = 9;
+        int na, nb, nc;
+
+        na = state_format(&snap, &a);
+        assert_true(na > 0);
+        /* Slot 5 deallocated, then slot 1 restarted, the machine draining meanwhile. */
+        slots[0].allocation_uuid = NULL;
+        nb = state_format_journal(&(StateRecord){ .draining = true, .slots = slots, .n_slots = 1 }, &b);
+        assert_true(nb > 0);
+        assert_null(strstr(b, "slotd-state"));
+        slots[1].restarts = 3;
+        nc = state_format_journal(&(StateRecord){ .draining = true, .idle_since = 77,
+                                                  .slots = slots + 1, .n_slots = 1 }, &c);
+        assert_true(nc > 0);
+        assert_true(asprintf(&text, "%s%s%sslot id=9 fleet=b uuid=torn", a, b, c) > 0);
+
+        assert_int_equal(state_parse(text, strlen(text), &out, &skipped), 0);
+        assert_int_equal(skipped, 1);
+        assert_true(out.draining);
+        assert_int_equal(out.idle_since, 77);
+        assert_int_equal(out.n_slots, 3);
+        assert_int_equal(out.slots[0].id, 1);
+        assert_int_equal(out.slots[0].restarts, 3);
+        assert_int_equal(out.slots[1].id, 5);
+        assert_null(out.slots[1].allocation_uuid);
+        assert_int_equal(out.slots[2].id, 9);
+        assert_null(out.slots[2].allocation_uuid);
+        state_record_done(&out);
+}
+
 /* The cached formatter writes what the plain one does, through changes of every field,
  * a slot more and a slot less. */
 static void test_format_cached(void **state) {
@@ -161,6 +202,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_journal),
                 cmocka_unit_test(test_write_atomic),
                 cmocka_unit_test(test_format_cached),
         };
