@@ -39,6 +39,11 @@ struct Probe {
         ProbeStep step;
         sd_event_source *timer;
         uint32_t challenge;
+        uint32_t old_challenge;   /* the reused one, after the fall-back: its answer counts */
+        bool reused;              /* SQP: sent the query with the last probe's challenge */
+        bool fell_back;
+        bool rechallenged;
+        usec_t timeout;
         unsigned a2s_challenges;
         probe_done_t done;
         void *userdata;
@@ -97,20 +102,44 @@ static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
         return (size_t) n == len ? 0 : -EIO;
 }
 
+static int probe_sqp_answered(Probe *p, const SqpInfo *info, uint32_t challenge) {
+        ProbeResult res = { .players = info->players, .max_players = info->max_players,
+                            .challenge = challenge };
+
+        copy_str(res.name, info->name);
+        copy_str(res.map, info->map);
+        probe_finish(p, 0, &res);
+        return 0;
+}
+
 static int probe_handle_sqp(Probe *p, const uint8_t *buf, size_t len) {
+        uint8_t q[8];
+        uint32_t challenge;
+        SqpInfo info;
+        int r;
+
         if (p->step == PROBE_SQP_CHALLENGE) {
-                uint8_t q[8];
-                int r = sqp_parse_challenge(buf, len, &p->challenge);
-                if (r < 0)
+                r = sqp_parse_challenge(buf, len, &challenge);
+                if (r < 0) {
+                        /* After a fall-back, the late answer to the first query. */
+                        if (p->old_challenge && sqp_parse_query(buf, len, p->old_challenge, &info) >= 0)
+                                return probe_sqp_answered(p, &info, p->old_challenge);
                         return r;
+                }
+                p->challenge = challenge;
                 p->step = PROBE_SQP_QUERY;
                 return probe_send(p, q, sqp_query_request(p->challenge, q));
         }
-        SqpInfo info;
-        int r = sqp_parse_query(buf, len, p->challenge, &info);
-        if (r < 0)
-                return r;
-        return probe_answered(p, info.players, info.max_players, info.name, info.map);
+        r = sqp_parse_query(buf, len, p->challenge, &info);
+        if (r >= 0)
+                return probe_sqp_answered(p, &info, p->challenge);
+        /* A server that no longer knows the reused challenge may answer with a new one. */
+        if (p->reused && !p->rechallenged && sqp_parse_challenge(buf, len, &challenge) >= 0) {
+                p->rechallenged = true;
+                p->challenge = challenge;
+                return probe_send(p, q, sqp_query_request(p->challenge, q));
+        }
+        return r;
 }
 
 static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
@@ -220,7 +249,20 @@ static int hub_on_io(sd_event_source *source, int fd, uint32_t revents, void *us
 }
 
 static int probe_on_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
-        probe_finish(userdata, -ETIMEDOUT, NULL);
+        Probe *p = userdata;
+        uint8_t buf[8];
+
+        /* Half the time gone on a reused challenge: ask for a new one, with the other half. */
+        if (p->reused && !p->fell_back && p->step == PROBE_SQP_QUERY) {
+                p->fell_back = true;
+                p->old_challenge = p->challenge;
+                p->step = PROBE_SQP_CHALLENGE;
+                if (probe_send(p, buf, sqp_challenge_request(buf)) >= 0 &&
+                    sd_event_source_set_time_relative(p->timer, p->timeout - p->timeout / 2) >= 0 &&
+                    sd_event_source_set_enabled(p->timer, SD_EVENT_ONESHOT) >= 0)
+                        return 0;
+        }
+        probe_finish(p, -ETIMEDOUT, NULL);
         return 0;
 }
 
@@ -262,7 +304,7 @@ ProbeHub *probe_hub_free(ProbeHub *h) {
 }
 
 int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
-                probe_done_t done, void *userdata, Probe **ret) {
+                uint32_t challenge, probe_done_t done, void *userdata, Probe **ret) {
         _cleanup_(probe_freep) Probe *p = NULL;
         Probe **slot;
         uint8_t buf[29];
@@ -285,13 +327,20 @@ int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, u
         p->done = done;
         p->userdata = userdata;
         p->addr = *addr;
-        r = sd_event_add_time_relative(hub->event, &p->timer, CLOCK_MONOTONIC, timeout,
-                                       USEC_PER_MSEC, probe_on_timeout, p);
+        p->timeout = timeout;
+        p->reused = type == QUERY_SQP && challenge != 0;
+        r = sd_event_add_time_relative(hub->event, &p->timer, CLOCK_MONOTONIC,
+                                       p->reused ? timeout / 2 : timeout, USEC_PER_MSEC,
+                                       probe_on_timeout, p);
         if (r < 0)
                 return r;
         p->hub = hub;
         *slot = p;
-        if (type == QUERY_SQP) {
+        if (p->reused) {
+                p->step = PROBE_SQP_QUERY;
+                p->challenge = challenge;
+                len = sqp_query_request(challenge, buf);
+        } else if (type == QUERY_SQP) {
                 p->step = PROBE_SQP_CHALLENGE;
                 len = sqp_challenge_request(buf);
         } else {

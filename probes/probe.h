@@ -6,9 +6,8 @@
 
 #include "config.h"
 
-/* One query-protocol probe of one game server on the event loop: a fresh connected UDP socket
- * per probe (SQP servers drop a second challenge from the same source port), a deadline, and
- * replies parsed as hostile input. */
+/* One query-protocol probe of one game server on the event loop: a datagram exchange through
+ * the loop's one UDP socket (ProbeHub), a deadline, and replies parsed as hostile input. */
 
 #define PROBE_STR_MAX 256
 
@@ -17,6 +16,7 @@ typedef struct ProbeResult {
         unsigned max_players;
         char name[PROBE_STR_MAX];
         char map[PROBE_STR_MAX];
+        uint32_t challenge;     /* SQP: the challenge the answer came with (for the next probe) */
 } ProbeResult;
 
 typedef struct Probe Probe;
@@ -32,8 +32,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProbeHub *, probe_hub_free);
  * later. */
 typedef void (*probe_done_t)(Probe *p, int result, const ProbeResult *info, void *userdata);
 
-/* At most one probe per target address at a time (-EBUSY). */
+/* At most one probe per target address at a time (-EBUSY). For SQP, 'challenge' (0: none) is
+ * the one the server gave the last probe: the query goes out with it at once, one round trip
+ * instead of two, since a server keeps a client's challenge until it asks for a new one. If
+ * no answer has come by half the timeout, the probe asks for a challenge after all (and
+ * still takes a late answer to the first query); a server that answers the query with a
+ * new challenge gets the query again with that one. */
 int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
-                probe_done_t done, void *userdata, Probe **ret);
+                uint32_t challenge, probe_done_t done, void *userdata, Probe **ret);
 Probe *probe_free(Probe *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Probe *, probe_free);

@@ -78,6 +78,7 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
         Slot *s = userdata;
 
         s->probe = probe_free(s->probe);
+        s->sqp_challenge = result < 0 ? 0 : info->challenge;
         if (result < 0) {
                 slot_strike(s, CHECK_QUERY, "%s query on port %u: %s",
                             query_type_to_string(s->fleet->config->query), s->query_port,
@@ -86,13 +87,15 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
                 return;
         }
         /* A probe a second per slot: only a changed answer is announced. */
-        if (s->query && memcmp(s->query, info, sizeof(*info)) == 0)
+        ProbeResult answer = *info;
+        answer.challenge = 0;
+        if (s->query && memcmp(s->query, &answer, sizeof(answer)) == 0)
                 return;
         if (!s->query && !(s->query = malloc(sizeof(ProbeResult)))) {
                 log_oom();
                 return;
         }
-        *s->query = *info;
+        *s->query = answer;
         manager_bus_slot_properties(s->manager, s, "QueryPlayers", "QueryMaxPlayers", "QueryMap",
                                     "QueryName", NULL);
 }
@@ -108,8 +111,8 @@ static void slot_start_probe(Slot *s) {
 
         if (s->probe)
                 return; /* the previous one is still within its timeout */
-        r = probe_start(s->manager->probe_hub, f->query, &addr, f->query_timeout, slot_on_probe_done, s,
-                        &s->probe);
+        r = probe_start(s->manager->probe_hub, f->query, &addr, f->query_timeout, s->sqp_challenge,
+                        slot_on_probe_done, s, &s->probe);
         if (r < 0)
                 slot_strike(s, CHECK_QUERY, "cannot send a query: %s", strerror(-r));
 }
@@ -243,6 +246,7 @@ void slot_checks_start(Slot *s) {
                 s->strikes[k] = mfree(s->strikes[k]);
         s->pending_cause = FAILURE_NONE;
         s->query = mfree(s->query);
+        s->sqp_challenge = 0; /* a new server, a new challenge */
         s->cpu_usage = 0;
         s->check_cpu_at = now;
         if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)

@@ -101,6 +101,7 @@ typedef struct Slot {
         usec_t last_watchdog;     /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
         TimeWindow *strikes[_CHECK_KIND_MAX]; /* allocated at a check's first strike */
         Probe *probe;
+        uint32_t sqp_challenge;   /* the server's last SQP challenge to us, 0: none yet */
         ProbeResult *query;       /* the last valid query answer, NULL before the first */
         FailureReason pending_cause;  /* why slotd is ending the process: misbehaviour, start-timeout */
         uint64_t oom_kills_at_start;
