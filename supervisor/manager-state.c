@@ -108,24 +108,36 @@ void manager_state_snapshot(Manager *m) {
 /* A journal smaller than this is never worth a snapshot of its own. */
 #define JOURNAL_MIN_BYTES (64 * 1024)
 
+/* The records of the slots with these ids, or of every slot when ids is NULL, and the
+ * machine's. The records borrow the slots' strings: free only rec->slots. */
+static int manager_state_records(Manager *m, const unsigned *ids, size_t n_ids, StateRecord *rec) {
+        size_t n = ids ? n_ids : m->n_slots;
+
+        *rec = (StateRecord){ .draining = m->draining, .idle_since = m->idle_since };
+        rec->slots = calloc(n ?: 1, sizeof(SlotRecord));
+        if (!rec->slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                Slot *s = ids ? manager_get_slot(m, ids[i]) : m->slots[i];
+
+                if (s && !s->retired_gone)
+                        slot_record(s, &rec->slots[rec->n_slots++]);
+        }
+        return 0;
+}
+
 /* The whole file, written atomically; then reopened to append to. O(slots): once per
  * journal as large as the snapshot, so O(1) per change over time, and at Reloads. */
 static int manager_commit_snapshot(Manager *m) {
         _cleanup_free_ char *text = NULL;
-        StateRecord rec = {
-                .draining = m->draining,
-                .idle_since = m->idle_since,
-        };
+        StateRecord rec;
         int n, r;
 
-        rec.slots = calloc(m->n_slots ?: 1, sizeof(SlotRecord));
-        if (!rec.slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_slots; i++)
-                if (m->slots[i] && !m->slots[i]->retired_gone)
-                        slot_record(m->slots[i], &rec.slots[rec.n_slots++]);
+        r = manager_state_records(m, NULL, 0, &rec);
+        if (r < 0)
+                return r;
         n = state_format_cached(&m->state_cache, &rec, &text);
-        free(rec.slots); /* the records borrow the slots' strings */
+        free(rec.slots);
         r = n < 0 ? n : state_write_atomic(m->state_dir_fd, STATE_FILE, text, (size_t) n);
         if (r < 0)
                 return r;
@@ -142,20 +154,12 @@ static int manager_commit_snapshot(Manager *m) {
 /* The lines of the slots that changed, appended: O(changes). */
 static int manager_commit_journal(Manager *m) {
         _cleanup_free_ char *text = NULL;
-        StateRecord rec = {
-                .draining = m->draining,
-                .idle_since = m->idle_since,
-        };
+        StateRecord rec;
         int n, r;
 
-        rec.slots = calloc(m->n_state_changed ?: 1, sizeof(SlotRecord));
-        if (!rec.slots)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_state_changed; i++) {
-                Slot *s = manager_get_slot(m, m->state_changed[i]);
-                if (s && !s->retired_gone)
-                        slot_record(s, &rec.slots[rec.n_slots++]);
-        }
+        r = manager_state_records(m, m->state_changed, m->n_state_changed, &rec);
+        if (r < 0)
+                return r;
         n = state_format_journal(&rec, &text);
         free(rec.slots);
         r = n < 0 ? n : state_append(m->state_fd, text, (size_t) n);

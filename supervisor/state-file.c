@@ -94,10 +94,13 @@ static void format_header(Buffer *b, const StateRecord *r) {
         format_machine(b, r);
 }
 
-int state_format_journal(const StateRecord *r, char **ret) {
+static int format_all(const StateRecord *r, bool header, char **ret) {
         Buffer b = {};
 
-        format_machine(&b, r);
+        if (header)
+                format_header(&b, r);
+        else
+                format_machine(&b, r);
         for (size_t i = 0; i < r->n_slots; i++)
                 format_slot(&b, &r->slots[i]);
         if (b.failed) {
@@ -108,18 +111,12 @@ int state_format_journal(const StateRecord *r, char **ret) {
         return (int) b.size;
 }
 
-int state_format(const StateRecord *r, char **ret) {
-        Buffer b = {};
+int state_format_journal(const StateRecord *r, char **ret) {
+        return format_all(r, false, ret);
+}
 
-        format_header(&b, r);
-        for (size_t i = 0; i < r->n_slots; i++)
-                format_slot(&b, &r->slots[i]);
-        if (b.failed) {
-                free(b.data);
-                return -ENOMEM;
-        }
-        *ret = b.data;
-        return (int) b.size;
+int state_format(const StateRecord *r, char **ret) {
+        return format_all(r, true, ret);
 }
 
 static bool record_equal(const SlotRecord *a, const SlotRecord *b) {

@@ -22,33 +22,56 @@
 
 static const char *keeper;
 
-/* Forks the keeper, which forks 'server_argv' and execs KEEPER_PATH with its PID (or with
- * 'arg' when given). Returns the keeper's PID; *ret_status is the status file. */
-static pid_t start_keeper(char *const server_argv[], const char *arg, int *ret_status) {
+/* The status file (unlinked), and every signal blocked as the spawner blocks them; the old
+ * mask in *old. */
+static int status_file_and_block(sigset_t *old) {
         char path[] = "/tmp/slotd-test-keeper.XXXXXX";
-        int fd = mkstemp(path);
-        sigset_t all, old;
-        pid_t pid;
+        int fd = mkostemp(path, O_CLOEXEC);
+        sigset_t all;
 
         assert_true(fd >= 0);
         unlink(path);
         sigfillset(&all);
-        sigprocmask(SIG_SETMASK, &all, &old);
+        sigprocmask(SIG_SETMASK, &all, old);
+        return fd;
+}
+
+/* 'fd' as 'target' for the exec, through a high number, so that it loses close-on-exec
+ * even where fd == target. */
+static int put_fd(int fd, int target) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 64);
+
+        return high < 0 ? -1 : dup2(high, target);
+}
+
+/* The server, in the keeper's child: a clean signal mask, no descriptor above 2. */
+_Noreturn static void exec_server(char *const argv[], char *const envp[]) {
+        sigset_t none;
+
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        (void) syscall(SYS_close_range, 3U, ~0U, 0U);
+        execve(argv[0], argv, envp);
+        _exit(127);
+}
+
+/* Forks the keeper, which forks 'server_argv' and execs KEEPER_PATH with its PID (or with
+ * 'arg' when given). Returns the keeper's PID; *ret_status is the status file. */
+static pid_t start_keeper(char *const server_argv[], const char *arg, int *ret_status) {
+        sigset_t old;
+        int fd = status_file_and_block(&old);
+        pid_t pid;
+
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
                 char buf[16];
                 pid_t server = fork();
 
-                if (server == 0) {
-                        sigset_t none;
-                        sigemptyset(&none);
-                        sigprocmask(SIG_SETMASK, &none, NULL);
-                        execv(server_argv[0], server_argv);
-                        _exit(127);
-                }
+                if (server == 0)
+                        exec_server(server_argv, environ);
                 snprintf(buf, sizeof(buf), "%d", (int) server);
-                if (dup2(fd, 3) < 0)
+                if (put_fd(fd, 3) < 0)
                         _exit(126);
                 execl(keeper, "slotd-keeper", arg ?: buf, (char *) NULL);
                 _exit(125);
@@ -119,15 +142,10 @@ static void test_server_with_children(void **state) {
  * as its own, the restart eventfd as fd 5. Returns the keeper's PID, or 0 when this process
  * may not make a namespace (the test is then skipped). */
 static pid_t start_restarting_keeper(const char *script, int token, int *ret_status) {
-        char path[] = "/tmp/slotd-test-keeper.XXXXXX";
-        int fd = mkostemp(path, O_CLOEXEC);
-        sigset_t all, old;
+        sigset_t old;
+        int fd = status_file_and_block(&old);
         pid_t pid;
 
-        assert_true(fd >= 0);
-        unlink(path);
-        sigfillset(&all);
-        sigprocmask(SIG_SETMASK, &all, &old);
         pid = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
         if (pid < 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
@@ -137,18 +155,13 @@ static pid_t start_restarting_keeper(const char *script, int token, int *ret_sta
         if (pid == 0) {
                 char buf[16];
                 char *const envp[] = { (char *) "MARK=from-the-keeper", NULL };
+                char *const argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
                 pid_t server = fork();
 
-                if (server == 0) {
-                        sigset_t none;
-                        sigemptyset(&none);
-                        sigprocmask(SIG_SETMASK, &none, NULL);
-                        (void) syscall(SYS_close_range, 3U, ~0U, 0U);
-                        execle("/bin/sh", "/bin/sh", "-c", script, (char *) NULL, envp);
-                        _exit(127);
-                }
+                if (server == 0)
+                        exec_server(argv, envp);
                 snprintf(buf, sizeof(buf), "%d", (int) server);
-                /* Through high numbers first, so that neither lands on the other. */
+                /* Both through high numbers first, so that neither lands on the other. */
                 fd = fcntl(fd, F_DUPFD_CLOEXEC, 64);
                 token = fcntl(token, F_DUPFD_CLOEXEC, 64);
                 if (fd < 0 || token < 0 || dup2(fd, 3) < 0 || dup2(token, 5) < 0)
