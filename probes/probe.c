@@ -83,10 +83,10 @@ static void copy_str(char dst[static PROBE_STR_MAX], const char *src) {
         utf8_sanitize(dst);
 }
 
-/* A valid answer, whichever protocol gave it. */
+/* A valid answer, whichever protocol gave it (challenge: SQP's, for the next probe). */
 static int probe_answered(Probe *p, unsigned players, unsigned max_players, const char *name,
-                          const char *map) {
-        ProbeResult res = { .players = players, .max_players = max_players };
+                          const char *map, uint32_t challenge) {
+        ProbeResult res = { .players = players, .max_players = max_players, .challenge = challenge };
 
         copy_str(res.name, name);
         copy_str(res.map, map);
@@ -103,13 +103,7 @@ static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
 }
 
 static int probe_sqp_answered(Probe *p, const SqpInfo *info, uint32_t challenge) {
-        ProbeResult res = { .players = info->players, .max_players = info->max_players,
-                            .challenge = challenge };
-
-        copy_str(res.name, info->name);
-        copy_str(res.map, info->map);
-        probe_finish(p, 0, &res);
-        return 0;
+        return probe_answered(p, info->players, info->max_players, info->name, info->map, challenge);
 }
 
 static int probe_handle_sqp(Probe *p, const uint8_t *buf, size_t len) {
@@ -155,7 +149,7 @@ static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
                         return -EBADMSG;
                 return probe_send(p, req, a2s_info_request(challenge, req));
         }
-        return probe_answered(p, info.players, info.max_players, info.name, info.map);
+        return probe_answered(p, info.players, info.max_players, info.name, info.map, 0);
 }
 
 static Probe *hub_find(ProbeHub *h, const struct sockaddr_in *from) {

@@ -200,12 +200,16 @@ static int keeper_child(void *userdata) {
         keeper = fcntl(p->keeper_fd, F_DUPFD_CLOEXEC, 64);
         if (p->token_fd >= 0)
                 token = fcntl(p->token_fd, F_DUPFD, 64);
-        if (status < 0 || notify < 0 || output < 0 || keeper < 0 || dup2(status, 3) < 0 ||
-            dup2(notify, KEEPER_NOTIFY_FD) < 0 || dup3(keeper, 6, O_CLOEXEC) < 0 ||
-            (p->token_fd >= 0 ? token < 0 || dup2(token, KEEPER_TOKEN_FD) < 0 ||
-                                        dup2(p->null_fd, STDIN_FILENO) < 0 ||
-                                        dup2(output, STDOUT_FILENO) < 0 || dup2(output, STDERR_FILENO) < 0
-                              : dup3(output, 5, O_CLOEXEC) < 0)) {
+        bool placed = status >= 0 && notify >= 0 && output >= 0 && keeper >= 0 &&
+                      dup2(status, 3) >= 0 && dup2(notify, KEEPER_NOTIFY_FD) >= 0 &&
+                      dup3(keeper, 6, O_CLOEXEC) >= 0;
+        if (placed && p->token_fd >= 0)
+                placed = token >= 0 && dup2(token, KEEPER_TOKEN_FD) >= 0 &&
+                         dup2(p->null_fd, STDIN_FILENO) >= 0 && dup2(output, STDOUT_FILENO) >= 0 &&
+                         dup2(output, STDERR_FILENO) >= 0;
+        else if (placed)
+                placed = dup3(output, 5, O_CLOEXEC) >= 0;
+        if (!placed) {
                 (void) kill(server, SIGKILL);
                 keeper_fail_status(p->status_fd);
                 return 0;
@@ -227,9 +231,9 @@ static int keeper_child(void *userdata) {
         if (p->token_fd >= 0) {
                 /* The keeper that restarts is confined as its servers are, so that they
                  * inherit all of it and a restart is a fork and an exec. */
-                const char *step = NULL;
+                const char *step = "chdir to home";
 
-                if ((p->working_directory && chdir(p->working_directory) < 0 && (step = "chdir to home")) ||
+                if ((p->working_directory && chdir(p->working_directory) < 0) ||
                     confine_apply(&p->confine, &step) < 0) {
                         child_say(STDERR_FILENO, step, "slotd-keeper", errno);
                         (void) kill(server, SIGKILL);

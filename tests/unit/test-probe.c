@@ -36,6 +36,14 @@ typedef struct Run {
 
 #define CHALLENGE 0x12345678u
 
+/* An SQP challenge response: 00 and the challenge, big-endian. */
+static int put_challenge(uint8_t out[static 5], uint32_t c) {
+        out[0] = 0x00;
+        out[1] = (uint8_t) (c >> 24), out[2] = (uint8_t) (c >> 16);
+        out[3] = (uint8_t) (c >> 8), out[4] = (uint8_t) c;
+        return 5;
+}
+
 static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Responder *r = userdata;
         uint8_t buf[1500], out[1500];
@@ -51,11 +59,7 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
                         len = 7;
                         memcpy(out, "\x01garbag", 7);
                 } else if (n == 5 && buf[0] == 0x00) {
-                        uint32_t c = r->issued ?: CHALLENGE;
-                        out[0] = 0x00;
-                        out[1] = (uint8_t) (c >> 24), out[2] = (uint8_t) (c >> 16);
-                        out[3] = (uint8_t) (c >> 8), out[4] = (uint8_t) c;
-                        len = 5;
+                        len = put_challenge(out, r->issued ?: CHALLENGE);
                         r->challenges++;
                 } else if (n == 8 && buf[0] == 0x01) {
                         uint32_t c = r->issued ?: CHALLENGE;
@@ -66,10 +70,7 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
                         if (got != c && r->on_stale == 1)
                                 continue;
                         if (got != c && r->on_stale == 2) {
-                                out[0] = 0x00;
-                                out[1] = (uint8_t) (c >> 24), out[2] = (uint8_t) (c >> 16);
-                                out[3] = (uint8_t) (c >> 8), out[4] = (uint8_t) c;
-                                len = 5;
+                                len = put_challenge(out, c);
                         } else {
                                 strcpy(info.name, "loop");
                                 strcpy(info.map, "arena");
