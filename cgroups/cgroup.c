@@ -318,31 +318,61 @@ const char *cg_memory_file(bool have_memory_controller) {
         return have_memory_controller ? "memory.current" : "cgroup.procs";
 }
 
-/* Without the memory controller: the resident sets of the processes listed in 'procs'. */
-static uint64_t sum_resident(char *procs, pid_t skip) {
-        long page = sysconf(_SC_PAGESIZE);
-        uint64_t sum = 0;
+void cg_statm_close(CgStatm *c) {
+        c->fd = safe_close(c->fd);
+        c->pid = 0;
+}
+
+static int statm_resident(int fd, uint64_t *ret) {
+        char statm[128];
+        unsigned long long size, resident;
+        ssize_t n = pread(fd, statm, sizeof(statm) - 1, 0);
+
+        if (n <= 0)
+                return n < 0 ? negative_errno() : -ESRCH;
+        statm[n] = '\0';
+        if (sscanf(statm, "%llu %llu", &size, &resident) != 2)
+                return -EIO;
+        *ret = resident * (uint64_t) sysconf(_SC_PAGESIZE);
+        return 0;
+}
+
+/* Without the memory controller: the resident sets of the processes listed in 'procs'.
+ * The first one's statm stays open in 'keep' (when given): a check of a slot whose server
+ * is one process is then one pread here, not an open, a read and a close. A descriptor
+ * whose process has ended fails with ESRCH, even when its PID is in use again. */
+static uint64_t sum_resident(char *procs, pid_t skip, CgStatm *keep) {
+        uint64_t sum = 0, v;
         char *save = NULL;
 
         for (char *p = strtok_r(procs, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
-                char path[64], statm[128];
-                unsigned long long size, resident;
+                char path[64];
                 long pid = strtol(p, NULL, 10);
                 _cleanup_close_ int fd = -EBADF;
-                ssize_t n;
 
                 if (pid <= 0 || pid == skip)
                         continue;
+                if (keep && keep->fd >= 0 && keep->pid == (pid_t) pid) {
+                        if (statm_resident(keep->fd, &v) >= 0) {
+                                sum += v;
+                                keep = NULL;
+                                continue;
+                        }
+                        cg_statm_close(keep);
+                }
                 snprintf(path, sizeof(path), "/proc/%ld/statm", pid);
                 fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* exited meanwhile */
-                n = read(fd, statm, sizeof(statm) - 1);
-                if (n <= 0)
+                if (statm_resident(fd, &v) < 0)
                         continue;
-                statm[n] = '\0';
-                if (sscanf(statm, "%llu %llu", &size, &resident) == 2)
-                        sum += resident * (uint64_t) page;
+                sum += v;
+                if (keep) {
+                        cg_statm_close(keep);
+                        keep->fd = TAKE_FD(fd);
+                        keep->pid = (pid_t) pid;
+                        keep = NULL;
+                }
         }
         return sum;
 }
@@ -353,18 +383,19 @@ int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) 
 
         if (r < 0)
                 return r;
-        *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, 0);
+        *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, 0, NULL);
         return 0;
 }
 
-int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, uint64_t *ret) {
+int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, CgStatm *keep,
+                         uint64_t *ret) {
         char buf[8192];
         ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
         if (n < 0)
                 return negative_errno();
         buf[n] = '\0';
-        *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, skip);
+        *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, skip, keep);
         return 0;
 }
 

@@ -77,10 +77,19 @@ int cg_cpu_usage_fd(int fd, usec_t *ret);
 /* memory.current; where the memory controller is missing, the sum of the resident set sizes
  * of the group's processes (from /proc/PID/statm), which over-counts shared pages. */
 int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret);
+/* One process's /proc/PID/statm, kept open between reads (fd -EBADF: none yet). */
+typedef struct CgStatm {
+        pid_t pid;
+        int fd;
+} CgStatm;
+#define CG_STATM_INIT ((CgStatm){ .pid = 0, .fd = -EBADF })
+void cg_statm_close(CgStatm *c);
 /* The same from a descriptor kept open (re-read from its start): memory.current, or without
- * the memory controller cgroup.procs, whose process 'skip' is left out (the slot's keeper).
+ * the memory controller cgroup.procs, whose process 'skip' is left out (the slot's keeper);
+ * there 'keep' (may be NULL) holds the first other process's statm open for the next call.
  * cg_memory_file() names the file to open. */
-int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, uint64_t *ret);
+int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, CgStatm *keep,
+                         uint64_t *ret);
 const char *cg_memory_file(bool have_memory_controller);
 
 /* memory.events oom_kill: processes of the group the OOM killer took. */

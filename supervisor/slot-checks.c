@@ -270,6 +270,7 @@ void slot_checks_stop(Slot *s) {
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
         s->misbehaviour_timer = sd_event_source_disable_unref(s->misbehaviour_timer);
         s->probe = probe_free(s->probe);
+        cg_statm_close(&s->statm);
 }
 
 void slot_checks_ready(Slot *s) {

@@ -69,6 +69,7 @@ int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret) {
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
         s->token_fd = -EBADF;
         s->cpu_stat_fd = s->memory_fd = -EBADF;
+        s->statm = CG_STATM_INIT;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
         snprintf(s->id_string, sizeof(s->id_string), "%u", id);
@@ -212,6 +213,7 @@ static int slot_setup_cgroup(Slot *s) {
         s->cgroup_fd = safe_close(s->cgroup_fd);
         s->cpu_stat_fd = safe_close(s->cpu_stat_fd);
         s->memory_fd = safe_close(s->memory_fd);
+        cg_statm_close(&s->statm);
         r = cg_open(s->cgroup_path, &s->cgroup_fd);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open cgroup %s: %m", s->cgroup_path);
@@ -1094,11 +1096,14 @@ uint64_t slot_memory_current(Slot *s) {
         uint64_t v = 0;
 
         /* Kept open, as cpu.stat is: a check is a pread, not an open, a read and a close.
-         * Without the controller the keeper's few pages are left out. */
+         * Without the controller the keeper's few pages are left out, and while the
+         * checks run the server's statm stays open too (closed by slot_checks_stop()). */
         if (s->memory_fd < 0 && s->cgroup_fd >= 0)
                 s->memory_fd = openat(s->cgroup_fd, cg_memory_file(controller),
                                       O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (s->memory_fd < 0 || cg_memory_current_fd(s->memory_fd, controller, s->main_pid, &v) < 0)
+        if (s->memory_fd < 0 ||
+            cg_memory_current_fd(s->memory_fd, controller, s->main_pid,
+                                 s->checks_on ? &s->statm : NULL, &v) < 0)
                 return 0;
         return v;
 }

@@ -6,6 +6,7 @@
 #include <systemd/sd-event.h>
 
 #include "allocation.h"
+#include "cgroup.h"
 #include "checks.h"
 #include "probe.h"
 #include "config.h"
@@ -92,6 +93,7 @@ typedef struct Slot {
         bool checks_on;              /* in its fleet's check sweeps (slot-checks.c) */
         int cpu_stat_fd;             /* the cgroup's cpu.stat, open while the cgroup is */
         int memory_fd;               /* its memory.current (or cgroup.procs), the same */
+        CgStatm statm;               /* without the memory controller: the server's statm */
         sd_event_source *heartbeat_timer;
         sd_event_source *start_timer;
         sd_event_source *misbehaviour_timer;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,7 +67,7 @@ static void test_memory_current_fd(_unused_ void **state) {
         assert_true(fd >= 0);
         assert_int_equal(unlink(path), 0);
         assert_int_equal(pwrite(fd, "123456789\n", 10, 0), 10);
-        assert_int_equal(cg_memory_current_fd(fd, true, 0, &v), 0);
+        assert_int_equal(cg_memory_current_fd(fd, true, 0, NULL, &v), 0);
         assert_int_equal(v, 123456789);
         assert_string_equal(cg_memory_file(true), "memory.current");
         assert_string_equal(cg_memory_file(false), "cgroup.procs");
@@ -74,10 +76,68 @@ static void test_memory_current_fd(_unused_ void **state) {
         n = snprintf(line, sizeof(line), "%d\n", (int) getpid());
         assert_int_equal(ftruncate(fd, 0), 0);
         assert_int_equal(pwrite(fd, line, (size_t) n, 0), n);
-        assert_int_equal(cg_memory_current_fd(fd, false, 0, &v), 0);
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, NULL, &v), 0);
         assert_true(v > 0);
-        assert_int_equal(cg_memory_current_fd(fd, false, getpid(), &v), 0);
+        assert_int_equal(cg_memory_current_fd(fd, false, getpid(), NULL, &v), 0);
         assert_int_equal(v, 0);
+        close(fd);
+}
+
+static void write_procs(int fd, pid_t pid) {
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%d\n", (int) pid);
+
+        assert_int_equal(ftruncate(fd, 0), 0);
+        assert_int_equal(pwrite(fd, line, (size_t) n, 0), n);
+}
+
+/* Without the controller, a check keeps the first process's statm open: the next read of
+ * the same process goes through it; an ended process's descriptor fails and is dropped;
+ * another process in its place gets a descriptor of its own. */
+static void test_memory_statm_kept(_unused_ void **state) {
+        char path[] = "/tmp/slotd-test-cgroup.XXXXXX";
+        int fd = mkostemp(path, O_CLOEXEC), kept, status;
+        CgStatm keep = CG_STATM_INIT;
+        uint64_t v = 0;
+        pid_t child;
+
+        assert_true(fd >= 0);
+        assert_int_equal(unlink(path), 0);
+        write_procs(fd, getpid());
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, &keep, &v), 0);
+        assert_true(v > 0);
+        assert_int_equal(keep.pid, getpid());
+        assert_true(keep.fd >= 0);
+        kept = keep.fd;
+        v = 0;
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, &keep, &v), 0);
+        assert_true(v > 0);
+        assert_int_equal(keep.fd, kept);
+
+        /* A child's statm, kept; the child ends and is reaped: its entry reads nothing. */
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        write_procs(fd, child);
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, &keep, &v), 0);
+        assert_true(v > 0);
+        assert_int_equal(keep.pid, child);
+        assert_int_equal(kill(child, SIGKILL), 0);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, &keep, &v), 0);
+        assert_int_equal(v, 0);
+        assert_true(keep.fd < 0);
+
+        /* Another process listed: kept in its turn. */
+        write_procs(fd, getpid());
+        assert_int_equal(cg_memory_current_fd(fd, false, 0, &keep, &v), 0);
+        assert_true(v > 0);
+        assert_int_equal(keep.pid, getpid());
+        cg_statm_close(&keep);
+        assert_true(keep.fd < 0);
         close(fd);
 }
 
@@ -98,6 +158,7 @@ int main(void) {
                 cmocka_unit_test(test_proc_cgroup),
                 cmocka_unit_test(test_controllers),
                 cmocka_unit_test(test_format_limit),
+                cmocka_unit_test(test_memory_statm_kept),
                 cmocka_unit_test(test_memory_current_fd),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
