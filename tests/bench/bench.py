@@ -380,7 +380,8 @@ bus = {self.ctx.bus_addr}
                 if callable(words):
                     raise ValueError("slotd: per-service arguments need one group each")
             else:
-                exe, args = build, "--server-id ${SERVER_ID} --port ${PORT} --query-port ${QUERY_PORT}"
+                exe, args = build, ("--server-id ${SERVER_ID} --port ${PORT} --query-port ${QUERY_PORT} "
+                             "--file-check 1000")
             with open(os.path.join(etc, "fleets.d", f"{fleet}.ini"), "w") as f:
                 f.write(f"""[fleet]
 build = {exe}

@@ -230,6 +230,7 @@ struct server {
         bool counters_dirty;
         usec_t state_written_at;
         usec_t next_file_check;
+        usec_t file_check_usec;     /* the stat backstop's period (--file-check) */
         usec_t next_refresh;
         bool control_event;
         bool json_event;
@@ -2134,7 +2135,7 @@ static void timers_run(struct server *s, usec_t now)
                 control_check(s, now, false, s->control_event);
                 s->json_event = false;
                 s->control_event = false;
-                s->next_file_check = now + FILE_CHECK_USEC;
+                s->next_file_check = now + s->file_check_usec;
         }
         if (now >= s->next_refresh) {
                 char cgroup[sizeof(s->cgroup)];
@@ -2228,6 +2229,9 @@ static void usage(void)
               "  --a2s-challenge          A2S_INFO demands the S2C_CHALLENGE round\n"
               "  --no-ready               never send READY=1 by itself\n"
               "  --ready-delay MS         send READY=1 this long after start\n"
+              "  --file-check MS          stat server.json and the control file this often\n"
+              "                           besides inotify (default 50; a bench of a\n"
+              "                           thousand servers sets 1000)\n"
               "  --watchdog-usec USEC     send WATCHDOG=1 this often (default: half of\n"
               "                           $WATCHDOG_USEC, else never)\n"
               "  --status TEXT            send STATUS=TEXT at start\n"
@@ -2270,6 +2274,7 @@ enum {
         OPT_BUILD_ID,
         OPT_NO_READY,
         OPT_READY_DELAY,
+        OPT_FILE_CHECK,
         OPT_CRASH_SIGNAL,
         OPT_EXIT_CODE,
         OPT_CORE_DUMP,
@@ -2313,6 +2318,7 @@ static void options_parse(struct server *s, struct options *o, int argc, char **
                 { "build-id", required_argument, NULL, OPT_BUILD_ID },
                 { "no-ready", no_argument, NULL, OPT_NO_READY },
                 { "ready-delay", required_argument, NULL, OPT_READY_DELAY },
+                { "file-check", required_argument, NULL, OPT_FILE_CHECK },
                 { "crash-signal", required_argument, NULL, OPT_CRASH_SIGNAL },
                 { "exit-code", required_argument, NULL, OPT_EXIT_CODE },
                 { "core-dump", no_argument, NULL, OPT_CORE_DUMP },
@@ -2382,6 +2388,10 @@ static void options_parse(struct server *s, struct options *o, int argc, char **
                 case OPT_READY_DELAY:
                         if (parse_msec(optarg, &s->ready_delay) < 0)
                                 usage_error("--ready-delay", optarg);
+                        break;
+                case OPT_FILE_CHECK:
+                        if (parse_msec(optarg, &s->file_check_usec) < 0 || s->file_check_usec == 0)
+                                usage_error("--file-check", optarg);
                         break;
                 case OPT_CRASH_SIGNAL:
                         if (parse_signal(optarg, &s->crash_signal) < 0)
@@ -2562,6 +2572,7 @@ int main(int argc, char **argv)
                 .notify_fd = -1,
                 .signal_fd = -1,
                 .inotify_fd = -1,
+                .file_check_usec = FILE_CHECK_USEC,
                 .query_enabled = true,
                 .ready_wanted = true,
                 .crash_signal = SIGABRT,
@@ -2639,7 +2650,7 @@ int main(int argc, char **argv)
                 else
                         ready_set(&s, true);
         }
-        s.next_file_check = now + FILE_CHECK_USEC;
+        s.next_file_check = now + s.file_check_usec;
         state_write(&s, now);
         main_loop(&s);
 }
