@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "a2s.h"
@@ -25,11 +27,24 @@ typedef enum ProbeStep {
  * and an event source each. Answers are matched by their source address; probes whose
  * datagram the kernel refused (ICMP port unreachable) are found through IP_RECVERR. */
 #define HUB_PAGE 256
+/* While the hub is corked (a sweep's chunk, a batch of answers), datagrams wait here and
+ * leave together by one sendmmsg: a system call a chunk, not one a probe. */
+#define HUB_QUEUE 64
+#define HUB_DATAGRAM_MAX 32
+typedef struct HubQueued {
+        Probe *probe; /* NULL: freed while it waited, not sent */
+        uint8_t len;
+        uint8_t buf[HUB_DATAGRAM_MAX];
+} HubQueued;
+
 struct ProbeHub {
         sd_event *event;
         int fd;
         sd_event_source *io;
         Probe **pages[65536 / HUB_PAGE]; /* by the target's port */
+        unsigned corked;
+        unsigned n_queued;
+        HubQueued queue[HUB_QUEUE];
 };
 
 struct Probe {
@@ -45,6 +60,8 @@ struct Probe {
         bool rechallenged;
         usec_t timeout;
         unsigned a2s_challenges;
+        int queued;               /* its index in the hub's queue, or -1 */
+        int send_error;           /* a queued datagram the kernel refused: reported by the timer */
         probe_done_t done;
         void *userdata;
 };
@@ -64,6 +81,8 @@ Probe *probe_free(Probe *p) {
                 Probe **slot = hub_slot(p->hub, ntohs(p->addr.sin_port), false);
                 if (slot && *slot == p)
                         *slot = NULL;
+                if (p->queued >= 0)
+                        p->hub->queue[p->queued].probe = NULL;
         }
         sd_event_source_disable_unref(p->timer);
         free(p);
@@ -94,9 +113,73 @@ static int probe_answered(Probe *p, unsigned players, unsigned max_players, cons
         return 0;
 }
 
+/* Sends what is queued. A datagram the kernel refuses fails its probe through the probe's
+ * timer, in an event of its own: no probe's callback runs from within another's send. */
+static void hub_flush(ProbeHub *h) {
+        struct mmsghdr mm[HUB_QUEUE];
+        struct iovec iov[HUB_QUEUE];
+        Probe *probes[HUB_QUEUE];
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < h->n_queued; i++) {
+                HubQueued *q = &h->queue[i];
+                Probe *p = q->probe;
+
+                if (!p)
+                        continue;
+                p->queued = -1;
+                probes[n] = p;
+                iov[n] = (struct iovec){ q->buf, q->len };
+                mm[n] = (struct mmsghdr){ .msg_hdr = {
+                        .msg_name = &p->addr, .msg_namelen = sizeof(p->addr),
+                        .msg_iov = &iov[n], .msg_iovlen = 1,
+                } };
+                n++;
+        }
+        h->n_queued = 0;
+        for (unsigned i = 0; i < n;) {
+                int k = sendmmsg(h->fd, mm + i, n - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (k > 0) {
+                        i += (unsigned) k;
+                        continue;
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                /* The first datagram left failed (the kernel reports a failure only there). */
+                probes[i]->send_error = k < 0 ? -errno : -EIO;
+                (void) sd_event_source_set_time(probes[i]->timer, 0);
+                (void) sd_event_source_set_enabled(probes[i]->timer, SD_EVENT_ONESHOT);
+                i++;
+        }
+}
+
+void probe_hub_cork(ProbeHub *h) {
+        h->corked++;
+}
+
+void probe_hub_uncork(ProbeHub *h) {
+        assert(h->corked > 0);
+        if (--h->corked == 0)
+                hub_flush(h);
+}
+
 static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
-        ssize_t n = sendto(p->hub->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL,
-                           (const struct sockaddr *) &p->addr, sizeof(p->addr));
+        ProbeHub *h = p->hub;
+        ssize_t n;
+
+        if (h->corked && len <= HUB_DATAGRAM_MAX) {
+                if (p->queued >= 0) /* a second datagram before the first left: send both */
+                        hub_flush(h);
+                if (h->n_queued == HUB_QUEUE)
+                        hub_flush(h);
+                h->queue[h->n_queued] = (HubQueued){ .probe = p, .len = (uint8_t) len };
+                memcpy(h->queue[h->n_queued].buf, buf, len);
+                p->queued = (int) h->n_queued++;
+                return 0;
+        }
+        n = sendto(h->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *) &p->addr,
+                   sizeof(p->addr));
         if (n < 0)
                 return negative_errno();
         return (size_t) n == len ? 0 : -EIO;
@@ -209,8 +292,7 @@ static void hub_errors(ProbeHub *h) {
 #define HUB_BATCH 16
 #define HUB_BATCHES 16
 
-static int hub_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        ProbeHub *h = userdata;
+static void hub_receive(ProbeHub *h, int fd, uint32_t revents) {
         static uint8_t bufs[HUB_BATCH][1500];
         struct sockaddr_in from[HUB_BATCH];
         struct iovec iov[HUB_BATCH];
@@ -232,13 +314,22 @@ static int hub_on_io(sd_event_source *source, int fd, uint32_t revents, void *us
                 if (n <= 0) {
                         if (n < 0 && errno != EAGAIN && errno != EINTR)
                                 hub_errors(h);
-                        return 0;
+                        return;
                 }
                 for (int i = 0; i < n; i++)
                         hub_datagram(h, &from[i], bufs[i], mm[i].msg_len, sizeof(bufs[i]));
                 if (n < HUB_BATCH)
-                        return 0;
+                        return;
         }
+}
+
+/* The datagrams the answers call for (an SQP query after a challenge) leave together. */
+static int hub_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        ProbeHub *h = userdata;
+
+        probe_hub_cork(h);
+        hub_receive(h, fd, revents);
+        probe_hub_uncork(h);
         return 0;
 }
 
@@ -246,6 +337,10 @@ static int probe_on_timeout(sd_event_source *source, uint64_t usec, void *userda
         Probe *p = userdata;
         uint8_t buf[8];
 
+        if (p->send_error < 0) {
+                probe_finish(p, p->send_error, NULL);
+                return 0;
+        }
         /* Half the time gone on a reused challenge: ask for a new one, with the other half. */
         if (p->reused && !p->fell_back && p->step == PROBE_SQP_QUERY) {
                 p->fell_back = true;
@@ -318,6 +413,7 @@ int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, u
         if (!p)
                 return -ENOMEM;
         p->type = type;
+        p->queued = -1;
         p->done = done;
         p->userdata = userdata;
         p->addr = *addr;

@@ -41,4 +41,10 @@ typedef void (*probe_done_t)(Probe *p, int result, const ProbeResult *info, void
 int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
                 uint32_t challenge, probe_done_t done, void *userdata, Probe **ret);
 Probe *probe_free(Probe *p);
+
+/* Between cork and uncork (they nest) the probes' datagrams wait and leave by one sendmmsg
+ * at the last uncork; a datagram refused then fails its probe from the probe's timer, in a
+ * later event. A hub is corked while it handles answers. */
+void probe_hub_cork(ProbeHub *h);
+void probe_hub_uncork(ProbeHub *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Probe *, probe_free);

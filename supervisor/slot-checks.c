@@ -163,6 +163,8 @@ static void fleet_sweep_chunk(Fleet *f) {
         usec_t now = now_usec(CLOCK_MONOTONIC), interval = f->config->check_interval;
         size_t end = MIN(f->n_slots, f->sweep_next + SWEEP_CHUNK);
 
+        /* The chunk's probes leave by one system call, when it is done. */
+        probe_hub_cork(f->manager->probe_hub);
         for (; f->sweep_next < end; f->sweep_next++) {
                 Slot *s = f->slots[f->sweep_next];
 
@@ -174,6 +176,7 @@ static void fleet_sweep_chunk(Fleet *f) {
                 if (now - s->check_cpu_at >= interval / 2)
                         slot_check(s, now);
         }
+        probe_hub_uncork(f->manager->probe_hub);
         if (f->sweep_next < f->n_slots && f->sweep_defer) {
                 (void) sd_event_source_set_enabled(f->sweep_defer, SD_EVENT_ONESHOT);
                 return;

@@ -310,15 +310,74 @@ static void test_thousand_at_once(void **state) {
         assert_int_equal(probe_hub_new(e, &hub), 0);
         for (int i = 0; i < 1000; i++)
                 responder_open(e, &r[i], ANSWER);
-        /* A thousand targets, one socket: every answer reaches its own probe. */
-        for (int i = 0; i < 1000; i++)
+        /* A thousand targets, one socket: every answer reaches its own probe. The second
+         * half is sent corked, as a sweep sends: 64 datagrams a system call. */
+        for (int i = 0; i < 1000; i++) {
+                if (i == 500)
+                        probe_hub_cork(hub);
                 assert_int_equal(probe_start(hub, QUERY_SQP, &r[i].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p), 0);
+        }
+        probe_hub_uncork(hub);
         run_until(e, &run, 1000);
         assert_int_equal(run.ok, 1000);
         for (int i = 0; i < 1000; i++) {
                 assert_int_equal(r[i].answered, 2);
                 close(r[i].fd);
         }
+        probe_hub_free(hub);
+        sd_event_unref(e);
+}
+
+static bool datagram_waiting(int fd) {
+        uint8_t b;
+
+        return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+}
+
+/* Corked, datagrams wait until the last uncork and then all leave; one whose probe was
+ * freed meanwhile does not; one the kernel refuses fails its own probe, from the probe's
+ * timer and at once, and the datagrams after it still leave. */
+static void test_corked(void **state) {
+        sd_event *e = NULL;
+        ProbeHub *hub = NULL;
+        Responder r[3] = {};
+        struct sockaddr_in broadcast = {
+                .sin_family = AF_INET,
+                .sin_port = htons(9),
+                .sin_addr.s_addr = htonl(INADDR_BROADCAST),
+        };
+        Run run = {};
+        Probe *p[4];
+        usec_t start;
+
+        assert_true(sd_event_new(&e) >= 0);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
+        for (int i = 0; i < 3; i++)
+                responder_open(e, &r[i], ANSWER);
+        probe_hub_cork(hub);
+        probe_hub_cork(hub);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r[0].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p[0]), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &broadcast, 5 * USEC_PER_SEC, 0, on_done, &run, &p[1]), 0);
+        assert_int_equal(probe_start(hub, QUERY_A2S, &r[1].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p[2]), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r[2].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p[3]), 0);
+        probe_free(p[3]);
+        probe_hub_uncork(hub);
+        for (int i = 0; i < 3; i++)
+                assert_false(datagram_waiting(r[i].fd));
+        start = now_usec(CLOCK_MONOTONIC);
+        probe_hub_uncork(hub);
+        assert_true(datagram_waiting(r[0].fd));
+        assert_true(datagram_waiting(r[1].fd));
+        assert_false(datagram_waiting(r[2].fd));
+        run_until(e, &run, 3);
+        assert_true(now_usec(CLOCK_MONOTONIC) - start < 4 * USEC_PER_SEC);
+        assert_int_equal(run.ok, 2);
+        assert_int_equal(run.last_error, -EACCES);
+        assert_int_equal(r[0].answered, 2);
+        assert_int_equal(r[1].answered, 1);
+        assert_int_equal(r[2].answered, 0);
+        for (int i = 0; i < 3; i++)
+                close(r[i].fd);
         probe_hub_free(hub);
         sd_event_unref(e);
 }
@@ -360,6 +419,7 @@ int main(void) {
                 cmocka_unit_test(test_failures),
                 cmocka_unit_test(test_thousand_at_once),
                 cmocka_unit_test(test_one_per_target_and_strangers),
+                cmocka_unit_test(test_corked),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
