@@ -239,6 +239,8 @@ static bool slot_wants_to_run(const Slot *s) {
         return s->fleet->config->start_on_provision || slot_is_allocated(s);
 }
 
+static int slot_schedule_start(Slot *s);
+
 int slot_provision(Slot *s) {
         int r;
 
@@ -288,7 +290,9 @@ int slot_provision(Slot *s) {
                 slot_keeper_exited(s, 0, SIGKILL);
                 return 0;
         }
-        if (slot_wants_to_run(s))
+        /* Started from the event loop, one slot an event: the slots started first are
+         * served (their exits, their keepers' restarts) while the rest start. */
+        if (slot_wants_to_run(s) && slot_schedule_start(s) < 0)
                 slot_dispatch(s, SLOT_EVENT_START);
         else
                 manager_slot_changed(s->manager, s, false);
@@ -540,15 +544,19 @@ static int slot_on_start_defer(sd_event_source *source, void *userdata) {
 }
 
 /* Restarts go through the event loop so that a server which dies at once never recurses
- * into its own restart. */
-static void slot_schedule_start(Slot *s) {
+ * into its own restart, and so do the starts of a cold start (slot_provision()). A start
+ * waits behind the other events ready at the time (exits, a keeper's restart to account
+ * for, D-Bus calls): a thousand slots starting do not hold up the slots already running. */
+static int slot_schedule_start(Slot *s) {
         int r;
 
         if (s->start_defer)
-                return;
+                return 0;
         r = sd_event_add_defer(s->manager->event, &s->start_defer, slot_on_start_defer, s);
         if (r < 0)
-                log_slot_error_errno(s, r, "Failed to schedule a start: %m");
+                return log_slot_error_errno(s, r, "Failed to schedule a start: %m");
+        (void) sd_event_source_set_priority(s->start_defer, SD_EVENT_PRIORITY_NORMAL + 1);
+        return 0;
 }
 
 static int slot_on_stop_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
