@@ -323,6 +323,7 @@ void cg_statm_close(CgStatm *c) {
         c->pid = 0;
 }
 
+/* The resident set from an open statm, in pages. */
 static int statm_resident(int fd, uint64_t *ret) {
         char statm[128];
         unsigned long long size, resident;
@@ -333,7 +334,7 @@ static int statm_resident(int fd, uint64_t *ret) {
         statm[n] = '\0';
         if (sscanf(statm, "%llu %llu", &size, &resident) != 2)
                 return -EIO;
-        *ret = resident * (uint64_t) sysconf(_SC_PAGESIZE);
+        *ret = resident;
         return 0;
 }
 
@@ -342,7 +343,7 @@ static int statm_resident(int fd, uint64_t *ret) {
  * is one process is then one pread here, not an open, a read and a close. A descriptor
  * whose process has ended fails with ESRCH, even when its PID is in use again. */
 static uint64_t sum_resident(char *procs, pid_t skip, CgStatm *keep) {
-        uint64_t sum = 0, v;
+        uint64_t sum = 0, v; /* in pages */
         char *save = NULL;
 
         for (char *p = strtok_r(procs, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
@@ -374,7 +375,7 @@ static uint64_t sum_resident(char *procs, pid_t skip, CgStatm *keep) {
                         keep = NULL;
                 }
         }
-        return sum;
+        return sum * (uint64_t) sysconf(_SC_PAGESIZE);
 }
 
 int cg_memory_current_at(int dirfd, bool have_memory_controller, uint64_t *ret) {

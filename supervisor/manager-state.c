@@ -337,7 +337,6 @@ void manager_retire_slot(Manager *m, Slot *s) {
         s->cgroup_fd = safe_close(s->cgroup_fd);
         s->cpu_stat_fd = safe_close(s->cpu_stat_fd);
         s->memory_fd = safe_close(s->memory_fd);
-        cg_statm_close(&s->statm);
         if (cg_remove(s->cgroup_path) < 0)
                 log_slot_warning(s, "Could not remove cgroup %s", s->cgroup_path);
         m->n_live_slots--;

@@ -213,7 +213,6 @@ static int slot_setup_cgroup(Slot *s) {
         s->cgroup_fd = safe_close(s->cgroup_fd);
         s->cpu_stat_fd = safe_close(s->cpu_stat_fd);
         s->memory_fd = safe_close(s->memory_fd);
-        cg_statm_close(&s->statm);
         r = cg_open(s->cgroup_path, &s->cgroup_fd);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open cgroup %s: %m", s->cgroup_path);
