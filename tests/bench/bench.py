@@ -45,6 +45,7 @@ class Ctx:
         self.bin = args.bin
         self.tiny = os.path.join(args.bin, "tiny")
         self.client = os.path.join(args.bin, "alloc-client")
+        self.floor = os.path.join(args.bin, "floor")
         self.slotd = args.slotd
         self.test_server = args.test_server
         self.procs = {}  # pid -> Popen
@@ -642,6 +643,8 @@ class Bench:
                 f"{fails} failed probes, a property read answered in {ping:.1f} ms")
         finally:
             p.stop()
+        self.rec(r, "chk_per_check", "slotd", ms * 1000.0 / 30 / n)
+        self.phase_floor(r, n)
         # 5 s checks: CPU and wall time of each sweep, sampling schedstat every ms.
         iv = 5.0
         p = self.new("slotd", f"r{r}-chk5", [(n, None)], build=self.ctx.test_server,
@@ -668,6 +671,27 @@ class Bench:
                 + "; ".join(f"{c:.1f} {b} {lg}" for c, b, lg in res))
         finally:
             p.stop()
+
+    def phase_floor(self, r, n):
+        """The kernel's price of one check without slotd (floor.c): what bounds scenario 4."""
+        rounds = 3 if self.quick else 5
+        out = subprocess.run([self.ctx.floor, os.path.join(self.ctx.cg_root, f"floor-r{r}"),
+                              str(n), str(rounds)], capture_output=True, text=True,
+                             timeout=120 + 6 * rounds)
+        if out.returncode != 0:
+            raise RuntimeError(f"floor: {out.stderr.strip()}")
+        kv = dict(line.split(None, 1) for line in out.stdout.splitlines() if " " in line)
+        for key in ("cpu_stat", "memory", "probe", "check", "check_warm"):
+            self.rec(r, f"floor_{key}", "slotd", float(kv[f"floor_{key}_us"]))
+        self.rec(r, "floor_syscall", "slotd", float(kv["syscall_us"]))
+        src = f"floor: the memory read is {kv['memory_source']} (as slotd's on this host)"
+        if src not in self.notes:
+            self.note(src)
+        if int(kv["lost_answers"]):
+            self.note(f"run {r}: floor: {kv['lost_answers']} probes had no answer")
+        log(f"run {r} floor (no slotd, N = {n}, memory from {kv['memory_source']}): per check "
+            f"{kv['floor_check_us']} µs (warm {kv['floor_check_warm_us']}): cpu.stat "
+            f"{kv['floor_cpu_stat_us']}, memory {kv['floor_memory_us']}, probe {kv['floor_probe_us']}")
 
     def wait_up(self, p, n):
         """Starts P and waits until each of its N slots holds a keeper and a server (no D-Bus:
@@ -780,6 +804,13 @@ ROWS = [
     ("rs_young_p99", "restart latency p99, died at 0.2 s", "ms", "{:.2f}"),
     ("idle_200", "idle CPU, N=200 (checks off)", "ms/30s", "{:.0f}"),
     ("idle_chk_1000", "idle CPU, N=1000, 1 s SQP checks", "ms/30s", "{:.0f}"),
+    ("chk_per_check", "  the same, per slot check", "µs", "{:.1f}"),
+    ("floor_check", "  floor: one check's kernel work alone (floor.c)", "µs", "{:.1f}"),
+    ("floor_check_warm", "  floor, repeated at once (warm)", "µs", "{:.1f}"),
+    ("floor_cpu_stat", "  floor: cpu.stat read", "µs", "{:.1f}"),
+    ("floor_memory", "  floor: memory read", "µs", "{:.1f}"),
+    ("floor_probe", "  floor: probe out, answer in", "µs", "{:.1f}"),
+    ("floor_syscall", "  a bare system call (getppid) here", "µs", "{:.2f}"),
     ("alloc_p50", "Allocate+Deallocate p50", "ms", "{:.3f}"),
     ("alloc_p99", "Allocate+Deallocate p99", "ms", "{:.3f}"),
     ("alloc_rate", "Allocate+Deallocate, 8 clients", "pairs/s", "{:.0f}"),
