@@ -66,6 +66,10 @@ static void die(const char *what) {
 
 static void receiver(const char *dir, int report) {
         char path[4200];
+        /* The parent's handlers clean up after the parent: not after a receiver. */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
         int fd = open(path, O_WRONLY | O_CLOEXEC);
