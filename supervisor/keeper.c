@@ -26,7 +26,8 @@
  * server anyway and takes it back (a read of its own) before anything that changes that, such
  * as an allocation: whoever reads first wins, so a server that ends after slotd took it back
  * is never restarted here. Starting the next server needs no round trip through slotd, which
- * is what makes a restart as fast as a fork and an exec (README, Performance). */
+ * is what makes a restart as fast as a fork and an exec (README, Performance). Offset 64 of
+ * fd 3 is slotd's own (its READY=1 mark, spawn.h): the keeper never writes there. */
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #error "slotd-keeper: system calls are written for x86_64 and aarch64 only"

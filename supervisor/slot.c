@@ -18,6 +18,7 @@
 #include "strv.h"
 
 static void slot_dispatch(Slot *s, SlotEvent event);
+static void slot_became_ready(Slot *s, const char *how);
 static void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal);
 static pid_t slot_find_keeper(Slot *s);
 static int slot_adopt(Slot *s, pid_t keeper);
@@ -1020,6 +1021,10 @@ static int slot_adopt(Slot *s, pid_t keeper) {
         }
         s->keeper_restarts = s->restored_keeper_restarts;
         slot_account_keeper_restart(s, false);
+        /* The slotd before us heard READY=1 from this very server and died before it was
+         * committed: the datagram is gone, the status file's mark is not. */
+        if (!s->ready && s->status_fd >= 0 && spawn_marked_ready(s->status_fd, s->keeper_restarts) > 0)
+                slot_became_ready(s, "READY=1, as marked before slotd went away");
         /* The socket the keeper kept: what the server sent while we were away is in it. */
         s->notify_fd = safe_close(s->notify_fd);
         s->notify_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_NOTIFY_FD, 0);
@@ -1072,6 +1077,17 @@ int slot_reset_failed(Slot *s) {
         return 0;
 }
 
+/* The server said READY=1 (or a slotd before us heard it say so: 'how'). The mark in the
+ * status file tells the next slotd, should this one die before its state commit. */
+static void slot_became_ready(Slot *s, const char *how) {
+        s->ready = true;
+        if (s->status_fd >= 0)
+                (void) spawn_mark_ready(s->status_fd, s->keeper_restarts);
+        slot_checks_ready(s);
+        log_slot_debug(s, "%s", how);
+        slot_dispatch(s, SLOT_EVENT_READY);
+}
+
 void slot_handle_notify(Slot *s, const char *buf, size_t size) {
         NotifyMessage msg;
 
@@ -1090,12 +1106,8 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
         }
         if (msg.watchdog)
                 slot_checks_watchdog(s);
-        if (msg.ready && !s->ready) {
-                s->ready = true;
-                slot_checks_ready(s);
-                log_slot_debug(s, "READY=1");
-                slot_dispatch(s, SLOT_EVENT_READY);
-        }
+        if (msg.ready && !s->ready)
+                slot_became_ready(s, "READY=1");
 }
 
 uint64_t slot_memory_current(Slot *s) {

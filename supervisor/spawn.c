@@ -415,6 +415,26 @@ int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, 
         return 1;
 }
 
+int spawn_mark_ready(int status_fd, unsigned restarts) {
+        char buf[32];
+        int n = snprintf(buf, sizeof(buf), "ready %u\n", restarts);
+        ssize_t k = pwrite(status_fd, buf, (size_t) n, KEEPER_READY_OFFSET);
+
+        if (k < 0)
+                return negative_errno();
+        return k == n ? 0 : -EIO;
+}
+
+int spawn_marked_ready(int status_fd, unsigned restarts) {
+        char buf[32] = {};
+        unsigned n;
+        ssize_t size = pread(status_fd, buf, sizeof(buf) - 1, KEEPER_READY_OFFSET);
+
+        if (size < 0)
+                return negative_errno();
+        return sscanf(buf, "ready %u", &n) == 1 && n == restarts;
+}
+
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper) {
         char buf[8192], *save = NULL;
 

@@ -65,6 +65,16 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
 /* Where in the status file the keeper writes its last restart (keeper.c). */
 #define KEEPER_RESTART_OFFSET 32
 
+/* Where in the status file slotd marks that the keeper's current server said READY=1: the
+ * mark outlives slotd (a file's page survives a SIGKILL), where a state commit may not have
+ * been made yet. The file is emptied at each keeper start. */
+#define KEEPER_READY_OFFSET 64
+
+/* Marks the server READY=1 after the keeper's 'restarts'-th restart (0: its first server). */
+int spawn_mark_ready(int status_fd, unsigned restarts);
+/* 1 if the server after the keeper's 'restarts'-th restart is marked ready, else 0. */
+int spawn_marked_ready(int status_fd, unsigned restarts);
+
 /* The keeper's last restart record: 1 with the number of restarts it has made and how the
  * server before the last one ended (*ret_failed: the last one could not be forked, and the
  * keeper ends instead), 0 when it has made none. */

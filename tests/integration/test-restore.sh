@@ -28,6 +28,12 @@ restarts_e=$(sprop $e Restarts)
 kill -KILL "$SLOTD_PID"
 wait "$SLOTD_PID" 2>/dev/null || true
 SLOTD_PID=
+# The held slot's READY=1 as if heard just before the SIGKILL, its commit not made: the state
+# file says not ready, and the datagram was taken. The keeper's status file still tells.
+assert_ok "held slot's server marked ready in its status file" \
+        grep -qa "ready 0" "$T/state/exit/$h"
+sed -i -E "s/^(slot id=$h .*)ready=1/\1ready=0/" "$T/state/state"
+assert_ok "state file says slot $h is not ready" grep -qE "^slot id=$h .*ready=0" "$T/state/state"
 # While it is away, one server exits 0 and the allocated one crashes.
 echo "exit 0" >> "$T/slots/game/slot-$e/test-server.control"
 echo "crash" >> "$T/slots/game/slot-$a/test-server.control"
@@ -41,6 +47,8 @@ for id in $h $r $c; do
         assert_ok "slot $id: one server" one_server $id
 done
 assert_eq "$(sprop $h State)" held "held slot"
+assert_eq "$(sprop $h ProcessState)" running "held slot: ready, from its status file's mark"
+assert_ok "log says the mark was used" grep -q "slot $h .*READY=1, as marked before slotd went away" "$T/slotd.log"
 assert_eq "$(sprop $h HoldUntilUSec)" "$hold_until" "hold deadline"
 assert_eq "$(sprop $r State)" reserved "reserved slot"
 # exit 0 while away: the session is over, the slot restarted (start_on_provision).
