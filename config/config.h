@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,13 +22,48 @@ typedef enum QueryType {
 const char *query_type_to_string(QueryType t);
 QueryType query_type_from_string(const char *s); /* -1 (as int) when unknown */
 
+/* checks.readiness: what makes a starting server running. */
+typedef enum ReadinessSource {
+        READINESS_NOTIFY,          /* READY=1 on NOTIFY_SOCKET */
+        READINESS_QUERY,           /* the first valid answer to a query-protocol probe */
+        READINESS_EXEC,            /* the build executable was started */
+        _READINESS_SOURCE_MAX,
+} ReadinessSource;
+
+const char *readiness_source_to_string(ReadinessSource r);
+ReadinessSource readiness_source_from_string(const char *s); /* -1 (as int) when unknown */
+
+/* Build configuration IDs (and allocation UUIDs): 1 to 128 characters of A-Z a-z 0-9 . _ : - */
+#define BUILD_CONFIG_ID_MAX 128
+bool build_config_id_is_valid(const char *s);
+
+/* One build configuration of a fleet: a [build_configuration ID] section, or the fleet's
+ * default one made from its [fleet] keys. After parsing every field is set: a key the
+ * section does not set has the fleet's value (fleet.build, fleet.args, fleet.environment,
+ * checks.query). */
+typedef struct BuildConfig {
+        char *id;
+        char *build;               /* absolute path */
+        char **args;               /* ${…} not yet expanded */
+        char **environment;        /* "KEY=value" words, ${…} not yet expanded */
+        QueryType query;
+        /* variables.NAME = value: extra strings for server.json, in file order; both arrays
+         * are NULL-terminated and never NULL after parsing. */
+        char **variable_names;
+        char **variable_values;
+        size_t n_variables;
+        unsigned line;             /* of its [build_configuration ID]; 0 = made from [fleet] */
+        unsigned build_line;       /* of the section's own build key; 0 = fleet.build */
+} BuildConfig;
+
 typedef struct FleetConfig {
         char *file;                /* path of the fleet's INI file */
         unsigned line;             /* line of the [fleet] section header, for errors */
 
         /* [fleet] */
         char *name;                /* fleet.name, default: file name without ".ini" */
-        char *build;               /* fleet.build, absolute path, required */
+        char *build;               /* fleet.build, absolute path, required unless the default
+                                    * build configuration's section sets build (then that) */
         char **args;               /* fleet.args split into words, ${…} not yet expanded */
         char **environment;        /* fleet.environment: "KEY=value" words, not yet expanded */
         char *build_configuration; /* default "default" */
@@ -35,6 +71,8 @@ typedef struct FleetConfig {
         char *group;               /* default "nogroup" */
         bool start_on_provision;   /* default true */
         usec_t stop_timeout;       /* default 10s */
+        char *region_id;           /* regionID in server.json; default "", never NULL */
+        char *region_name;         /* regionName in server.json; default "", never NULL */
 
         /* [usage] */
         double usage_cpu;          /* cores per server, > 0 (required) */
@@ -56,6 +94,7 @@ typedef struct FleetConfig {
         usec_t query_timeout;      /* default 2s */
         usec_t heartbeat;          /* default 0 = off */
         usec_t start_timeout;      /* default 0 = off */
+        ReadinessSource readiness; /* default QUERY when query is not NONE, else EXEC */
 
         /* [crash] */
         unsigned crash_restarts;   /* default 1 */
@@ -76,6 +115,12 @@ typedef struct FleetConfig {
         char *seccomp_list;        /* security.seccomp = PATH: allow-list file; NULL = built-in */
         bool seccomp_kill;         /* security.seccomp_action = kill (default eperm) */
 
+        /* The build configurations; [0] is always the default one (fleet.build_configuration),
+         * the [build_configuration ID] sections follow in file order. Use
+         * fleet_config_find_build() to look one up. */
+        BuildConfig *build_configs;
+        size_t n_build_configs;
+
         /* Lines of the keys that later checks (density, config_validate) name in their
          * messages; 0 when the key was not set. */
         unsigned build_line;
@@ -86,6 +131,29 @@ typedef struct FleetConfig {
         /* Filled in by the density calculation. */
         unsigned slots;
 } FleetConfig;
+
+/* One address of localproxy.listen. */
+typedef struct ProxyListen {
+        int family;                /* AF_INET or AF_INET6 */
+        union {
+                struct in_addr in;
+                struct in6_addr in6;
+        } address;
+        uint16_t port;             /* host byte order */
+        char *text;                /* "127.0.0.1:8086", "[::1]:8086": as inet_ntop() writes it */
+} ProxyListen;
+
+/* Parses one "IPv4:port" or "[IPv6]:port"; -EINVAL when it is neither, -ENOMEM. */
+int proxy_listen_from_string(const char *s, ProxyListen *ret);
+
+typedef struct LocalProxyConfig {
+        bool enabled;              /* false for listen = off */
+        ProxyListen *listen;       /* NULL (and n_listen 0) when disabled */
+        size_t n_listen;
+        usec_t payload_ttl;        /* default 1h, > 0 */
+        char *user;                /* default "nobody" */
+        char *group;               /* default "nogroup" */
+} LocalProxyConfig;
 
 typedef struct Config {
         char *config_file;         /* path of slotd.ini (may not exist: then all defaults) */
@@ -108,9 +176,13 @@ typedef struct Config {
         char *bus;                 /* "system" (default), "session" or a D-Bus address */
         char *admin_group;         /* NULL = root only */
 
+        /* [localproxy] */
+        LocalProxyConfig localproxy; /* default: listen 127.0.0.1:8086 [::1]:8086 */
+
         /* Lines of machine.reserved_cpus/reserved_memory for density messages; 0 = not set. */
         unsigned reserved_cpus_line;
         unsigned reserved_memory_line;
+        unsigned localproxy_listen_line; /* 0 = the default */
 
         FleetConfig *fleets;       /* in file-name order */
         size_t n_fleets;
@@ -125,6 +197,19 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 
 /* The fleet with that fleet.name, or NULL. */
 FleetConfig *config_find_fleet(const Config *c, const char *name);
+
+/* The build configuration an allocation asking for id runs: NULL or "" is the fleet's default
+ * one. When the fleet has [build_configuration ID] sections, an id that is none of them (nor
+ * fleet.build_configuration) is NULL; a fleet without such sections runs its default one for
+ * any id (with BUILD_CONFIGURATION set to that id). NULL for a FleetConfig not made by the
+ * parser (n_build_configs 0). */
+const BuildConfig *fleet_config_find_build(const FleetConfig *f, const char *id);
+
+/* Whether servers of a and b run the same: build, args, environment, build_configuration,
+ * user, group, port bases, region, and every build configuration (compared by ID, in any
+ * order). For Reload: a fleet for which this is false has new servers to start. */
+bool fleet_config_build_equal(const FleetConfig *a, const FleetConfig *b);
+bool build_config_equal(const BuildConfig *a, const BuildConfig *b);
 
 /* Reads config_file (a missing file is not an error: all defaults) and every *.ini in
  * fleets_dir (a missing directory means no fleets) in name order, validates every key, and

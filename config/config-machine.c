@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* slotd.ini: the machine, the supervisor and the local proxy. */
+#include <arpa/inet.h>
+
+#include "config-internal.h"
+#include "strv.h"
+
+#define LISTEN_EXAMPLE "addresses like 127.0.0.1:8086 or [::1]:8086, or off"
+
+int proxy_listen_from_string(const char *s, ProxyListen *ret) {
+        char address[INET6_ADDRSTRLEN];
+        const char *start = s, *end;
+        ProxyListen l = {};
+        size_t n;
+
+        /* An IPv6 address is full of colons: the brackets say where it ends. */
+        if (s[0] == '[') {
+                start = s + 1;
+                end = strchr(start, ']');
+                if (!end || end[1] != ':')
+                        return -EINVAL;
+                l.family = AF_INET6;
+        } else {
+                end = strchr(s, ':');
+                if (!end)
+                        return -EINVAL;
+                l.family = AF_INET;
+        }
+        n = (size_t) (end - start);
+        if (n == 0 || n >= sizeof(address))
+                return -EINVAL;
+        memcpy(address, start, n);
+        address[n] = '\0';
+        if (inet_pton(l.family, address, &l.address) != 1)
+                return -EINVAL;
+        if (parse_port(end + (l.family == AF_INET6 ? 2 : 1), &l.port) < 0)
+                return -EINVAL;
+
+        if (!inet_ntop(l.family, &l.address, address, sizeof(address)))
+                return -EINVAL;
+        if (asprintf(&l.text, l.family == AF_INET6 ? "[%s]:%u" : "%s:%u", address,
+                     (unsigned) l.port) < 0)
+                return -ENOMEM;
+        *ret = l;
+        return 0;
+}
+
+static void localproxy_listen_done(LocalProxyConfig *p) {
+        for (size_t i = 0; i < p->n_listen; i++)
+                free(p->listen[i].text);
+        p->listen = mfree(p->listen);
+        p->n_listen = 0;
+}
+
+/* Two sockets cannot listen on the same port of the same address, and a wildcard address
+ * (0.0.0.0, ::) takes the port on every address of its family. */
+static bool listen_overlaps(const ProxyListen *a, const ProxyListen *b) {
+        static const uint8_t any[sizeof(struct in6_addr)];
+        size_t n = a->family == AF_INET ? sizeof(struct in_addr) : sizeof(struct in6_addr);
+
+        if (a->family != b->family || a->port != b->port)
+                return false;
+        return memcmp(&a->address, &b->address, n) == 0 || memcmp(&a->address, any, n) == 0 ||
+               memcmp(&b->address, any, n) == 0;
+}
+
+static int listen_add(ParseContext *ctx, const ConfigKey *k, const char *value,
+                      LocalProxyConfig *p, const char *word) {
+        ProxyListen *l = &p->listen[p->n_listen];
+        char q[QUOTE_BUF];
+        int r;
+
+        r = proxy_listen_from_string(word, l);
+        if (r == -ENOMEM)
+                return ctx_oom(ctx);
+        if (r < 0 || streq(word, "off"))
+                return key_error(ctx, k, value, -EINVAL, "expected %s; '%s' is not",
+                                 LISTEN_EXAMPLE, config_quote(word, q));
+        p->n_listen++;
+
+        for (size_t i = 0; i + 1 < p->n_listen; i++) {
+                const ProxyListen *other = &p->listen[i];
+
+                if (streq(other->text, l->text))
+                        return key_error(ctx, k, value, -EINVAL, "%s is listed twice", l->text);
+                if (listen_overlaps(other, l))
+                        return key_error(ctx, k, value, -EADDRINUSE,
+                                         "%s and %s overlap: a wildcard address takes its port "
+                                         "on every address", other->text, l->text);
+        }
+        return 0;
+}
+
+/* localproxy.listen: "off", or addresses separated by spaces. */
+static int parse_listen_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        LocalProxyConfig *p = container_of((ProxyListen **) data, LocalProxyConfig, listen);
+        _cleanup_(localproxy_listen_done) LocalProxyConfig parsed = {};
+        _cleanup_strv_free_ char **words = NULL;
+        size_t n;
+        int r;
+
+        if (!streq(value, "off")) {
+                r = strv_split_quoted(value, &words);
+                if (r == -ENOMEM)
+                        return ctx_oom(ctx);
+                n = r < 0 ? 0 : strv_length(words);
+                if (n == 0 || n > LISTEN_MAX)
+                        return key_error(ctx, k, value, -EINVAL, "expected 1 to %d %s",
+                                         LISTEN_MAX, LISTEN_EXAMPLE);
+                parsed.listen = calloc(n, sizeof(ProxyListen));
+                if (!parsed.listen)
+                        return ctx_oom(ctx);
+                for (size_t i = 0; i < n; i++) {
+                        r = listen_add(ctx, k, value, &parsed, words[i]);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        localproxy_listen_done(p);
+        p->listen = TAKE_PTR(parsed.listen);
+        p->n_listen = parsed.n_listen;
+        parsed.n_listen = 0;
+        p->enabled = p->n_listen > 0;
+        return 0;
+}
+
+static int localproxy_init(LocalProxyConfig *p) {
+        static const char *const defaults[] = { "127.0.0.1:8086", "[::1]:8086" };
+        int r;
+
+        p->listen = calloc(ELEMENTSOF(defaults), sizeof(ProxyListen));
+        p->user = strdup("nobody");
+        p->group = strdup("nogroup");
+        if (!p->listen || !p->user || !p->group)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
+                r = proxy_listen_from_string(defaults[i], &p->listen[i]);
+                if (r < 0)
+                        return r;
+                p->n_listen++;
+        }
+        p->enabled = true;
+        p->payload_ttl = USEC_PER_HOUR;
+        return 0;
+}
+
+#define MACHINE_KEY(s, n, parser, field, nz) { s, n, parser, offsetof(Config, field), nz }
+
+static const ConfigKey machine_keys[] = {
+        MACHINE_KEY("machine", "id", parse_string_key, machine_id, false),
+        MACHINE_KEY("machine", "ip", parse_ipv4_key, ip, false),
+        MACHINE_KEY("machine", "ipv6", parse_ipv6_key, ipv6, false),
+        MACHINE_KEY("machine", "cpus", parse_cores_key, cpus, true),
+        MACHINE_KEY("machine", "memory", parse_size_key, memory, true),
+        MACHINE_KEY("machine", "reserved_cpus", parse_cores_key, reserved_cpus, false),
+        MACHINE_KEY("machine", "reserved_memory", parse_size_key, reserved_memory, false),
+        MACHINE_KEY("machine", "idle_ttl", parse_duration_key, idle_ttl, true),
+        MACHINE_KEY("supervisor", "cgroup", parse_path_key, cgroup, false),
+        MACHINE_KEY("supervisor", "state_dir", parse_path_key, state_dir, false),
+        MACHINE_KEY("supervisor", "slots_dir", parse_path_key, slots_dir, false),
+        MACHINE_KEY("supervisor", "bus", parse_string_key, bus, false),
+        MACHINE_KEY("supervisor", "admin_group", parse_string_key, admin_group, false),
+        MACHINE_KEY("localproxy", "listen", parse_listen_key, localproxy.listen, false),
+        MACHINE_KEY("localproxy", "payload_ttl", parse_duration_key, localproxy.payload_ttl, true),
+        MACHINE_KEY("localproxy", "user", parse_string_key, localproxy.user, false),
+        MACHINE_KEY("localproxy", "group", parse_string_key, localproxy.group, false),
+};
+
+_Static_assert(ELEMENTSOF(machine_keys) <= KEYS_MAX, "raise KEYS_MAX");
+
+static const ConfigSchema machine_schema = {
+        .keys = machine_keys,
+        .n_keys = ELEMENTSOF(machine_keys),
+        .sections = "slotd.ini has [machine], [supervisor] and [localproxy]",
+};
+
+Config *config_new(void) {
+        _cleanup_(config_freep) Config *c = NULL;
+
+        c = calloc(1, sizeof(Config));
+        if (!c)
+                return NULL;
+
+        c->idle_ttl = 30 * USEC_PER_MINUTE;
+        c->state_dir = strdup("/var/lib/slotd");
+        c->slots_dir = strdup("/var/lib/slotd/slots");
+        c->bus = strdup("system");
+        if (!c->state_dir || !c->slots_dir || !c->bus || localproxy_init(&c->localproxy) < 0)
+                return NULL;
+
+        return TAKE_PTR(c);
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+
+        free(c->config_file);
+        free(c->fleets_dir);
+        free(c->machine_id);
+        free(c->ip);
+        free(c->ipv6);
+        free(c->cgroup);
+        free(c->state_dir);
+        free(c->slots_dir);
+        free(c->bus);
+        free(c->admin_group);
+        localproxy_listen_done(&c->localproxy);
+        free(c->localproxy.user);
+        free(c->localproxy.group);
+        for (size_t i = 0; i < c->n_fleets; i++)
+                config_fleet_done(&c->fleets[i]);
+        free(c->fleets);
+        free(c);
+        return NULL;
+}
+
+static int machine_finalize(ParseContext *ctx, Config *c) {
+        /* slots_dir follows a configured state_dir unless it is set itself. */
+        if (key_line(ctx, "supervisor", "slots_dir") == 0 &&
+            key_line(ctx, "supervisor", "state_dir") > 0) {
+                char *s;
+
+                if (asprintf(&s, "%s/slots", streq(c->state_dir, "/") ? "" : c->state_dir) < 0)
+                        return ctx_oom(ctx);
+                free(c->slots_dir);
+                c->slots_dir = s;
+        }
+
+        c->reserved_cpus_line = key_line(ctx, "machine", "reserved_cpus");
+        c->reserved_memory_line = key_line(ctx, "machine", "reserved_memory");
+        c->localproxy_listen_line = key_line(ctx, "localproxy", "listen");
+        return 0;
+}
+
+int parse_machine_data(Config *c, const char *name, const char *data, size_t size,
+                       char **ret_error) {
+        ParseContext ctx = {
+                .file = name,
+                .schema = &machine_schema,
+                .base = c,
+                .data = data,
+                .size = size,
+        };
+        int r;
+
+        r = parse_context_run(&ctx);
+        if (r >= 0)
+                r = machine_finalize(&ctx, c);
+        return parse_context_finish(&ctx, r, ret_error);
+}
+
+int config_parse_machine(Config *c, const char *name, const char *text, char **ret_error) {
+        return parse_machine_data(c, name, text, strlen(text), ret_error);
+}
+

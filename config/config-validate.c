@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* Checks across fleets and against the disk, done after the density: unique names, port
+ * ranges, builds that can run. And config_load_full(), the density glue. */
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "config-internal.h"
+
+/* section names the key in messages: "fleet" or "build_configuration ID". */
+static int validate_build(const char *file, unsigned line, const char *section,
+                          const char *build, char **ret_error) {
+        struct stat st;
+
+        if (stat(build, &st) < 0)
+                return config_set_error(ret_error, negative_errno(), file, line,
+                                        "%s.build: %m (got '%s')", section, build);
+        if (!S_ISREG(st.st_mode))
+                return config_set_error(ret_error, -EINVAL, file, line,
+                                        "%s.build: not a regular file (got '%s')", section, build);
+        if (access(build, X_OK) < 0)
+                return config_set_error(ret_error, negative_errno(), file, line,
+                                        "%s.build: not executable: %m (got '%s')", section, build);
+        return 0;
+}
+
+static int validate_fleet_builds(const FleetConfig *f, char **ret_error) {
+        /* A fleet.build taken from the default build configuration's section is checked as
+         * that section's. */
+        bool from_section = f->build_line == 0 && f->n_build_configs > 0 &&
+                            f->build_configs[0].build_line > 0;
+        int r;
+
+        if (!from_section) {
+                if (!f->build || f->build[0] != '/')
+                        return config_set_error(ret_error, -EINVAL, f->file, f->build_line,
+                                                "fleet.build: expected an absolute path");
+                r = validate_build(f->file, f->build_line, "fleet", f->build, ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < f->n_build_configs; i++) {
+                const BuildConfig *b = &f->build_configs[i];
+                _cleanup_free_ char *section = NULL;
+
+                if (b->build_line == 0)
+                        continue; /* fleet.build */
+                if (asprintf(&section, "build_configuration %s", b->id) < 0)
+                        return -ENOMEM;
+                r = validate_build(f->file, b->build_line, section, b->build, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+typedef struct PortRange {
+        const FleetConfig *fleet;
+        const char *key;
+        unsigned line;
+        unsigned first, last;
+} PortRange;
+
+static PortRange port_range(const FleetConfig *f, bool query) {
+        /* Before the density every fleet still has at least one slot. */
+        unsigned n = MAX(f->slots, 1u);
+        unsigned base = query ? f->query_port_base : f->game_port_base;
+
+        return (PortRange) {
+                .fleet = f,
+                .key = query ? "ports.query_base" : "ports.game_base",
+                .line = query ? f->query_port_base_line : f->game_port_base_line,
+                .first = base,
+                .last = n - 1 > UINT_MAX - base ? UINT_MAX : base + (n - 1),
+        };
+}
+
+static int validate_ports(const Config *c, char **ret_error) {
+        _cleanup_free_ PortRange *ranges = NULL;
+        size_t n = c->n_fleets * 2;
+
+        ranges = calloc(MAX(n, (size_t) 1), sizeof(PortRange));
+        if (!ranges)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                PortRange *b = &ranges[i];
+
+                *b = port_range(&c->fleets[i / 2], i % 2 == 1);
+                if (b->last > UINT16_MAX)
+                        return config_set_error(ret_error, -ERANGE, b->fleet->file, b->line,
+                                                "%s: %u slots from port %u run past port 65535",
+                                                b->key, MAX(b->fleet->slots, 1u), b->first);
+
+                for (size_t j = 0; j < i; j++) {
+                        const PortRange *a = &ranges[j];
+
+                        if (b->first > a->last || a->first > b->last)
+                                continue;
+                        if (a->fleet == b->fleet)
+                                return config_set_error(ret_error, -EADDRINUSE, b->fleet->file,
+                                                        b->line,
+                                                        "%s: ports %u-%u overlap %s %u-%u of the "
+                                                        "same fleet",
+                                                        b->key, b->first, b->last, a->key, a->first,
+                                                        a->last);
+                        if (a->line > 0)
+                                return config_set_error(ret_error, -EADDRINUSE, b->fleet->file,
+                                                        b->line,
+                                                        "%s: ports %u-%u of fleet %s overlap %s "
+                                                        "%u-%u of fleet %s (%s:%u)",
+                                                        b->key, b->first, b->last, b->fleet->name,
+                                                        a->key, a->first, a->last, a->fleet->name,
+                                                        a->fleet->file, a->line);
+                        return config_set_error(ret_error, -EADDRINUSE, b->fleet->file, b->line,
+                                                "%s: ports %u-%u of fleet %s overlap %s %u-%u of "
+                                                "fleet %s (%s)",
+                                                b->key, b->first, b->last, b->fleet->name, a->key,
+                                                a->first, a->last, a->fleet->name, a->fleet->file);
+                }
+        }
+        return 0;
+}
+
+/* The local proxy listens on TCP ports of this machine's addresses, and game servers bind
+ * their ports on every address: they must not share one. */
+static int validate_proxy_ports(const Config *c, char **ret_error) {
+        _cleanup_free_ char *where = NULL;
+
+        if (!c->localproxy.enabled)
+                return 0;
+        if (c->localproxy_listen_line > 0 &&
+            asprintf(&where, "%s:%u", c->config_file ?: "slotd.ini", c->localproxy_listen_line) < 0)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < c->n_fleets * 2; i++) {
+                PortRange b = port_range(&c->fleets[i / 2], i % 2 == 1);
+
+                for (size_t j = 0; j < c->localproxy.n_listen; j++) {
+                        const ProxyListen *l = &c->localproxy.listen[j];
+
+                        if (l->port < b.first || l->port > b.last)
+                                continue;
+                        return config_set_error(ret_error, -EADDRINUSE, b.fleet->file, b.line,
+                                                "%s: ports %u-%u of fleet %s include port %u of "
+                                                "localproxy.listen %s (%s)",
+                                                b.key, b.first, b.last, b.fleet->name,
+                                                (unsigned) l->port, l->text,
+                                                where ?: "its default");
+                }
+        }
+        return 0;
+}
+
+int config_validate(Config *c, char **ret_error) {
+        int r;
+
+        for (size_t i = 0; i < c->n_fleets; i++) {
+                const FleetConfig *f = &c->fleets[i];
+
+                if (!f->name || !fleet_name_is_valid(f->name))
+                        return config_set_error(ret_error, -EINVAL, f->file, 0,
+                                                "fleet.name: expected %s", FLEET_NAME_RULE);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(c->fleets[j].name, f->name))
+                                return config_set_error(ret_error, -EEXIST, f->file, 0,
+                                                        "fleet.name: fleet %s is already "
+                                                        "defined by %s",
+                                                        f->name, c->fleets[j].file);
+
+                r = validate_fleet_builds(f, ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        r = validate_ports(c, ret_error);
+        if (r < 0)
+                return r;
+        return validate_proxy_ports(c, ret_error);
+}
+
+int config_load_full(const char *config_file, const char *fleets_dir,
+                     const MachineResources *detected, Config **ret, char **ret_error) {
+        _cleanup_(config_freep) Config *c = NULL;
+        MachineResources m = {};
+        int r;
+
+        r = config_load(config_file, fleets_dir, &c, ret_error);
+        if (r < 0)
+                return r;
+
+        if (detected)
+                m = *detected;
+        else if (!(c->cpus > 0) || c->memory == 0) {
+                r = machine_resources_detect(&m);
+                if (r < 0)
+                        return config_set_error(ret_error, r, config_file ?: "slotd.ini", 0,
+                                                "cannot detect the machine's CPUs and memory "
+                                                "(%s): set machine.cpus and machine.memory",
+                                                strerror(-r));
+        }
+
+        r = density_compute(c, &m, ret_error);
+        if (r < 0)
+                return r;
+
+        r = config_validate(c, ret_error);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
