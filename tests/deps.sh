@@ -4,7 +4,8 @@
 set -euo pipefail
 
 build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
-       libinih-dev libcmocka-dev)
+       libinih-dev libcmocka-dev libssl-dev libjansson-dev libcurl4-openssl-dev
+       libwebsockets-dev libmicrohttpd-dev libwslay-dev curl)
 run=(dbus-daemon systemd python3)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)
 fuzz=(clang libclang-rt-14-dev)
@@ -17,6 +18,18 @@ for arg in "$@"; do
                 *) echo "usage: $0 [--vm] [--fuzz]" >&2; exit 2 ;;
         esac
 done
+
+# The real Centrifuge clients the local proxy's wire test drives (tests/integration/node), at
+# the versions its package-lock.json fixes; without node the test skips itself.
+node_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/integration/node
+if command -v node >/dev/null && command -v npm >/dev/null && [ ! -d "$node_dir/node_modules" ]; then
+        echo "deps: npm ci in $node_dir"
+        if ! (cd "$node_dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null); then
+                # A half-filled node_modules would fail the test instead of skipping it.
+                rm -rf "$node_dir/node_modules"
+                echo "deps: npm ci failed; test-centrifuge-wire will be skipped" >&2
+        fi
+fi
 
 missing=()
 for p in "${want[@]}"; do
