@@ -8,6 +8,11 @@
 
 static int max_level = LOG_INFO;
 static bool use_journal;
+static const char *program = "slotd";
+
+void log_set_program(const char *name) {
+        program = name;
+}
 
 /* journald sets JOURNAL_STREAM=dev:ino for the stream it connected to our stderr; only then
  * are structured entries better than plain lines. */
@@ -95,7 +100,7 @@ int log_internal(int level, int error, const char *prefix, char *const *fields,
                         goto finish;
         }
 
-        fprintf(stderr, "slotd[%s]: %s%s\n", level_name(level), strempty(prefix), message);
+        fprintf(stderr, "%s[%s]: %s%s\n", program, level_name(level), strempty(prefix), message);
 finish:
         errno = saved_errno;
         return -abs(error);

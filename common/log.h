@@ -9,6 +9,9 @@
  * (JOURNAL_STREAM matches), plain lines on stderr otherwise. Pure modules do not log. */
 
 void log_open(void);
+/* The name the lines on stderr start with: "slotd" unless a program of the project says its
+ * own (slotd-proxy). */
+void log_set_program(const char *name);
 void log_set_max_level(int level);
 int log_get_max_level(void);
 

@@ -14,6 +14,7 @@ prefix=$(meson introspect "$BUILD_ROOT" --buildoptions |
         python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
 check "$prefix/sbin/slotd"
 check "$prefix/libexec/slotd-keeper"
+check "$prefix/libexec/slotd-proxy"
 check "$prefix/lib/systemd/system/slotd.service"
 check "$prefix/share/dbus-1/system.d/org.slotd.Supervisor1.conf"
 sysconf=$(find "$dest" -path '*/etc/slotd/slotd.ini' | head -n 1)

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The channel between slotd and its local proxy (slotd-proxy): one SOCK_SEQPACKET socketpair,
+ * one JSON object per datagram, at most IPC_MESSAGE_MAX bytes. The proxy parses everything
+ * that comes from the network; slotd decides everything. Every object has "type".
+ *
+ * proxy → slotd
+ *   {"type":"conn","conn":C,"local":"127.0.0.1","local_port":8086,
+ *    "peer":"127.0.0.1","peer_port":54321}
+ *        a TCP connection was accepted (IPv6 addresses in their usual text form). Sent
+ *        before any request of C. slotd finds the peer's slot (sock_diag) and answers
+ *   {"type":"conn","conn":C,"slot":N or null,"admin":true|false}
+ *   {"type":"close","conn":C}                       the connection is gone (no answer)
+ *   {"type":"request","id":R,"conn":C,"op":OP,…}    answered by exactly one "reply":
+ *     op "ready"         "server":N,"allocation":"UUID","ready":bool    → {}
+ *     op "hold"          "server":N,"timeout_usec":T                    → {"held":true,"expires_at":S}
+ *     op "hold_status"   "server":N                                     → {"held":B,"expires_at":S}
+ *     op "release_hold"  "server":N                                     → {}
+ *     op "reserve"       "server":N                                     → {"reservation_id":"UUID",
+ *                        "build_configuration_id":"ID","game_port":P,"ipv4":"…","ipv6":"…",
+ *                        "requested":"RFC3339","created":"RFC3339","fulfilled":"RFC3339"}
+ *     op "unreserve"     "server":N                                     → {}
+ *     op "payload"       "allocation":"UUID"                            → {"payload":"BASE64"}
+ *     op "token"         (nothing)                                      → {"token":"JWT"}
+ *     op "subscribe"     "server":N  → {"epoch":"E","offset":O,"last":EVENT or null}
+ *                        (EVENT as in "event" below, without "type"; "last" is the slot's
+ *                        latest allocation event: the one at "offset")
+ *   S: unix seconds (CLOCK_REALTIME).
+ *
+ * slotd → proxy
+ *   {"type":"reply","id":R,"result":{…}}
+ *   {"type":"reply","id":R,"error":{"code":CODE,"message":"…"}}
+ *        CODE: "access-denied" (HTTP 403), "no-such-slot" (404), "no-such-allocation" (404),
+ *        "invalid-state" (409), "invalid-argument" (400), "no-capacity" (409),
+ *        "draining" (409), "unavailable" (503), "failed" (500). The message names the rule.
+ *   {"type":"event","server":N,"epoch":"E","offset":O,"event_type":"AllocateEventType" or
+ *    "DeallocateEventType","event_id":"UUID","allocation":"UUID"}
+ *        every allocation and deallocation of every slot, once it is durable, in order per
+ *        slot; offsets grow by one per event of a slot and survive slotd's restarts. */
+
+#define IPC_MESSAGE_MAX (128 * 1024)
+
+/* Sends one object as one datagram (MSG_NOSIGNAL|MSG_DONTWAIT). -EAGAIN when the socket is
+ * full; the caller decides. */
+int ipc_send(int fd, json_t *message);
+/* Receives one datagram and parses it: 0 and *ret (an object with a string "type"),
+ * -EAGAIN nothing waits, -ECONNRESET the other side is gone, -EBADMSG not a message. */
+int ipc_receive(int fd, json_t **ret);

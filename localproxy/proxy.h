@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "hashmap.h"
+#include "list.h"
+#include "request.h"
+#include "time-util.h"
+
+/* slotd-proxy's core: one sd-event loop drives the IPC socket to slotd, one microhttpd daemon
+ * per listening socket (external epoll mode) and the upgraded WebSockets. proxy.c owns the
+ * loop, the connections and the IPC; http.c answers REST requests; ws.c runs Centrifuge. */
+
+typedef struct Proxy Proxy;
+typedef struct Conn Conn;
+typedef struct Pending Pending;
+typedef struct Request Request;   /* http.c */
+typedef struct Session Session;   /* ws.c */
+
+/* Connections and the rate of requests are limited per slot. */
+typedef struct SlotLimits {
+        char key[16];
+        unsigned n_conns;
+        TokenBucket bucket;
+} SlotLimits;
+
+struct Conn {
+        Proxy *proxy;
+        LIST_FIELDS(Conn, conns);
+        uint64_t id;
+        char key[24];
+        int fd;
+        bool announced;        /* "conn" went to slotd (or waits in the control queue) */
+        bool identified;       /* slotd answered it */
+        bool over_limit;       /* the slot has too many connections: this one goes */
+        bool admin;
+        bool in_slot;
+        unsigned slot;
+        SlotLimits *limits;    /* set once identified, where the connection is counted */
+        Request *waiters;      /* requests suspended until the caller is identified */
+        Session *session;      /* after a WebSocket upgrade */
+};
+
+typedef struct ProxyDaemon {
+        Proxy *proxy;
+        struct MHD_Daemon *mhd;
+        sd_event_source *source;
+} ProxyDaemon;
+
+struct Proxy {
+        sd_event *event;
+        int ipc_fd;
+        sd_event_source *ipc_source;
+        ProxyDaemon *daemons;
+        size_t n_daemons;
+        sd_event_source *mhd_timer;
+        sd_event_source *mhd_kick;
+        uint64_t next_conn_id;
+        uint64_t next_request_id;
+        unsigned n_conns;
+        Conn *conns_list;
+        Hashmap conns;         /* conn id → Conn, for slotd's answers */
+        Pending *pending_list;
+        Hashmap pending;       /* request id → Pending */
+        Session *sessions;     /* ws.c */
+        Hashmap slots;         /* slot id → SlotLimits (kept: slot ids come from slotd) */
+        SlotLimits outside;    /* callers outside any slot */
+        Hashmap channels;      /* server id → ws.c's Channel */
+        json_t *control_queue; /* "conn" and "close" messages waiting for room */
+};
+
+/* An IPC request in flight: exactly one of a reply or the timeout ends it. The handler gets
+ * the reply message, or NULL on timeout or cancellation; the Pending is freed after. */
+typedef void (*pending_handler_t)(Proxy *p, void *userdata, json_t *reply);
+
+int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_listen,
+              Proxy **ret);
+Proxy *proxy_free(Proxy *p);
+
+/* Adds "type", "id" and "conn" to 'message' and sends it. -EAGAIN: the IPC socket is full. */
+int proxy_request(Proxy *p, Conn *c, json_t *message, pending_handler_t handler,
+                  void *userdata, Pending **ret);
+/* Ends a Pending without calling its handler. */
+void pending_cancel(Proxy *p, Pending *pend);
+
+/* Runs microhttpd soon, outside any of its callbacks (after a resume, an upgraded socket's
+ * close, a shutdown). */
+void proxy_kick(Proxy *p);
+
+/* Takes one request token of the connection's slot. */
+bool conn_take_token(Conn *c);
+/* The Conn of an MHD connection. */
+Conn *conn_of(struct MHD_Connection *connection);
+
+/* http.c */
+enum MHD_Result http_handler(void *cls, struct MHD_Connection *connection, const char *url,
+                             const char *method, const char *version, const char *upload_data,
+                             size_t *upload_data_size, void **con_cls);
+void http_request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                            enum MHD_RequestTerminationCode toe);
+/* slotd identified the caller (or the connection is going): resume what waited for it. */
+void http_conn_identified(Conn *c);
+/* The connection is going: its requests no longer wait on it. */
+void http_conn_forget(Conn *c);
+
+/* ws.c */
+/* Answers a WebSocket upgrade request: 101 and a Centrifuge session, or an error. */
+enum MHD_Result ws_upgrade(Proxy *p, struct MHD_Connection *connection);
+void ws_session_close(Session *s);
+/* An "event" from slotd: to every session subscribed to its server. */
+void ws_event(Proxy *p, json_t *event);
+void ws_done(Proxy *p);
+
+/* One {"error":"…"} response. */
+enum MHD_Result http_respond_error(struct MHD_Connection *connection, unsigned status,
+                                   const char *message, bool close);
