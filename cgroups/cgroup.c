@@ -2,7 +2,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "fileio.h"
@@ -111,6 +114,35 @@ int cg_pid_path(pid_t pid, char **ret_path) {
         if (r < 0)
                 return r;
         return cg_parse_proc_cgroup(text, ret_path);
+}
+
+/* A cgroup v2 id is the inode of its directory in kernfs, and kernfs takes the id as a file
+ * handle of type FILEID_KERNFS (the way systemd's cg_path_from_cgroupid() finds a path). */
+#define FILEID_KERNFS 0xfe
+
+int cg_path_from_id(int mount_fd, const char *mount, uint64_t id, char **ret_path) {
+        union {
+                struct file_handle fh;
+                uint8_t space[sizeof(struct file_handle) + sizeof(uint64_t)];
+        } h = { .fh = { .handle_bytes = sizeof(uint64_t), .handle_type = FILEID_KERNFS } };
+        _cleanup_close_ int fd = -EBADF;
+        char proc[64], target[PATH_MAX];
+        size_t n = strlen(mount);
+        ssize_t k;
+
+        memcpy(h.fh.f_handle, &id, sizeof(id));
+        fd = open_by_handle_at(mount_fd, &h.fh, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        (void) snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        k = readlink(proc, target, sizeof(target) - 1);
+        if (k < 0)
+                return negative_errno();
+        target[k] = '\0';
+        if (strncmp(target, mount, n) != 0 || (target[n] != '/' && target[n] != '\0'))
+                return -EXDEV; /* another cgroup2 mount's */
+        *ret_path = strdup(target[n] ? target + n : "/");
+        return *ret_path ? 0 : -ENOMEM;
 }
 
 int cg_create(const char *path) {

@@ -35,6 +35,9 @@ int cg_find_mount(char **ret_mount);                 /* /proc/self/mountinfo */
 int cg_pid_path(pid_t pid, char **ret_path);          /* 0 = self; path relative to mount */
 
 /* Creates path (and missing parents, mode 0755); ok if it exists. */
+/* The path below the mount of the cgroup with this id (its directory's inode), as
+ * /proc/PID/cgroup shows it. mount_fd: the cgroup2 mount, open. Needs CAP_DAC_READ_SEARCH. */
+int cg_path_from_id(int mount_fd, const char *mount, uint64_t id, char **ret_path);
 int cg_create(const char *path);
 int cg_open(const char *path, int *ret_fd);          /* O_DIRECTORY|O_PATH-less, O_CLOEXEC */
 

@@ -14,6 +14,7 @@
 #define _unused_ __attribute__((__unused__))
 #define _printf_(a, b) __attribute__((__format__(printf, a, b)))
 #define _sentinel_ __attribute__((__sentinel__))
+#define _noreturn_ __attribute__((__noreturn__))
 #define _warn_unused_result_ __attribute__((__warn_unused_result__))
 #define _likely_(x) (__builtin_expect(!!(x), 1))
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))

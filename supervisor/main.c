@@ -115,7 +115,25 @@ static int print_plan(const Config *c, const MachineResources *res) {
                        f->name, f->file, f->slots, f->usage_cpu, a, b, f->game_port_base,
                        f->game_port_base + f->slots - 1, f->query_port_base,
                        f->query_port_base + f->slots - 1, f->build);
+                printf("  readiness %s, region %s%s%s\n", readiness_source_to_string(f->readiness),
+                       f->region_id[0] ? f->region_id : "-",
+                       f->region_name[0] ? " " : "", f->region_name);
+                for (size_t j = 0; j < f->n_build_configs; j++) {
+                        const BuildConfig *bc = &f->build_configs[j];
+                        printf("  build configuration %s%s: build %s, query %s, %zu variables\n",
+                               bc->id, j == 0 ? " (default)" : "", bc->build,
+                               query_type_to_string(bc->query), bc->n_variables);
+                }
         }
+        if (c->localproxy.enabled) {
+                printf("localproxy: listen");
+                for (size_t i = 0; i < c->localproxy.n_listen; i++)
+                        printf(" %s", c->localproxy.listen[i].text);
+                printf(", payload_ttl %llus, as %s:%s\n",
+                       (unsigned long long) (c->localproxy.payload_ttl / USEC_PER_SEC),
+                       c->localproxy.user, c->localproxy.group);
+        } else
+                printf("localproxy: off\n");
 
         r = manager_resolve_cgroup_root(c, false, &mount, &root);
         if (r < 0) {

@@ -96,6 +96,7 @@ void manager_slot_changed(Manager *m, Slot *s, bool durable) {
         else
                 alloc_index_set(&s->fleet->index, &s->alloc_entry, alloc_class_from_facts(&f));
         manager_set_busy(m, s, f.allocated || f.reserved);
+        manager_track_allocation(m, s);
         if (durable)
                 manager_state_slot_changed(m, s);
         manager_bus_slot_changed(m, s);
@@ -167,6 +168,8 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                 return -EINVAL;
         bc = build_configuration && *build_configuration ? build_configuration
                                                         : f->config->build_configuration;
+        if (!fleet_config_find_build(f->config, bc))
+                return -ENOENT;
         /* A slot whose keeper has just restarted its server (slot_disarm()) is not the ready
          * one it looked like: it goes busy, and the next is picked. */
         for (;;) {

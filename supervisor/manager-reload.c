@@ -8,12 +8,21 @@
 #include "manager.h"
 #include "strv.h"
 
+/* What a running server was started with, or wrote into its server.json: builds, arguments,
+ * environments, query types, variables of every build configuration, identity, ports,
+ * region. */
 static bool build_changed(const FleetConfig *a, const FleetConfig *b) {
-        return !streq(a->build, b->build) || !strv_equal(a->args, b->args) ||
-               !strv_equal(a->environment, b->environment) ||
-               !streq(a->build_configuration, b->build_configuration) ||
-               !streq(a->user, b->user) || !streq(a->group, b->group) ||
-               a->game_port_base != b->game_port_base || a->query_port_base != b->query_port_base;
+        return !fleet_config_build_equal(a, b);
+}
+
+/* The proxy's sockets are bound once, as root, and kept across its restarts. */
+static bool localproxy_listen_equal(const LocalProxyConfig *a, const LocalProxyConfig *b) {
+        if (a->enabled != b->enabled || a->n_listen != b->n_listen)
+                return false;
+        for (size_t i = 0; i < a->n_listen; i++)
+                if (!streq(a->listen[i].text, b->listen[i].text))
+                        return false;
+        return true;
 }
 
 static int refuse(char **ret_error, const char *key, const char *old, const char *new) {
@@ -120,6 +129,12 @@ int manager_reload(Manager *m, char **ret_error) {
                 return refuse(ret_error, "supervisor.slots_dir", m->config->slots_dir, c->slots_dir);
         if (!streq(c->bus, m->config->bus))
                 return refuse(ret_error, "supervisor.bus", m->config->bus, c->bus);
+        if (!localproxy_listen_equal(&c->localproxy, &m->config->localproxy))
+                return refuse(ret_error, "localproxy.listen", "(the running one)", "(the new one)");
+        if (!streq(c->localproxy.user, m->config->localproxy.user) ||
+            !streq(c->localproxy.group, m->config->localproxy.group))
+                return refuse(ret_error, "localproxy.user/group", m->config->localproxy.user,
+                              c->localproxy.user);
 
         /* Everything that can fail is checked before anything changes. */
         gid_t admin_gid = 0;
@@ -150,6 +165,7 @@ int manager_reload(Manager *m, char **ret_error) {
                  strempty(c->fleets_dir));
         old = m->config;
         m->config = TAKE_PTR(c);
+        m->payloads.ttl = m->config->localproxy.payload_ttl;
         m->config_admin_gid = admin_gid;
         m->config_has_admin_gid = has_admin_gid;
         m->resources.cpus = m->config->cpus > 0 ? m->config->cpus : detected.cpus;

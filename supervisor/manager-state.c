@@ -53,32 +53,77 @@ void manager_state_dirty(Manager *m) {
         (void) sd_event_source_set_enabled(m->commit_source, SD_EVENT_ONESHOT);
 }
 
-int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply) {
-        if (m->n_pending + 2 > m->n_pending_allocated) {
+typedef struct DurableWaiter {
+        durable_callback_t callback;
+        void *userdata;
+} DurableWaiter;
+
+int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata) {
+        if (m->n_pending == m->n_pending_allocated) {
                 size_t n = MAX(m->n_pending_allocated * 2, (size_t) 16);
-                sd_bus_message **p = realloc(m->pending, n * sizeof(sd_bus_message *));
+                DurableWaiter *p = reallocarray(m->pending, n, sizeof(DurableWaiter));
                 if (!p)
                         return -ENOMEM;
                 m->pending = p;
                 m->n_pending_allocated = n;
         }
-        m->pending[m->n_pending++] = sd_bus_message_ref(call);
-        m->pending[m->n_pending++] = sd_bus_message_ref(reply);
+        m->pending[m->n_pending++] = (DurableWaiter){ callback, userdata };
         manager_state_dirty(m);
         return 1;
 }
 
-static void manager_flush_replies(Manager *m, int error) {
-        for (size_t i = 0; i + 1 < m->n_pending; i += 2) {
-                if (error < 0)
-                        (void) sd_bus_reply_method_errnof(m->pending[i], error,
-                                                          "Failed to make the change durable: %m");
-                else
-                        (void) sd_bus_send(NULL, m->pending[i + 1], NULL);
-                sd_bus_message_unref(m->pending[i]);
-                sd_bus_message_unref(m->pending[i + 1]);
+typedef struct BusReply {
+        sd_bus_message *call;
+        sd_bus_message *reply;
+} BusReply;
+
+static void bus_reply_done(Manager *m, int error, void *userdata) {
+        BusReply *b = userdata;
+
+        if (error < 0)
+                (void) sd_bus_reply_method_errnof(b->call, error,
+                                                  "Failed to make the change durable: %m");
+        else if (error == 0)
+                (void) sd_bus_send(NULL, b->reply, NULL);
+        sd_bus_message_unref(b->call);
+        sd_bus_message_unref(b->reply);
+        free(b);
+}
+
+int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply) {
+        BusReply *b = new0(BusReply, 1);
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        *b = (BusReply){ sd_bus_message_ref(call), sd_bus_message_ref(reply) };
+        r = manager_when_durable(m, bus_reply_done, b);
+        if (r < 0) {
+                sd_bus_message_unref(b->call);
+                sd_bus_message_unref(b->reply);
+                free(b);
         }
-        m->n_pending = 0;
+        return r;
+}
+
+/* Every waiter hears once; a waiter added by a callback waits for the next commit. */
+static void manager_flush_replies(Manager *m, int error) {
+        size_t n = m->n_pending;
+
+        for (size_t i = 0; i < n; i++)
+                m->pending[i].callback(m, error, m->pending[i].userdata);
+        if (m->n_pending > n)
+                memmove(m->pending, m->pending + n, (m->n_pending - n) * sizeof(DurableWaiter));
+        m->n_pending -= n;
+}
+
+/* slotd is going away with callers still waiting: each hears a positive error (1), which
+ * means "no answer": its door drops the call. */
+void manager_drop_waiters(Manager *m) {
+        manager_flush_replies(m, 1);
+        free(m->pending);
+        m->pending = NULL;
+        m->n_pending = m->n_pending_allocated = 0;
 }
 
 void manager_state_slot_changed(Manager *m, Slot *s) {
@@ -113,15 +158,20 @@ void manager_state_snapshot(Manager *m) {
 static int manager_state_records(Manager *m, const unsigned *ids, size_t n_ids, StateRecord *rec) {
         size_t n = ids ? n_ids : m->n_slots;
 
-        *rec = (StateRecord){ .draining = m->draining, .idle_since = m->idle_since };
+        *rec = (StateRecord){ .draining = m->draining, .idle_since = m->idle_since,
+                              .epoch = m->epoch };
         rec->slots = calloc(n ?: 1, sizeof(SlotRecord));
         if (!rec->slots)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 Slot *s = ids ? manager_get_slot(m, ids[i]) : m->slots[i];
 
-                if (s && !s->retired_gone)
-                        slot_record(s, &rec->slots[rec->n_slots++]);
+                if (s && !s->retired_gone) {
+                        SlotRecord *sr = &rec->slots[rec->n_slots++];
+                        slot_record(s, sr);
+                        sr->events = s->events;
+                        sr->ready_for_players = s->ready_for_players;
+                }
         }
         return 0;
 }
@@ -174,6 +224,7 @@ int manager_commit(Manager *m) {
 
         if (!m->state_dirty) {
                 manager_flush_replies(m, 0);
+                manager_flush_events(m);
                 return 0;
         }
         if (m->state_snapshot_needed || m->state_fd < 0 ||
@@ -200,6 +251,7 @@ int manager_commit(Manager *m) {
         m->n_state_changed = 0;
         m->state_dirty = false;
         manager_flush_replies(m, 0);
+        manager_flush_events(m);
         return 0;
 }
 
@@ -269,7 +321,7 @@ int manager_restore_state(Manager *m) {
         r = state_read(m->state_dir_fd, STATE_FILE, &text, &size);
         if (r == -ENOENT) {
                 m->idle_since = now_usec(CLOCK_REALTIME);
-                return 0;
+                return manager_ensure_epoch(m);
         }
         if (r < 0)
                 return log_error_errno(r, "Failed to read %s/" STATE_FILE ": %m", m->config->state_dir);
@@ -282,6 +334,7 @@ int manager_restore_state(Manager *m) {
                             m->config->state_dir);
 
         m->draining = rec.draining;
+        m->epoch = rec.epoch;
         for (size_t i = 0; i < rec.n_slots; i++) {
                 const SlotRecord *sr = &rec.slots[i];
                 Slot *s = manager_get_slot(m, sr->id);
@@ -293,6 +346,12 @@ int manager_restore_state(Manager *m) {
                                             sr->id, sr->fleet, sr->allocation_uuid);
                         continue;
                 }
+                /* What the game server last heard, before the restore sets the
+                 * allocation again: the restore is no news to it. */
+                s->events = sr->events;
+                s->ready_for_players = sr->ready_for_players;
+                if (sr->allocation_uuid && !(s->announced_allocation = strdup(sr->allocation_uuid)))
+                        (void) log_oom();
                 slot_restore(s, sr);
         }
         /* The idle clock runs on from where it was; a machine that was busy counts from
@@ -301,7 +360,7 @@ int manager_restore_state(Manager *m) {
         log_info("Restored state of %zu slots from %s/" STATE_FILE, rec.n_slots, m->config->state_dir);
         state_record_done(&rec);
         m->state_dirty = true;
-        return 0;
+        return manager_ensure_epoch(m);
 }
 
 static int manager_on_graveyard(sd_event_source *source, void *userdata) {

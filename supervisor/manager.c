@@ -15,9 +15,86 @@
 #include "slotd-config.h"
 #include "log.h"
 #include "manager.h"
+#include "proxy.h"
 #include "notify.h"
 #include "spawn.h"
 #include "strv.h"
+
+/* What slots tell the manager (slot-host.h): each hook is one of the manager's own. */
+static void on_slot_changed(Slot *s, bool durable, void *userdata) {
+        manager_slot_changed(userdata, s, durable);
+}
+
+static int on_slot_uuid_link(Slot *s, const char *uuid, void *userdata) {
+        return manager_uuid_link(userdata, uuid, s);
+}
+
+static void on_slot_uuid_unlink(Slot *s, const char *uuid, void *userdata) {
+        manager_uuid_unlink(userdata, uuid, s);
+}
+
+static void on_slot_retire(Slot *s, void *userdata) {
+        manager_retire_slot(userdata, s);
+}
+
+static void on_slot_crashed(Slot *s, const char *reason, void *userdata) {
+        manager_bus_slot_crashed(userdata, s, reason);
+}
+
+static void on_slot_properties_changed(Slot *s, const char *const names[SLOT_PROPERTIES_MAX + 1],
+                                       void *userdata) {
+        _Static_assert(SLOT_PROPERTIES_MAX == 4, "one argument for each name");
+        /* The list ends at its first NULL. */
+        manager_bus_slot_properties(userdata, s, names[0], names[1], names[2], names[3], NULL);
+}
+
+static void on_slot_misbehaved(Slot *s, CheckKind check, unsigned strikes, void *userdata) {
+        manager_bus_misbehaved(userdata, s, check, strikes);
+}
+
+static void on_slot_hold_started(Slot *s, usec_t until, void *userdata) {
+        manager_hold_started(userdata, until);
+}
+
+static void on_slot_hold_ended(Slot *s, usec_t until, void *userdata) {
+        manager_hold_ended(userdata, until);
+}
+
+static bool on_slot_receive_notify(Slot *s, int fd, void *userdata) {
+        return manager_receive_notify(userdata, fd, s);
+}
+
+static const SlotHooks slot_hooks = {
+        .changed = on_slot_changed,
+        .uuid_link = on_slot_uuid_link,
+        .uuid_unlink = on_slot_uuid_unlink,
+        .retire = on_slot_retire,
+        .crashed = on_slot_crashed,
+        .properties_changed = on_slot_properties_changed,
+        .misbehaved = on_slot_misbehaved,
+        .hold_started = on_slot_hold_started,
+        .hold_ended = on_slot_hold_ended,
+        .receive_notify = on_slot_receive_notify,
+};
+
+void manager_update_slot_host(Manager *m) {
+        m->slot_host = (SlotHost){
+                .event = m->event,
+                .probe_hub = m->probe_hub,
+                .slots_dir = m->slots_dir,
+                .notify_dir = m->notify_path,
+                .exit_dir_fd = m->exit_dir_fd,
+                .keeper_fd = m->keeper_fd,
+                .enforced = m->enforced,
+                .killed_cgroup_bug = m->killed_cgroup_bug,
+                .machine_id = m->machine_id,
+                .ip = m->ip,
+                .ipv6 = m->ipv6,
+                .local_proxy_url = m->local_proxy_url,
+                .hooks = &slot_hooks,
+                .userdata = m,
+        };
+}
 
 int manager_new(Config *config, Manager **ret) {
         Manager *m = calloc(1, sizeof(Manager));
@@ -26,6 +103,7 @@ int manager_new(Config *config, Manager **ret) {
         if (!m)
                 return -ENOMEM;
         m->state_dir_fd = m->exit_dir_fd = m->keeper_fd = m->state_fd = -EBADF;
+        m->payloads.dir_fd = -EBADF;
         m->state_snapshot_needed = true; /* the first commit starts the file afresh */
         r = sd_event_new(&m->event);
         if (r < 0) {
@@ -39,6 +117,7 @@ int manager_new(Config *config, Manager **ret) {
                 return r;
         }
         m->config = config;
+        manager_update_slot_host(m);
         *ret = m;
         return 0;
 }
@@ -72,9 +151,10 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         if (m->state_dirty && m->state_dir_fd >= 0)
                 (void) manager_commit(m);
-        for (size_t i = 0; i < m->n_pending; i++)
-                sd_bus_message_unref(m->pending[i]);
-        free(m->pending);
+        manager_drop_waiters(m);
+        m->proxy = proxy_free(m->proxy);
+        free(m->events);
+        payload_store_done(&m->payloads);
         for (size_t i = 0; i < m->n_graveyard; i++)
                 slot_free(m->graveyard[i]);
         free(m->graveyard);
@@ -100,10 +180,12 @@ Manager *manager_free(Manager *m) {
         free(m->machine_id);
         free(m->ip);
         free(m->ipv6);
+        free(m->local_proxy_url);
         free(m->cgroup_mount);
         free(m->cgroup_root);
         free(m->cgroup_root_relative);
         free(m->notify_path);
+        free(m->slots_dir);
         free(m);
         return NULL;
 }
@@ -331,16 +413,26 @@ bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
         return true;
 }
 
+bool manager_allocation_exists(const char *uuid, void *userdata) {
+        Slot *s = manager_slot_by_uuid(userdata, uuid);
+        return s && streq_ptr(s->allocation_uuid, uuid);
+}
+
 Slot *manager_slot_by_pid(Manager *m, pid_t pid) {
         _cleanup_free_ char *path = NULL;
+
+        if (cg_pid_path(pid, &path) < 0)
+                return NULL;
+        return manager_slot_by_cgroup_path(m, path);
+}
+
+Slot *manager_slot_by_cgroup_path(Manager *m, const char *path) {
         size_t n = strlen(m->cgroup_root_relative);
         const char *p, *fleet_end;
         unsigned long id;
         char *end;
         Slot *s;
 
-        if (cg_pid_path(pid, &path) < 0)
-                return NULL;
         /* <root>/<fleet>/slot-<id>[/…]: the id finds the slot, the fleet must agree. */
         if (strncmp(path, m->cgroup_root_relative, n) != 0)
                 return NULL;
@@ -408,7 +500,7 @@ int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret
 
         if (!f)
                 return -ENOMEM;
-        f->manager = m;
+        f->host = &m->slot_host;
         f->config = fc;
         r = resolve_identity(fc, &f->uid, &f->gid, ret_error);
         if (r < 0)
@@ -431,6 +523,7 @@ int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret
                 log_warning("Cgroup %s took fewer controllers than its parent offers; limits of "
                             "the rest are not enforced", f->cgroup_path);
                 m->enforced &= took;
+                manager_update_slot_host(m);
         }
         fleets = realloc(m->fleets, (m->n_fleets + 1) * sizeof(Fleet *));
         if (!fleets) {
@@ -467,9 +560,13 @@ int manager_add_slots(Manager *m, Fleet *f, unsigned count) {
                         for (size_t k = 0; k < f->n_slots && !used; k++)
                                 used = f->slots[k]->index == index && !f->slots[k]->retired;
                 }
-                r = slot_new(m, f, (unsigned) m->n_slots, index, &s);
+                r = slot_new(&m->slot_host, f, (unsigned) m->n_slots, index, &s);
                 if (r < 0)
                         return r;
+                if (asprintf(&s->object_path, BUS_SLOT_PREFIX "/%u", s->id) < 0) {
+                        slot_free(s);
+                        return -ENOMEM;
+                }
                 f->slots[f->n_slots++] = s;
                 m->slots[m->n_slots++] = s;
                 m->n_live_slots++;
@@ -554,7 +651,12 @@ int manager_startup(Manager *m, const char *bus_override) {
                 m->machine_id = strdup("");
         m->ip = m->config->ip ? strdup(m->config->ip) : detect_ip();
         m->ipv6 = strdup(strempty(m->config->ipv6));
-        if (!m->machine_id || !m->ip || !m->ipv6)
+        m->slots_dir = strdup(m->config->slots_dir);
+        if (!m->machine_id || !m->ip || !m->ipv6 || !m->slots_dir)
+                return log_oom();
+        /* The SDKs find the proxy by this URL; without it they would try localhost:8086. */
+        if (m->config->localproxy.enabled && m->config->localproxy.n_listen > 0 &&
+            asprintf(&m->local_proxy_url, "http://%s", m->config->localproxy.listen[0].text) < 0)
                 return log_oom();
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, manager_on_signal, m);
@@ -572,13 +674,24 @@ int manager_startup(Manager *m, const char *bus_override) {
         r = manager_setup_notify(m);
         if (r < 0)
                 return r;
+        manager_update_slot_host(m);
         r = manager_setup_slots(m);
         if (r < 0)
                 return r;
         r = manager_restore_state(m);
         if (r < 0)
                 return r;
+        r = payload_store_open(&m->payloads, m->state_dir_fd, m->config->localproxy.payload_ttl,
+                               manager_allocation_exists, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open %s/payload: %m", m->config->state_dir);
+        r = token_key_new(&m->token_key);
+        if (r < 0)
+                return log_error_errno(r, "Failed to make the local proxy's token key: %m");
         r = manager_bus_setup(m, bus_override ?: m->config->bus);
+        if (r < 0)
+                return r;
+        r = proxy_new(m, &m->proxy);
         if (r < 0)
                 return r;
 

@@ -4,36 +4,17 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "alloc-event.h"
 #include "allocation.h"
 #include "config.h"
+#include "fleet.h"
 #include "hashmap.h"
+#include "ops.h"
+#include "payload.h"
 #include "slot.h"
 #include "state-file.h"
+#include "token.h"
 #include <linux/filter.h>
-
-/* A fleet as it runs: its config section, its cgroup, its identity, its slots. */
-typedef struct Fleet {
-        Manager *manager;
-        const FleetConfig *config;   /* in manager->config, or owned_config once retired */
-        FleetConfig *owned_config;
-        char *cgroup_path;
-        uid_t uid;
-        gid_t gid;
-        Slot **slots;
-        size_t n_slots;
-        AllocIndex index;            /* allocation candidates by class */
-        struct sock_fprog *seccomp;  /* compiled from security.seccomp, NULL = off */
-        bool keeper_restarts;        /* the filter lets keepers restart servers (spawn.h) */
-        bool retired;                /* gone from the config: drains, then goes */
-        /* One check sweep per checks.interval over the fleet's running slots, done in
-         * chunks (slot-checks.c); off while no slot is checked. */
-        sd_event_source *sweep_timer;
-        sd_event_source *sweep_defer;
-        usec_t sweep_started;
-        size_t sweep_next;
-        bool sweeping;               /* a sweep is under way */
-        bool sweep_checked;          /* the sweep under way found a slot to check */
-} Fleet;
 
 typedef struct Manager {
         sd_event *event;
@@ -85,7 +66,7 @@ typedef struct Manager {
         usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */
         sd_event_source *commit_retry;
-        sd_bus_message **pending;         /* (call, reply) pairs waiting for the commit */
+        struct DurableWaiter *pending;    /* callers waiting for the commit */
         size_t n_pending;
         size_t n_pending_allocated;
 
@@ -94,9 +75,24 @@ typedef struct Manager {
         bool config_has_admin_gid;
         sd_bus_message *authorized_msg; /* the call being re-run after an admin check */
 
+        /* The local proxy (proxy.c) and what it serves: allocation events waiting for the
+         * commit that makes them durable (manager-events.c), payloads, the token key. */
+        struct Proxy *proxy;
+        char *local_proxy_url;       /* for server.json: the first of localproxy.listen */
+        AllocEvent *events;
+        size_t n_events, n_events_allocated;
+        uint64_t epoch;
+        PayloadStore payloads;
+        TokenKey token_key;
+
         Slot **graveyard;            /* retired slots, freed outside their callbacks */
         size_t n_graveyard;
         sd_event_source *graveyard_source;
+
+        /* What slots and fleets read of the above, and the hooks they call (manager.c):
+         * copies, refreshed by manager_update_slot_host() whenever one of them changes. */
+        SlotHost slot_host;
+        char *slots_dir;             /* supervisor.slots_dir, which Reload does not change */
 } Manager;
 
 int manager_new(Config *config, Manager **ret);  /* takes the config */
@@ -109,6 +105,13 @@ int manager_run(Manager *m);
 /* Serializes the state and leaves the loop; main() then execs the binary in place. */
 int manager_request_reexecute(Manager *m);
 
+/* Copies into m->slot_host what slots read of the manager (slot-host.h). */
+void manager_update_slot_host(Manager *m);
+/* The manager above a slot, for the D-Bus side (slot-bus.c), which is above both. */
+static inline Manager *slot_manager(const Slot *s) {
+        return container_of(s->host, Manager, slot_host);
+}
+
 Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);
 int manager_add_slots(Manager *m, Fleet *f, unsigned count);
@@ -118,7 +121,8 @@ int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, 
 int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char **ret_error);
 Fleet *manager_find_fleet(Manager *m, const char *name);
 
-/* Called by slots on every change: allocation index, idle count, durable state, D-Bus. */
+/* On every change of a slot (its SlotHooks.changed): allocation index, idle count, durable
+ * state, D-Bus. */
 void manager_slot_changed(Manager *m, Slot *s, bool durable);
 int manager_uuid_link(Manager *m, const char *uuid, Slot *s);
 void manager_uuid_unlink(Manager *m, const char *uuid, Slot *s);
@@ -153,6 +157,20 @@ Slot *manager_slot_by_pid(Manager *m, pid_t pid);
 bool manager_receive_notify(Manager *m, int fd, Slot *expected);
 void manager_stop_all(Manager *m);
 
+/* Allocation events (manager-events.c). */
+void manager_track_allocation(Manager *m, Slot *s);
+void manager_flush_events(Manager *m);
+bool manager_last_event(Manager *m, Slot *s, AllocEvent *ret);
+int manager_ensure_epoch(Manager *m);
+Slot *manager_slot_by_cgroup_path(Manager *m, const char *path);
+bool manager_allocation_exists(const char *uuid, void *userdata);
+
+/* Calls callback(m, error, userdata) once every change made so far is durable (error 0) or
+ * its commit failed (error < 0). */
+typedef void (*durable_callback_t)(Manager *m, int error, void *userdata);
+int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata);
+void manager_drop_waiters(Manager *m);
+
 /* D-Bus (manager-bus.c, slot-bus.c). */
 int manager_bus_setup(Manager *m, const char *bus);
 void manager_bus_slot_changed(Manager *m, Slot *s);
@@ -162,17 +180,18 @@ void manager_bus_property_changed(Manager *m, const char *property);
 void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
 void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes);
-/* Like bus_check_admin(); with 'hold' the slot's own game server may as well. */
-int bus_check_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
-                     unsigned slot_id, bool hold, sd_bus_error *error);
 int manager_bus_watch_callers(Manager *m);
 void manager_bus_callers_done(Manager *m);
 /* 1: authorized now; 0: being checked, the method runs again with the answer; < 0: denied
  * (error set). slot_id is the slot of a slot method, UINT_MAX for the Manager's. */
 int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
                     unsigned slot_id, sd_bus_error *error);
-int bus_error_from_errno(sd_bus_error *error, int r, const char *what);
-int bus_check_id(sd_bus_error *error, const char *what, const char *s, bool empty_ok);
+/* Who calls (bus-caller.c): 1 and *ret; 0: being asked, the method runs again with the
+ * answer; < 0: error set. */
+int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+               unsigned slot_id, OpsCaller *ret, sd_bus_error *error);
+int bus_error_from_ops(sd_bus_error *error, int r, const OpsStatus *st);
+int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error);
 int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s);
 int bus_reply_empty_durable(sd_bus_message *msg, Manager *m);
 

@@ -1,38 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
+
+#include <jansson.h>
 
 #include "macro.h"
 #include "server-json.h"
 
-static int append(char *buf, size_t size, size_t *pos, const char *s, size_t n) {
-        if (*pos + n >= size)
-                return -ENOBUFS;
-        memcpy(buf + *pos, s, n);
-        *pos += n;
-        buf[*pos] = '\0';
-        return 0;
-}
-
-static int append_string(char *buf, size_t size, size_t *pos, const char *s) {
-        int r = append(buf, size, pos, "\"", 1);
-
-        for (const unsigned char *p = (const unsigned char *) strempty(s); r == 0 && *p; p++) {
-                char esc[8];
-                if (*p == '"' || *p == '\\') {
-                        esc[0] = '\\';
-                        esc[1] = (char) *p;
-                        r = append(buf, size, pos, esc, 2);
-                } else if (*p < 0x20) {
-                        snprintf(esc, sizeof(esc), "\\u%04x", *p);
-                        r = append(buf, size, pos, esc, 6);
-                } else
-                        r = append(buf, size, pos, (const char *) p, 1);
-        }
-        return r < 0 ? r : append(buf, size, pos, "\"", 1);
-}
-
-int server_json_format(const ServerJson *j, char *buf, size_t size) {
+int server_json_format(const ServerJson *j, char **ret) {
         const struct {
                 const char *key;
                 const char *value;
@@ -42,34 +18,42 @@ int server_json_format(const ServerJson *j, char *buf, size_t size) {
                 { "ip", j->ip },                    { "ipv6", j->ipv6 },
                 { "port", j->port },                { "queryPort", j->query_port },
                 { "queryType", j->query_type },     { "serverLogDir", j->server_log_dir },
+                { "localProxyUrl", j->local_proxy_url },
+                { "regionID", j->region_id },       { "regionName", j->region_name },
         };
-        size_t pos = 0;
-        int r;
+        _cleanup_(json_decrefp) json_t *o = json_object();
+        char *text;
+        int r = o ? 0 : -1;
 
-        if (size == 0)
-                return -ENOBUFS;
-        buf[0] = '\0';
-        r = append(buf, size, &pos, "{\n", 2);
+        /* Fixed keys first, in this order (jansson keeps insertion order); a variable never
+         * replaces one (the config refuses such names). */
         for (size_t i = 0; r == 0 && i < ELEMENTSOF(fields); i++) {
-                r = append(buf, size, &pos, "  ", 2);
-                if (r == 0)
-                        r = append_string(buf, size, &pos, fields[i].key);
-                if (r == 0)
-                        r = append(buf, size, &pos, ": ", 2);
-                if (r == 0)
-                        r = append_string(buf, size, &pos, fields[i].value);
-                if (r == 0)
-                        r = i + 1 < ELEMENTSOF(fields) ? append(buf, size, &pos, ",\n", 2)
-                                                       : append(buf, size, &pos, "\n}\n", 3);
+                /* Absent, the SDKs use their default; an empty URL would be worse. */
+                if (!fields[i].value && streq(fields[i].key, "localProxyUrl"))
+                        continue;
+                r = json_object_set_new(o, fields[i].key, json_string(strempty(fields[i].value)));
         }
-        return r < 0 ? r : (int) pos;
+        for (size_t i = 0; r == 0 && i < j->n_variables; i++)
+                if (!json_object_get(o, j->variable_names[i]))
+                        r = json_object_set_new(o, j->variable_names[i],
+                                                json_string(strempty(j->variable_values[i])));
+        /* jansson takes valid UTF-8 only (json_string() is NULL otherwise, and the set fails). */
+        if (r < 0)
+                return o ? -EINVAL : -ENOMEM;
+        text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!text || asprintf(ret, "%s\n", text) < 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        free(text);
+        return (int) strlen(*ret);
 }
 
 int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid) {
-        char buf[8192];
+        _cleanup_free_ char *buf = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        int n = server_json_format(j, buf, sizeof(buf));
+        int n = server_json_format(j, &buf);
         ssize_t w;
 
         if (n < 0)

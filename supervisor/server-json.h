@@ -4,7 +4,9 @@
 #include <stddef.h>
 
 /* server.json, the file Unity Multiplay game servers read (SPEC §4). Every value is a JSON
- * string; NULL is written as "". */
+ * string; NULL is written as "". The build configuration's variables follow the fixed keys:
+ * Unity's SDKs hand the game every key they do not know as a variable of its build
+ * configuration. */
 typedef struct ServerJson {
         const char *server_id;
         const char *allocated_uuid;
@@ -16,10 +18,16 @@ typedef struct ServerJson {
         const char *query_port;
         const char *query_type;
         const char *server_log_dir;
+        const char *local_proxy_url;
+        const char *region_id;
+        const char *region_name;
+        char *const *variable_names;
+        char *const *variable_values;
+        size_t n_variables;
 } ServerJson;
 
-/* Formats into buf; returns the length, or -ENOBUFS if it does not fit. Pure. */
-int server_json_format(const ServerJson *j, char *buf, size_t size);
+/* Formats with jansson; returns the length and the text in *ret (free it), or -ENOMEM. Pure. */
+int server_json_format(const ServerJson *j, char **ret);
 
 /* Rewrites dirfd/server.json in place: open with O_TRUNC, then write. Never a rename, since
  * SDKs watch the file for writes; never through a symlink or a hard link the game server may

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
 #include "manager.h"
+#include "ops.h"
 #include "strv.h"
 
 #define DEFINE_SLOT_GETTER(name, sig, expr)                                                    \
@@ -25,6 +26,7 @@ DEFINE_SLOT_GETTER(memory_budget, "t", s->fleet->config->usage_memory)
 DEFINE_SLOT_GETTER(cpu_usage, "d", slot_cpu_usage(s))
 DEFINE_SLOT_GETTER(memory_current, "t", slot_memory_current(s))
 DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
+DEFINE_SLOT_GETTER(ready_for_players, "b", (int) s->ready_for_players)
 DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
 DEFINE_SLOT_GETTER(query_players, "u", s->query ? (uint32_t) s->query->players : 0)
 DEFINE_SLOT_GETTER(query_max_players, "u", s->query ? (uint32_t) s->query->max_players : 0)
@@ -46,62 +48,49 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-#define SLOT_AUTH(msg, s, handler, error) bus_check_admin(msg, (s)->manager, handler, (s)->id, error)
+#define SLOT_AUTH(msg, s, handler, error) bus_check_admin(msg, slot_manager(s), handler, (s)->id, error)
 
-/* Hold and ReleaseHold: the game server of this very slot (its PID as the bus daemon saw it
- * connect, mapped to a cgroup), and managers. */
-static int slot_check_hold_caller(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
-                                  sd_bus_error *error) {
-        return bus_check_caller(msg, s->manager, handler, s->id, true, error);
-}
 
-#define HOLD_DEFAULT_USEC (60 * USEC_PER_SEC)
-#define HOLD_MAX_USEC (7 * 24 * USEC_PER_HOUR)
-
-static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
-        const char *uuid, *bc;
-        Slot *other;
-        int r = SLOT_AUTH(msg, s, method_allocate, error);
+static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
+                    bool with_options, sd_bus_error *error) {
+        OpsAllocation a = {};
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, slot_manager(s), handler, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = sd_bus_message_read(msg, "ss", &uuid, &bc);
+        r = sd_bus_message_read(msg, "ss", &a.uuid, &a.build_configuration);
         if (r < 0)
                 return r;
-        if ((r = bus_check_id(error, "allocation UUID", uuid, false)) < 0 ||
-            (r = bus_check_id(error, "build configuration", bc, true)) < 0)
+        if (with_options && (r = bus_read_allocate_options(msg, &a, error)) < 0)
                 return r;
-        other = manager_slot_by_uuid(s->manager, uuid);
-        if (other && other != s)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "%s is allocated or reserved on slot %u", uuid, other->id);
-        if (s->manager->draining && !streq_ptr(s->allocation_uuid, uuid))
-                return bus_error_from_errno(error, -EAGAIN, "Allocate");
-        r = slot_allocate(s, uuid, bc[0] ? bc : NULL);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "Slot %u is %s, %s", s->id,
-                                         slot_state_to_string(slot_state(s)),
-                                         process_state_to_string(s->process_state));
+        r = ops_slot_allocate(slot_manager(s), &c, s->id, &a, &st);
         if (r < 0)
-                return bus_error_from_errno(error, r, "Allocate");
-        return bus_reply_empty_durable(msg, s->manager);
+                return bus_error_from_ops(error, r, &st);
+        return bus_reply_empty_durable(msg, slot_manager(s));
+}
+
+static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return allocate(msg, userdata, method_allocate, false, error);
+}
+
+static int method_allocate_with_options(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return allocate(msg, userdata, method_allocate_with_options, true, error);
 }
 
 static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = SLOT_AUTH(msg, s, method_deallocate, error);
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, slot_manager(s), method_deallocate, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = slot_deallocate(s);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "Slot %u is not allocated", s->id);
+        r = ops_slot_deallocate(slot_manager(s), &c, s->id, &st);
         if (r < 0)
-                return bus_error_from_errno(error, r, "Deallocate");
-        return bus_reply_empty_durable(msg, s->manager);
+                return bus_error_from_ops(error, r, &st);
+        return bus_reply_empty_durable(msg, slot_manager(s));
 }
 
 static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -109,44 +98,39 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         Slot *s = userdata;
         uint64_t timeout;
         usec_t until;
-        int r = slot_check_hold_caller(msg, s, method_hold, error);
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, slot_manager(s), method_hold, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "t", &timeout);
         if (r < 0)
                 return r;
-        if (timeout > HOLD_MAX_USEC)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
-                                         "Hold timeout longer than 7 days");
-        r = slot_hold(s, timeout ?: HOLD_DEFAULT_USEC, &until);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "Slot %u is %s: only an online or available slot can be held",
-                                         s->id, slot_state_to_string(slot_state(s)));
+        r = ops_hold(slot_manager(s), &c, s->id, timeout, &until, &st);
         if (r < 0)
-                return bus_error_from_errno(error, r, "Hold");
+                return bus_error_from_ops(error, r, &st);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(reply, "t", (uint64_t) until);
         if (r < 0)
                 return r;
-        return manager_reply_durable(s->manager, msg, reply);
+        return manager_reply_durable(slot_manager(s), msg, reply);
 }
 
 static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Slot *s = userdata;
-        int r = slot_check_hold_caller(msg, s, method_release_hold, error);
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, slot_manager(s), method_release_hold, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        if (s->hold_until == 0)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "Slot %u is not held", s->id);
-        slot_end_hold(s, HOLD_EVENT_RELEASE);
-        manager_slot_changed(s->manager, s, true);
-        return bus_reply_empty_durable(msg, s->manager);
+        r = ops_release_hold(slot_manager(s), &c, s->id, &st);
+        if (r < 0)
+                return bus_error_from_ops(error, r, &st);
+        return bus_reply_empty_durable(msg, slot_manager(s));
 }
 
 static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -233,6 +217,8 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_PROPERTY("LastExitSignal", "i", NULL, offsetof(Slot, last_exit_signal),
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ready", "b", property_get_ready, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ReadyForPlayers", "b", property_get_ready_for_players, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Strikes", "a(su)", property_get_strikes, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -256,6 +242,10 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_METHOD("ResetFailed", NULL, NULL, method_reset_failed, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Allocate", SD_BUS_ARGS("s", uuid, "s", build_configuration),
                                 SD_BUS_NO_RESULT, method_allocate, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AllocateWithOptions",
+                                SD_BUS_ARGS("s", uuid, "s", build_configuration, "a{sv}", options),
+                                SD_BUS_NO_RESULT, method_allocate_with_options,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Deallocate", NULL, NULL, method_deallocate, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Hold", SD_BUS_ARGS("t", timeout_usec), SD_BUS_RESULT("t", until_usec),
                                 method_hold, SD_BUS_VTABLE_UNPRIVILEGED),

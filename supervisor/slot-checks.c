@@ -6,11 +6,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/random.h>
 
 #include "cgroup.h"
 #include "log.h"
-#include "manager.h"
+#include "slot-internal.h"
 
 unsigned slot_strike_count(const Slot *s, CheckKind k) {
         if (!s->strikes[k])
@@ -52,8 +53,8 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
         va_end(ap);
         log_slot_warning(s, "Check %s failed: %s (strike %u of %u within checks.window)",
                          check_kind_to_string(k), why, v.strikes, f->strikes);
-        manager_bus_misbehaved(s->manager, s, k, v.strikes);
-        manager_bus_slot_properties(s->manager, s, "Strikes", NULL);
+        slot_hook_misbehaved(s, k, v.strikes);
+        slot_properties_changed(s, "Strikes", NULL);
         if (!v.act || s->pending_cause != FAILURE_NONE || s->main_pid == 0)
                 return;
         /* Its keeper restarted it just now: the server judged here has ended. */
@@ -68,7 +69,7 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
         if (r < 0)
                 log_slot_warning_errno(s, r, "Failed to signal the server, killing its cgroup: %m");
         /* A server that handles the signal and lives on is ended all the same. */
-        if (r < 0 || sd_event_add_time_relative(s->manager->event, &s->misbehaviour_timer,
+        if (r < 0 || sd_event_add_time_relative(s->host->event, &s->misbehaviour_timer,
                                                 CLOCK_MONOTONIC, f->stop_timeout, USEC_PER_MSEC,
                                                 slot_on_misbehaviour_timeout, s) < 0)
                 slot_kill(s);
@@ -81,7 +82,7 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
         s->sqp_challenge = result < 0 ? 0 : info->challenge;
         if (result < 0) {
                 slot_strike(s, CHECK_QUERY, "%s query on port %u: %s",
-                            query_type_to_string(s->fleet->config->query), s->query_port,
+                            query_type_to_string(slot_build_config(s)->query), s->query_port,
                             result == -ETIMEDOUT ? "no valid answer in checks.query_timeout"
                                                  : strerror(-result));
                 return;
@@ -96,8 +97,8 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
                 return;
         }
         *s->query = answer;
-        manager_bus_slot_properties(s->manager, s, "QueryPlayers", "QueryMaxPlayers", "QueryMap",
-                                    "QueryName", NULL);
+        slot_properties_changed(s, "QueryPlayers", "QueryMaxPlayers", "QueryMap", "QueryName",
+                                NULL);
 }
 
 static void slot_start_probe(Slot *s) {
@@ -111,8 +112,8 @@ static void slot_start_probe(Slot *s) {
 
         if (s->probe)
                 return; /* the previous one is still within its timeout */
-        r = probe_start(s->manager->probe_hub, f->query, &addr, f->query_timeout, s->sqp_challenge,
-                        slot_on_probe_done, s, &s->probe);
+        r = probe_start(s->host->probe_hub, slot_build_config(s)->query, &addr, f->query_timeout,
+                        s->sqp_challenge, slot_on_probe_done, s, &s->probe);
         if (r < 0)
                 slot_strike(s, CHECK_QUERY, "cannot send a query: %s", strerror(-r));
 }
@@ -138,7 +139,7 @@ static void slot_check(Slot *s, usec_t now) {
         if (!check_memory_ok(memory, f->usage_memory, f->memory_tolerance))
                 slot_strike(s, CHECK_MEMORY, "%" PRIu64 " bytes in use, budget %" PRIu64 " + %" PRIu64,
                             memory, f->usage_memory, f->memory_tolerance);
-        if (f->query != QUERY_NONE && s->main_pid > 0)
+        if (slot_build_config(s)->query != QUERY_NONE && s->main_pid > 0)
                 slot_start_probe(s);
 }
 
@@ -151,7 +152,7 @@ static int fleet_on_sweep(sd_event_source *source, uint64_t usec, void *userdata
 
 static void fleet_sweep_arm(Fleet *f, usec_t when) {
         if (!f->sweep_timer) {
-                if (sd_event_add_time(f->manager->event, &f->sweep_timer, CLOCK_MONOTONIC, when,
+                if (sd_event_add_time(f->host->event, &f->sweep_timer, CLOCK_MONOTONIC, when,
                                       USEC_PER_MSEC, fleet_on_sweep, f) < 0)
                         return;
         } else
@@ -164,7 +165,7 @@ static void fleet_sweep_chunk(Fleet *f) {
         size_t end = MIN(f->n_slots, f->sweep_next + SWEEP_CHUNK);
 
         /* The chunk's probes leave by one system call, when it is done. */
-        probe_hub_cork(f->manager->probe_hub);
+        probe_hub_cork(f->host->probe_hub);
         for (; f->sweep_next < end; f->sweep_next++) {
                 Slot *s = f->slots[f->sweep_next];
 
@@ -176,7 +177,7 @@ static void fleet_sweep_chunk(Fleet *f) {
                 if (now - s->check_cpu_at >= interval / 2)
                         slot_check(s, now);
         }
-        probe_hub_uncork(f->manager->probe_hub);
+        probe_hub_uncork(f->host->probe_hub);
         if (f->sweep_next < f->n_slots && f->sweep_defer) {
                 (void) sd_event_source_set_enabled(f->sweep_defer, SD_EVENT_ONESHOT);
                 return;
@@ -198,7 +199,7 @@ static int fleet_on_sweep(sd_event_source *source, uint64_t usec, void *userdata
         _cleanup_close_ int fd = -EBADF;
         usec_t usage;
 
-        if (!f->sweep_defer && sd_event_add_defer(f->manager->event, &f->sweep_defer,
+        if (!f->sweep_defer && sd_event_add_defer(f->host->event, &f->sweep_defer,
                                                   fleet_on_sweep_defer, f) >= 0)
                 (void) sd_event_source_set_enabled(f->sweep_defer, SD_EVENT_OFF);
         f->sweep_started = now_usec(CLOCK_MONOTONIC);
@@ -232,15 +233,87 @@ static int slot_on_start_timeout(sd_event_source *source, uint64_t usec, void *u
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
         if (s->ready || s->main_pid == 0)
                 return 0;
-        log_slot_warning(s, "No READY=1 within checks.start_timeout, killing the server");
+        log_slot_warning(s, "Not ready (checks.readiness = %s) within checks.start_timeout, killing "
+                            "the server", readiness_source_to_string(s->fleet->config->readiness));
         s->pending_cause = FAILURE_START_TIMEOUT;
         slot_kill(s);
         return 0;
 }
 
+/* checks.readiness (SPEC §11): servers built on Unity's SDK never send READY=1. With
+ * 'exec' a server is running once exec'd; with 'query' once it first answers its query
+ * protocol, probed every READINESS_PROBE_USEC meanwhile (a failed probe is no strike: the
+ * server is still starting, and checks.start_timeout is what judges that). READY=1 counts
+ * whatever the source. */
+#define READINESS_PROBE_USEC (1 * USEC_PER_SEC)
+
+static int slot_on_readiness_timer(sd_event_source *source, uint64_t usec, void *userdata);
+
+static void slot_on_readiness_probe(Probe *p, int result, const ProbeResult *info, void *userdata) {
+        Slot *s = userdata;
+
+        s->probe = probe_free(s->probe);
+        if (result < 0 || s->ready)
+                return;
+        s->sqp_challenge = info->challenge;
+        s->readiness_timer = sd_event_source_disable_unref(s->readiness_timer);
+        slot_became_ready(s, "first valid query answer (checks.readiness = query)");
+}
+
+static void slot_readiness_probe(Slot *s) {
+        struct sockaddr_in addr = {
+                .sin_family = AF_INET,
+                .sin_port = htons(s->query_port),
+                .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        usec_t timeout = MIN(s->fleet->config->query_timeout, READINESS_PROBE_USEC);
+        int r;
+
+        if (s->probe)
+                return;
+        r = probe_start(s->host->probe_hub, slot_build_config(s)->query, &addr, timeout,
+                        s->sqp_challenge, slot_on_readiness_probe, s, &s->probe);
+        if (r < 0)
+                log_slot_debug(s, "Cannot send a readiness probe: %s", strerror(-r));
+}
+
+static int slot_on_readiness_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+        int r;
+
+        if (s->ready || s->main_pid <= 0) {
+                s->readiness_timer = sd_event_source_disable_unref(s->readiness_timer);
+                return 0;
+        }
+        if (s->fleet->config->readiness == READINESS_EXEC) {
+                s->readiness_timer = sd_event_source_disable_unref(s->readiness_timer);
+                slot_became_ready(s, "exec'd (checks.readiness = exec)");
+                return 0;
+        }
+        slot_readiness_probe(s);
+        r = sd_event_source_set_time_relative(source, READINESS_PROBE_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(source, SD_EVENT_ON);
+        if (r < 0)
+                log_slot_error_errno(s, r, "Failed to re-arm the readiness probe: %m");
+        return 0;
+}
+
+/* Out of the start's own event: becoming ready dispatches through the state table, which
+ * must not happen while the start is being dispatched. */
+static int slot_arm_readiness(Slot *s) {
+        ReadinessSource source = s->fleet->config->readiness;
+
+        if (source == READINESS_NOTIFY ||
+            (source == READINESS_QUERY && slot_build_config(s)->query == QUERY_NONE))
+                return 0;
+        return sd_event_add_time_relative(s->host->event, &s->readiness_timer, CLOCK_MONOTONIC, 0, 0,
+                                          slot_on_readiness_timer, s);
+}
+
 void slot_checks_start(Slot *s) {
         const FleetConfig *f = s->fleet->config;
-        sd_event *e = s->manager->event;
+        sd_event *e = s->host->event;
         usec_t now = now_usec(CLOCK_MONOTONIC);
         int r = 0;
 
@@ -255,7 +328,7 @@ void slot_checks_start(Slot *s) {
         if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)
                 s->check_cpu_usage = 0;
         s->oom_kills_at_start = 0;
-        if (s->manager->enforced & CGROUP_MASK(CGROUP_MEMORY))
+        if (s->host->enforced & CGROUP_MASK(CGROUP_MEMORY))
                 (void) cg_oom_kills_at(s->cgroup_fd, &s->oom_kills_at_start);
 
         /* Start-up is start_timeout's business; the checks judge a running server, from
@@ -263,6 +336,8 @@ void slot_checks_start(Slot *s) {
         if (f->start_timeout > 0)
                 r = sd_event_add_time_relative(e, &s->start_timer, CLOCK_MONOTONIC, f->start_timeout,
                                                USEC_PER_MSEC, slot_on_start_timeout, s);
+        if (r >= 0)
+                r = slot_arm_readiness(s);
         if (r < 0)
                 log_slot_error_errno(s, r, "Failed to arm the checks, the server runs unwatched: %m");
 }
@@ -271,6 +346,7 @@ void slot_checks_stop(Slot *s) {
         s->checks_on = false;
         s->heartbeat_timer = sd_event_source_disable_unref(s->heartbeat_timer);
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
+        s->readiness_timer = sd_event_source_disable_unref(s->readiness_timer);
         s->misbehaviour_timer = sd_event_source_disable_unref(s->misbehaviour_timer);
         s->probe = probe_free(s->probe);
         cg_statm_close(&s->statm);
@@ -278,11 +354,12 @@ void slot_checks_stop(Slot *s) {
 
 void slot_checks_ready(Slot *s) {
         const FleetConfig *f = s->fleet->config;
-        sd_event *e = s->manager->event;
+        sd_event *e = s->host->event;
         usec_t now = now_usec(CLOCK_MONOTONIC);
         int r = 0;
 
         s->start_timer = sd_event_source_disable_unref(s->start_timer);
+        s->readiness_timer = sd_event_source_disable_unref(s->readiness_timer);
         s->heartbeat_timer = sd_event_source_disable_unref(s->heartbeat_timer);
         s->check_cpu_at = now;
         if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)
@@ -321,7 +398,7 @@ FailureReason slot_checks_exit_cause(Slot *s) {
         if (s->pending_cause != FAILURE_NONE)
                 return s->pending_cause;
         /* memory.oom.group = 1: the OOM killer takes the whole group with SIGKILL. */
-        if (s->exit_signal == SIGKILL && (s->manager->enforced & CGROUP_MASK(CGROUP_MEMORY)) &&
+        if (s->exit_signal == SIGKILL && (s->host->enforced & CGROUP_MASK(CGROUP_MEMORY)) &&
             cg_oom_kills_at(s->cgroup_fd, &kills) >= 0 && kills > s->oom_kills_at_start)
                 return FAILURE_OOM;
         return FAILURE_NONE;

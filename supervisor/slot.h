@@ -11,16 +11,17 @@
 #include "probe.h"
 #include "config.h"
 #include "slot-fsm.h"
+#include "slot-host.h"
 #include "state-file.h"
 #include "time-util.h"
 #include "window.h"
 
-typedef struct Manager Manager;
-typedef struct Fleet Fleet;
+typedef struct Fleet Fleet;   /* fleet.h */
 
-/* One server slot: its cgroup, its home, its process, its allocation. */
+/* One server slot: its cgroup, its home, its process, its allocation. What it needs from
+ * above, and what it tells it, goes through its host (slot-host.h). */
 typedef struct Slot {
-        Manager *manager;
+        SlotHost *host;
         Fleet *fleet;
         unsigned id;              /* machine-wide, the D-Bus object's number */
         unsigned index;           /* within the fleet: ports are base + index */
@@ -72,7 +73,7 @@ typedef struct Slot {
         bool restart_pending;     /* the keeper took it: the server ended, the next is starting */
         bool keeper_outdated;     /* started before a Reload, or by an earlier slotd: no restarts */
         unsigned keeper_restarts; /* restarts made by the current keeper that slotd accounted */
-        sd_event_source *account_timer;   /* accounts a keeper's restart (slot.c) */
+        sd_event_source *account_timer;   /* accounts a keeper's restart (slot-keeper.c) */
         sd_event_source *child_source;    /* owns the pidfd */
         sd_event_source *stop_timer;
         sd_event_source *start_defer;
@@ -96,6 +97,7 @@ typedef struct Slot {
         CgStatm statm;               /* without the memory controller: the server's statm */
         sd_event_source *heartbeat_timer;
         sd_event_source *start_timer;
+        sd_event_source *readiness_timer; /* checks.readiness exec and query (slot-checks.c) */
         sd_event_source *misbehaviour_timer;
         usec_t check_cpu_usage;   /* cpu.stat usage_usec at the last check */
         usec_t check_cpu_at;
@@ -114,9 +116,15 @@ typedef struct Slot {
 
         SlotState announced_state;
         ProcessState announced_process_state;
+
+        /* The allocation as the game server heard of it (manager-events.c). */
+        bool ready_for_players;   /* ReadyForPlayers: the server said so for this allocation */
+        uint64_t events;          /* allocation events announced, the offset of the latest */
+        char *announced_allocation;   /* the allocation of the latest event, NULL: none */
+        char *last_deallocation;  /* the allocation the latest Deallocate event ended */
 } Slot;
 
-int slot_new(Manager *m, Fleet *f, unsigned id, unsigned index, Slot **ret);
+int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret);
 Slot *slot_free(Slot *s);
 
 /* Creates the cgroup (with limits) and home; empties a group left populated by an earlier
@@ -137,7 +145,8 @@ bool slot_is_allocated(const Slot *s);
 bool slot_is_running(const Slot *s);
 
 /* Allocation, reservation, hold (SPEC §7). uuid and build_configuration are valid IDs
- * (build_configuration NULL = keep the slot's). -EBUSY: the state does not allow it. */
+ * (build_configuration NULL = keep the slot's). -EBUSY: the state does not allow it; -ENOENT:
+ * the fleet defines no such build configuration. */
 int slot_allocate(Slot *s, const char *uuid, const char *build_configuration);
 int slot_deallocate(Slot *s);
 int slot_reserve(Slot *s, const char *uuid, usec_t timeout);
@@ -170,13 +179,17 @@ int slot_signal(Slot *s, int sig);
  * own verdict on any exit of the server would be an immediate restart
  * (slot_exit_always_restarts()), and taken back before anything that changes that verdict
  * or acts on the server. slot_update_arming() runs at every change of the slot
- * (manager_slot_changed()). slot_disarm() returns 0 when the keeper will not restart the
+ * (SlotHooks.changed()). slot_disarm() returns 0 when the keeper will not restart the
  * server, -ECHILD when it took the restart first: the server has ended and the next one is
  * starting (the slot is busy until slotd hears of it). */
 void slot_update_arming(Slot *s);
 int slot_disarm(Slot *s);
 /* The keeper wrote its status file (inotify on exit/): accounts a restart it made. */
 void slot_keeper_status_changed(Slot *s);
+
+/* The build configuration the slot runs (s->build_configuration), or the fleet's default
+ * where the fleet no longer defines it. */
+const BuildConfig *slot_build_config(const Slot *s);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);

@@ -507,15 +507,16 @@ finish:
         return r;
 }
 
-int spawn_open_keeper(const char *self_exe, char **ret_path) {
+int spawn_open_helper(const char *self_exe, const char *name, const char *installed,
+                      char **ret_path) {
         _cleanup_free_ char *sibling = NULL;
         const char *slash = self_exe ? strrchr(self_exe, '/') : NULL;
         int fd;
 
-        if (slash && asprintf(&sibling, "%.*s/slotd-keeper", (int) (slash - self_exe), self_exe) < 0)
+        if (slash && asprintf(&sibling, "%.*s/%s", (int) (slash - self_exe), self_exe, name) < 0)
                 return -ENOMEM;
         for (int i = 0; i < 2; i++) {
-                const char *path = i == 0 ? sibling : SLOTD_KEEPER_PATH;
+                const char *path = i == 0 ? sibling : installed;
 
                 if (!path)
                         continue;
@@ -533,4 +534,8 @@ int spawn_open_keeper(const char *self_exe, char **ret_path) {
                 }
         }
         return -ENOENT; /* not reached */
+}
+
+int spawn_open_keeper(const char *self_exe, char **ret_path) {
+        return spawn_open_helper(self_exe, "slotd-keeper", SLOTD_KEEPER_PATH, ret_path);
 }

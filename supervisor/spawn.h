@@ -90,6 +90,9 @@ int pidfd_send_signal_wrapper(int pidfd, int sig);
  * binary, so that a build tree runs its own), else SLOTD_KEEPER_PATH. Returns the fd, or a
  * negative errno with the path last tried in *ret_path (malloc'd). */
 int spawn_open_keeper(const char *self_exe, char **ret_path);
+/* The same for any program of slotd's: 'name' next to self_exe, else 'installed'. */
+int spawn_open_helper(const char *self_exe, const char *name, const char *installed,
+                      char **ret_path);
 
 /* Some kernels (seen on 6.18) SIGKILL every child that clone3 puts into a cgroup which has
  * ever been emptied through cgroup.kill: the kill sequence number of the parent's cgroup is

@@ -67,6 +67,10 @@ static void format_slot(Buffer *b, const SlotRecord *s) {
         buffer_printf(b, "slot id=%u fleet=%s", s->id, s->fleet);
         if (s->allocation_uuid)
                 buffer_printf(b, " uuid=%s", s->allocation_uuid);
+        if (s->allocation_uuid && s->ready_for_players)
+                buffer_printf(b, " ready_for_players=1");
+        if (s->events)
+                buffer_printf(b, " events=%" PRIu64, s->events);
         if (s->build_configuration)
                 buffer_printf(b, " build=%s", s->build_configuration);
         if (s->reservation_uuid)
@@ -87,6 +91,8 @@ static void format_slot(Buffer *b, const SlotRecord *s) {
 
 static void format_machine(Buffer *b, const StateRecord *r) {
         buffer_printf(b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
+        if (r->epoch)
+                buffer_printf(b, "epoch=%" PRIu64 "\n", r->epoch);
 }
 
 static void format_header(Buffer *b, const StateRecord *r) {
@@ -129,7 +135,8 @@ static bool record_equal(const SlotRecord *a, const SlotRecord *b) {
                a->restarts == b->restarts && a->last_exit_code == b->last_exit_code &&
                a->last_exit_signal == b->last_exit_signal && a->keeper == b->keeper &&
                a->keeper_restarts == b->keeper_restarts &&
-               a->ready == b->ready && a->started_at == b->started_at;
+               a->ready == b->ready && a->started_at == b->started_at &&
+               a->events == b->events && a->ready_for_players == b->ready_for_players;
 }
 
 static int record_copy(SlotRecord *dst, const SlotRecord *src) {
@@ -316,6 +323,11 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
                 } else if (KEY("ready")) {
                         r = parse_u64(val, vn, &v);
                         s.ready = v != 0;
+                } else if (KEY("events"))
+                        r = parse_u64(val, vn, &s.events);
+                else if (KEY("ready_for_players")) {
+                        r = parse_u64(val, vn, &v);
+                        s.ready_for_players = v != 0;
                 } else if (KEY("started"))
                         r = parse_u64(val, vn, &s.started_at);
                 else if (KEY("exit_code"))
@@ -329,6 +341,8 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         /* Fields that mean nothing without their owner are dropped, as the writer would. */
         if (!s.reservation_uuid)
                 s.reserved_until = 0;
+        if (!s.allocation_uuid)
+                s.ready_for_players = false;
         if (!s.keeper) {
                 s.ready = false;
                 s.started_at = 0;
@@ -429,6 +443,9 @@ int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_s
                 else if (len > 11 && memcmp(line, "idle_since=", 11) == 0 &&
                          parse_u64(line + 11, len - 11, &v) >= 0)
                         rec.idle_since = v;
+                else if (len > 6 && memcmp(line, "epoch=", 6) == 0 &&
+                         parse_u64(line + 6, len - 6, &v) >= 0)
+                        rec.epoch = v;
                 else
                         skipped++;
         }

@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "time-util.h"
 
@@ -35,11 +36,14 @@ typedef struct SlotRecord {
         unsigned keeper_restarts;    /* its restarts (keeper.c) that slotd has accounted */
         bool ready;
         usec_t started_at;           /* CLOCK_REALTIME */
+        uint64_t events;             /* allocation events announced so far (their offsets) */
+        bool ready_for_players;      /* ReadyForPlayers of the allocation in uuid */
 } SlotRecord;
 
 typedef struct StateRecord {
         bool draining;
         usec_t idle_since;           /* CLOCK_REALTIME, 0 = not idle */
+        uint64_t epoch;              /* names this state's run of event offsets, 0 = none yet */
         SlotRecord *slots;
         size_t n_slots;
 } StateRecord;

@@ -133,7 +133,15 @@ cgroup = $CG
 state_dir = $T/state
 slots_dir = $T/slots
 bus = $BUS
+
+[localproxy]
+listen = ${LOCALPROXY_LISTEN:-off}
 EOC
+}
+
+# free_port: a TCP port of 127.0.0.1 that nothing listens on now (the kernel's pick).
+free_port() {
+        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # write_fleet NAME [EXTRA FLEET LINES...]: a fleet running the test server.
@@ -150,6 +158,12 @@ write_fleet() {
                 echo "memory = ${USAGE_MEMORY:-512M}"
                 local l
                 for l in "$@"; do echo "$l"; done
+                # The test server sends READY=1: the tests written before checks.readiness
+                # judge a start by it. READINESS=exec|query|default tries the others.
+                if [ "${READINESS:-notify}" != default ]; then
+                        echo "[checks]"
+                        echo "readiness = ${READINESS:-notify}"
+                fi
         } > "$T/etc/fleets.d/$name.ini"
 }
 

@@ -18,6 +18,8 @@ servers = 1
 [ports]
 game_base = 35200
 query_base = 35300
+[checks]
+readiness = notify
 EOC
 start_slotd
 wait_prop 0 ProcessState running

@@ -53,7 +53,7 @@ assert_eq "$(sprop 2 LastExitSignal)" 9 "LastExitSignal (cgroup.kill)"
 assert_eq "$(sprop 2 Ready)" false "Ready of slot 2"
 assert_eq "$(sprop 2 MainPID)" 0 "MainPID of the failed slot"
 assert_ok "cgroup of slot 2 empty" cgroup_empty 2
-assert_eq "$(grep -c 'slot 2 (noready): No READY=1 within checks.start_timeout, killing the server' "$T/slotd.log")" \
+assert_eq "$(grep -c 'slot 2 (noready): Not ready (checks.readiness = notify) within checks.start_timeout, killing the server' "$T/slotd.log")" \
         2 "log lines of the start timeout"
 # (Its state file may not even exist: under TCG a start-up takes longer than 300 ms.)
 assert_ok "no READY=1 from slot 2" bash -c "! grep -q 'slot 2 (noready): READY=1' '$T/slotd.log'"

@@ -277,7 +277,8 @@ for line in open(sys.argv[1]):
 EOF
 )
         [ -n "$cid" ] || fail "no conn for the stalled client"
-        ctl burst 1 50000
+        # 5,000 publications of ~200 bytes: four times the 256 KiB a connection may queue.
+        ctl burst 1 5000
         wait_for "the stalled client's close" 60 grep -q "\"type\": \"close\", \"conn\": $cid}" \
                 "$T/ipc.log"
         expect 200 GET /token

@@ -73,7 +73,7 @@ path, sid, fleet, port, qport, logdir = sys.argv[1:]
 j = json.load(open(path))
 want = {"serverID": sid, "allocatedUUID": "", "machineID": "0123456789abcdef0123456789abcdef",
         "fleetID": fleet, "ip": "192.0.2.1", "ipv6": "", "port": port, "queryPort": qport,
-        "queryType": "", "serverLogDir": logdir}
+        "queryType": "", "serverLogDir": logdir, "regionID": "", "regionName": ""}
 assert j == want, (j, want)
 PY
         PASSED=$((PASSED + 1))

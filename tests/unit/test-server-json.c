@@ -20,6 +20,9 @@ static const ServerJson sample = {
         .query_port = "9607",
         .query_type = "sqp",
         .server_log_dir = "/var/lib/slotd/slots/shooter/slot-7/logs",
+        .local_proxy_url = "http://localhost:8086",
+        .region_id = "eu-west",
+        .region_name = "Europe West",
 };
 
 static const char sample_text[] =
@@ -33,12 +36,15 @@ static const char sample_text[] =
         "  \"port\": \"9007\",\n"
         "  \"queryPort\": \"9607\",\n"
         "  \"queryType\": \"sqp\",\n"
-        "  \"serverLogDir\": \"/var/lib/slotd/slots/shooter/slot-7/logs\"\n"
+        "  \"serverLogDir\": \"/var/lib/slotd/slots/shooter/slot-7/logs\",\n"
+        "  \"localProxyUrl\": \"http://localhost:8086\",\n"
+        "  \"regionID\": \"eu-west\",\n"
+        "  \"regionName\": \"Europe West\"\n"
         "}\n";
 
 static void test_format_exact(_unused_ void **state) {
-        char buf[4096];
-        int n = server_json_format(&sample, buf, sizeof(buf));
+        _cleanup_free_ char *buf = NULL;
+        int n = server_json_format(&sample, &buf);
 
         assert_int_equal(n, (int) strlen(sample_text));
         assert_string_equal(buf, sample_text);
@@ -46,18 +52,44 @@ static void test_format_exact(_unused_ void **state) {
 
 static void test_format_escapes(_unused_ void **state) {
         ServerJson j = { .fleet_id = "a\"b\\c\nd\x01" };
-        char buf[4096];
+        _cleanup_free_ char *buf = NULL;
 
-        assert_true(server_json_format(&j, buf, sizeof(buf)) > 0);
-        assert_non_null(strstr(buf, "\"fleetID\": \"a\\\"b\\\\c\\u000ad\\u0001\""));
+        assert_true(server_json_format(&j, &buf) > 0);
+        assert_non_null(strstr(buf, "\"fleetID\": \"a\\\"b\\\\c\\nd\\u0001\""));
         /* NULL values are empty strings, never missing keys. */
         assert_non_null(strstr(buf, "\"allocatedUUID\": \"\""));
+        /* Without a proxy the key is absent: the SDKs then use their default. */
+        assert_null(strstr(buf, "localProxyUrl"));
 }
 
-static void test_format_too_small(_unused_ void **state) {
-        char buf[64];
-        assert_int_equal(server_json_format(&sample, buf, sizeof(buf)), -ENOBUFS);
-        assert_int_equal(server_json_format(&sample, buf, 0), -ENOBUFS);
+/* A build configuration's variables come after the fixed keys, as strings, in their order;
+ * one named like a fixed key never replaces it. */
+static void test_format_variables(_unused_ void **state) {
+        char *names[] = { (char *) "maxPlayers", (char *) "map", (char *) "serverID" };
+        char *values[] = { (char *) "16", (char *) "arena \"2\"", (char *) "666" };
+        ServerJson j = sample;
+        _cleanup_free_ char *buf = NULL;
+        const char *fixed_end, *max_players;
+
+        j.variable_names = names;
+        j.variable_values = values;
+        j.n_variables = ELEMENTSOF(names);
+        assert_true(server_json_format(&j, &buf) > 0);
+        fixed_end = strstr(buf, "\"regionName\"");
+        max_players = strstr(buf, "\"maxPlayers\": \"16\",\n  \"map\": \"arena \\\"2\\\"\"\n}");
+        assert_non_null(fixed_end);
+        assert_non_null(max_players);
+        assert_true(max_players > fixed_end);
+        assert_non_null(strstr(buf, "\"serverID\": \"7\""));
+        assert_null(strstr(buf, "666"));
+}
+
+static void test_format_invalid_utf8(_unused_ void **state) {
+        ServerJson j = { .fleet_id = "bad\xff" };
+        char *buf = NULL;
+
+        assert_int_equal(server_json_format(&j, &buf), -EINVAL);
+        assert_null(buf);
 }
 
 static void test_write_in_place_and_refuse_links(_unused_ void **state) {
@@ -115,7 +147,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format_exact),
                 cmocka_unit_test(test_format_escapes),
-                cmocka_unit_test(test_format_too_small),
+                cmocka_unit_test(test_format_variables),
+                cmocka_unit_test(test_format_invalid_utf8),
                 cmocka_unit_test(test_write_in_place_and_refuse_links),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/* The operations every door calls (ops.h): who may, what the state allows, what the error
+ * says. The picking itself is manager-alloc.c's; the slot's side is slot.c's. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/random.h>
+
+#include "log.h"
+#include "manager.h"
+#include "ops.h"
+
+static const char *const error_names[_OPS_ERROR_MAX] = {
+        [OPS_OK] = "ok",
+        [OPS_ERROR_ACCESS_DENIED] = "access-denied",
+        [OPS_ERROR_NO_SUCH_SLOT] = "no-such-slot",
+        [OPS_ERROR_NO_SUCH_ALLOCATION] = "no-such-allocation",
+        [OPS_ERROR_INVALID_STATE] = "invalid-state",
+        [OPS_ERROR_INVALID_ARGUMENT] = "invalid-argument",
+        [OPS_ERROR_NO_CAPACITY] = "no-capacity",
+        [OPS_ERROR_DRAINING] = "draining",
+        [OPS_ERROR_UNAVAILABLE] = "unavailable",
+        [OPS_ERROR_FAILED] = "failed",
+};
+
+const char *ops_error_code_to_string(OpsErrorCode c) {
+        return c >= 0 && c < _OPS_ERROR_MAX ? error_names[c] : "failed";
+}
+
+int ops_fail(OpsStatus *st, OpsErrorCode code, int error, const char *format, ...) {
+        va_list ap;
+
+        st->code = code;
+        va_start(ap, format);
+        (void) vsnprintf(st->message, sizeof(st->message), format, ap);
+        va_end(ap);
+        return error < 0 ? error : -EPERM;
+}
+
+/* The errors the manager's and slots' own calls return, as the contract names them. */
+static int fail_errno(OpsStatus *st, int r, const char *what) {
+        switch (r) {
+        case -ENOSPC:
+                return ops_fail(st, OPS_ERROR_NO_CAPACITY, r, "%s: no slot free", what);
+        case -EAGAIN:
+                return ops_fail(st, OPS_ERROR_DRAINING, r, "%s: the machine is draining", what);
+        case -EBUSY:
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r,
+                                "%s: not possible in the slot's state", what);
+        case -EINVAL:
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "%s", what);
+        default:
+                return ops_fail(st, OPS_ERROR_FAILED, r, "%s: %s", what, strerror(-r));
+        }
+}
+
+int ops_check_admin(const OpsCaller *c, OpsStatus *st) {
+        if (c->admin)
+                return 0;
+        return ops_fail(st, OPS_ERROR_ACCESS_DENIED, -EPERM,
+                        "Managing slots needs root or membership of supervisor.admin_group");
+}
+
+/* A slot's own game server, or a manager: Hold, ReleaseHold, readiness, its payload. A
+ * caller inside some slot acts on that slot only, whoever it runs as. */
+int ops_check_slot_caller(const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        if (c->slot_known && c->slot_id != OPS_NO_SLOT) {
+                if (c->slot_id == slot_id)
+                        return 0;
+                return ops_fail(st, OPS_ERROR_ACCESS_DENIED, -EPERM,
+                                "A game server may act on its own slot only: the caller is in "
+                                "slot %u, not %u", c->slot_id, slot_id);
+        }
+        if (c->admin)
+                return 0;
+        return ops_fail(st, OPS_ERROR_ACCESS_DENIED, -EPERM,
+                        "Acting on slot %u needs root, membership of supervisor.admin_group or "
+                        "being the slot's own game server", slot_id);
+}
+
+/* Allocation UUIDs and build configuration IDs end up in files, logs and cgroups'
+ * neighbours: only the characters of the contract, and a bounded length. */
+int ops_check_id(const char *what, const char *s, bool empty_ok, OpsStatus *st) {
+        if (!s)
+                s = "";
+        if ((empty_ok && s[0] == '\0') || alloc_id_is_valid(s))
+                return 0;
+        return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, -EINVAL,
+                        "Invalid %s: 1 to %d characters of A-Z a-z 0-9 . _ : -", what,
+                        ALLOC_ID_MAX);
+}
+
+static int find_slot(Manager *m, unsigned slot_id, Slot **ret, OpsStatus *st) {
+        Slot *s = manager_get_slot(m, slot_id);
+
+        if (!s)
+                return ops_fail(st, OPS_ERROR_NO_SUCH_SLOT, -ENOENT, "No slot %u", slot_id);
+        *ret = s;
+        return 0;
+}
+
+static int check_allocation(const OpsAllocation *a, OpsStatus *st) {
+        int r;
+
+        if ((r = ops_check_id("allocation UUID", a->uuid, false, st)) < 0 ||
+            (r = ops_check_id("build configuration", a->build_configuration, true, st)) < 0)
+                return r;
+        if (a->payload_size > OPS_PAYLOAD_MAX)
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, -EMSGSIZE,
+                                "Payload of %zu bytes: at most %d", a->payload_size,
+                                OPS_PAYLOAD_MAX);
+        return 0;
+}
+
+/* The payload goes to disk before the allocation exists: a failed write refuses the
+ * allocation, and an acknowledged allocation finds its payload after any crash. */
+static int store_payload(Manager *m, const OpsAllocation *a, OpsStatus *st) {
+        int r;
+
+        if (!a->payload)
+                return 0;
+        r = payload_store_put(&m->payloads, a->uuid, a->payload, a->payload_size,
+                              now_usec(CLOCK_REALTIME));
+        if (r < 0)
+                return ops_fail(st, OPS_ERROR_UNAVAILABLE, r,
+                                "Failed to store the payload of %s durably: %s", a->uuid,
+                                strerror(-r));
+        return 0;
+}
+
+static void undo_payload(Manager *m, const OpsAllocation *a) {
+        if (a->payload)
+                payload_store_drop(&m->payloads, a->uuid);
+}
+
+int ops_allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAllocation *a,
+                 Slot **ret, OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0 || (r = check_allocation(a, st)) < 0)
+                return r;
+        if ((r = store_payload(m, a, st)) < 0)
+                return r;
+        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, &s);
+        if (r == -EINVAL) {
+                undo_payload(m, a);
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
+        }
+        if (r == -ENOENT) {
+                undo_payload(m, a);
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r,
+                                "Fleet '%s' has no build configuration '%s'", fleet,
+                                a->build_configuration);
+        }
+        if (r < 0) {
+                undo_payload(m, a);
+                return fail_errno(st, r, "Allocate");
+        }
+        *ret = s;
+        return 0;
+}
+
+int ops_slot_allocate(Manager *m, const OpsCaller *c, unsigned slot_id, const OpsAllocation *a,
+                      OpsStatus *st) {
+        const char *bc = a->build_configuration && *a->build_configuration ? a->build_configuration
+                                                                           : NULL;
+        Slot *s = NULL, *other;
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0 || (r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = check_allocation(a, st)) < 0)
+                return r;
+        other = manager_slot_by_uuid(m, a->uuid);
+        if (other && other != s)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY,
+                                "%s is allocated or reserved on slot %u", a->uuid, other->id);
+        if (m->draining && !streq_ptr(s->allocation_uuid, a->uuid))
+                return fail_errno(st, -EAGAIN, "Allocate");
+        if ((r = store_payload(m, a, st)) < 0)
+                return r;
+        r = slot_allocate(s, a->uuid, bc);
+        if (r < 0)
+                undo_payload(m, a);
+        if (r == -EBUSY)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r, "Slot %u is %s, %s", s->id,
+                                slot_state_to_string(slot_state(s)),
+                                process_state_to_string(s->process_state));
+        if (r == -ENOENT)
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r,
+                                "Fleet '%s' has no build configuration '%s'",
+                                s->fleet->config->name, bc);
+        if (r < 0)
+                return fail_errno(st, r, "Allocate");
+        return 0;
+}
+
+int ops_deallocate(Manager *m, const OpsCaller *c, const char *uuid, OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0)
+                return r;
+        s = manager_slot_by_uuid(m, uuid);
+        if (!s || !streq_ptr(s->allocation_uuid, uuid))
+                return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, -ENOENT, "No allocation '%s'",
+                                uuid);
+        r = slot_deallocate(s);
+        if (r < 0)
+                return fail_errno(st, r, "Deallocate");
+        return 0;
+}
+
+int ops_slot_deallocate(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0 || (r = find_slot(m, slot_id, &s, st)) < 0)
+                return r;
+        r = slot_deallocate(s);
+        if (r == -EBUSY)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r, "Slot %u is not allocated", s->id);
+        if (r < 0)
+                return fail_errno(st, r, "Deallocate");
+        return 0;
+}
+
+static int check_timeout(const char *what, usec_t timeout, usec_t *ret, OpsStatus *st) {
+        if (timeout > OPS_TIMEOUT_MAX_USEC)
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, -EINVAL,
+                                "%s timeout longer than 7 days", what);
+        *ret = timeout ?: OPS_TIMEOUT_DEFAULT_USEC;
+        return 0;
+}
+
+int ops_reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *uuid,
+                usec_t timeout, Slot **ret, OpsStatus *st) {
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0 ||
+            (r = ops_check_id("reservation UUID", uuid, false, st)) < 0 ||
+            (r = check_timeout("Reservation", timeout, &timeout, st)) < 0)
+                return r;
+        r = manager_reserve(m, fleet, uuid, timeout, ret);
+        if (r == -EINVAL)
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
+        if (r < 0)
+                return fail_errno(st, r, "Reserve");
+        return 0;
+}
+
+/* A reservation UUID of our own making, in the canonical form of a version 4 UUID. */
+static int new_uuid(char ret[static 37]) {
+        uint8_t b[16];
+
+        if (getrandom(b, sizeof(b), GRND_NONBLOCK) != sizeof(b))
+                return -EAGAIN;
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        (void) snprintf(ret, 37,
+                        "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                        b[12], b[13], b[14], b[15]);
+        return 0;
+}
+
+int ops_slot_reserve(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout,
+                     Slot **ret, OpsStatus *st) {
+        char uuid[37];
+        Slot *s = NULL;
+        int r;
+
+        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = check_timeout("Reservation", timeout, &timeout, st)) < 0)
+                return r;
+        if (s->reservation_uuid) { /* a retry of the server's own request */
+                *ret = s;
+                return 0;
+        }
+        if (m->draining)
+                return fail_errno(st, -EAGAIN, "Reserve");
+        if ((r = new_uuid(uuid)) < 0)
+                return fail_errno(st, r, "Reserve");
+        r = slot_reserve(s, uuid, timeout);
+        if (r == -EBUSY)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r,
+                                "Slot %u is %s: only an online or available slot can be reserved",
+                                s->id, slot_state_to_string(slot_state(s)));
+        if (r < 0)
+                return fail_errno(st, r, "Reserve");
+        *ret = s;
+        return 0;
+}
+
+int ops_slot_unreserve(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_slot_caller(c, slot_id, st)) < 0)
+                return r;
+        if (!s->reservation_uuid)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not reserved",
+                                s->id);
+        slot_end_reservation(s);
+        manager_slot_changed(m, s, true);
+        return 0;
+}
+
+int ops_hold(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout, usec_t *ret_until,
+             OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = check_timeout("Hold", timeout, &timeout, st)) < 0)
+                return r;
+        r = slot_hold(s, timeout, ret_until);
+        if (r == -EBUSY)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r,
+                                "Slot %u is %s: only an online or available slot can be held",
+                                s->id, slot_state_to_string(slot_state(s)));
+        if (r < 0)
+                return fail_errno(st, r, "Hold");
+        return 0;
+}
+
+int ops_release_hold(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_slot_caller(c, slot_id, st)) < 0)
+                return r;
+        if (s->hold_until == 0)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not held", s->id);
+        slot_end_hold(s, HOLD_EVENT_RELEASE);
+        manager_slot_changed(m, s, true);
+        return 0;
+}
+
+int ops_hold_status(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t *ret_until,
+                    OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_slot_caller(c, slot_id, st)) < 0)
+                return r;
+        *ret_until = s->hold_until;
+        return 0;
+}
+
+int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *uuid, bool ready,
+                  OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = ops_check_id("allocation UUID", uuid, false, st)) < 0)
+                return r;
+        if (!streq_ptr(s->allocation_uuid, uuid))
+                return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, -ENOENT,
+                                "Slot %u is not allocated to '%s'%s%s", s->id, uuid,
+                                s->allocation_uuid ? ": it is allocated to " : "",
+                                strempty(s->allocation_uuid));
+        if (s->ready_for_players == ready)
+                return 0;
+        s->ready_for_players = ready;
+        manager_slot_changed(m, s, true);
+        manager_bus_slot_properties(m, s, "ReadyForPlayers", NULL);
+        return 0;
+}
+
+int ops_payload(Manager *m, const OpsCaller *c, const char *uuid, const void **ret,
+                size_t *ret_size, OpsStatus *st) {
+        Slot *s = NULL;
+        int r;
+
+        if ((r = ops_check_id("allocation UUID", uuid, false, st)) < 0)
+                return r;
+        s = manager_slot_by_uuid(m, uuid);
+        if (!s || !streq_ptr(s->allocation_uuid, uuid)) {
+                /* Nothing to say about allocations that are not the caller's. */
+                if (!c->admin && !(c->slot_known && c->slot_id != OPS_NO_SLOT))
+                        return ops_check_admin(c, st);
+                return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, -ENOENT, "No allocation '%s'",
+                                uuid);
+        }
+        if ((r = ops_check_slot_caller(c, s->id, st)) < 0)
+                return r;
+        r = payload_store_get(&m->payloads, uuid, now_usec(CLOCK_REALTIME), ret, ret_size);
+        if (r < 0)
+                return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, r,
+                                "Allocation '%s' has no payload, or its localproxy.payload_ttl "
+                                "has passed", uuid);
+        return 0;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "alloc-event.h"
+
+/* slotd's side of the local proxy (localproxy/, SPEC §11): slotd binds the listening sockets,
+ * starts slotd-proxy unprivileged and confined with them and one end of a socketpair, restarts
+ * it when it dies, tells it who is at the other end of each connection (sock_diag), carries
+ * its requests out through the operations (ops.h) and sends it the allocation events. The
+ * proxy parses everything that comes from the network; slotd decides everything. */
+
+typedef struct Manager Manager;
+typedef struct Proxy Proxy;
+
+/* Binds the listening sockets (localproxy.listen) and starts the proxy. *ret stays NULL
+ * when the proxy is off. Errors name the address. */
+int proxy_new(Manager *m, Proxy **ret);
+Proxy *proxy_free(Proxy *p);
+void proxy_send_event(Proxy *p, const AllocEvent *e);
+
+/* proxy-requests.c: one request of the proxy, answered with exactly one reply. */
+void proxy_handle_request(Proxy *p, json_t *request);
+int proxy_send(Proxy *p, json_t *message);
+/* The identity of a connection the proxy told us of, NULL if it did not. */
+struct ProxyConn *proxy_conn(Proxy *p, uint64_t conn);
+Manager *proxy_manager(Proxy *p);
+uint64_t proxy_generation(Proxy *p);

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#include "checks.h"
+#include "probe.h"
+#include "time-util.h"
+
+typedef struct Slot Slot;
+
+/* The most property names one SlotHooks.properties_changed() call carries. */
+#define SLOT_PROPERTIES_MAX 4
+
+/* What a slot tells the one above it (the manager): slots call these, never the manager's
+ * functions, so that arrows point down. 'userdata' is SlotHost.userdata. */
+typedef struct SlotHooks {
+        /* Every change of the slot: its allocation class, the idle count, the bus; with
+         * 'durable' its record goes into the next state commit. Calls slot_update_arming(). */
+        void (*changed)(Slot *s, bool durable, void *userdata);
+        /* The UUID index: an allocation or reservation UUID now names this slot, or no more.
+         * uuid_link() may fail (-ENOMEM, -EEXIST); 'uuid' is the slot's own copy. */
+        int (*uuid_link)(Slot *s, const char *uuid, void *userdata);
+        void (*uuid_unlink)(Slot *s, const char *uuid, void *userdata);
+        /* A retired slot is free: remove it (outside the callback that found it so). */
+        void (*retire)(Slot *s, void *userdata);
+        /* The server crashed (exit_code, exit_signal say how); 'reason' the cause, or "". */
+        void (*crashed)(Slot *s, const char *reason, void *userdata);
+        /* These properties changed, no others: names holds SLOT_PROPERTIES_MAX entries, the
+         * ones after the last name NULL. */
+        void (*properties_changed)(Slot *s, const char *const names[SLOT_PROPERTIES_MAX + 1],
+                                   void *userdata);
+        /* A check failed: its strikes within checks.window, this one included. */
+        void (*misbehaved)(Slot *s, CheckKind check, unsigned strikes, void *userdata);
+        /* The machine's furthest hold (CLOCK_REALTIME). */
+        void (*hold_started)(Slot *s, usec_t until, void *userdata);
+        void (*hold_ended)(Slot *s, usec_t until, void *userdata);
+        /* Reads one datagram from the slot's notify socket 'fd' and hands it to
+         * slot_handle_notify() if its sender is a process of this slot; false when there
+         * was none to read. */
+        bool (*receive_notify)(Slot *s, int fd, void *userdata);
+} SlotHooks;
+
+/* What slots need from above: the loop, the machine's facts, the keeper, and the hooks. The
+ * manager embeds one and keeps it current; slots only read it. */
+typedef struct SlotHost {
+        sd_event *event;
+        ProbeHub *probe_hub;         /* the one socket of all query probes */
+        const char *slots_dir;       /* supervisor.slots_dir: <slots_dir>/<fleet>/slot-<id> */
+        const char *notify_dir;      /* <state_dir>/notify.d: a socket per slot */
+        int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
+        int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
+        unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
+        bool killed_cgroup_bug;      /* see spawn_probe_killed_cgroup_bug() */
+        const char *machine_id;      /* for server.json */
+        const char *ip;
+        const char *ipv6;
+        const char *local_proxy_url; /* localProxyUrl in server.json, NULL: no proxy */
+
+        const SlotHooks *hooks;
+        void *userdata;
+} SlotHost;

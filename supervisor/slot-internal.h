@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Shared by the files of one slot's life (slot.c, slot-process.c, slot-keeper.c,
+ * slot-alloc.c, slot-checks.c); nothing else includes it. */
+
+#include "fleet.h"
+#include "slot.h"
+
+/* slot.c: the slot itself. */
+void slot_set_process_state(Slot *s, ProcessState state);
+int slot_write_server_json(Slot *s);
+/* Tells the host that these properties, and no others, changed (at most
+ * SLOT_PROPERTIES_MAX, then NULL). */
+void slot_properties_changed(Slot *s, const char *property, ...) _sentinel_;
+
+/* slot-process.c: the process and the state machine. */
+void slot_dispatch(Slot *s, SlotEvent event);
+int slot_schedule_start(Slot *s);
+void slot_became_ready(Slot *s, const char *how);
+int slot_watch_notify(Slot *s);
+void slot_close_notify(Slot *s);
+#define SLOT_EXIT_DESCRIPTION_MAX 64
+/* "exit code N" or "killed by signal N (NAME)", for the log. */
+void slot_describe_exit(char how[static SLOT_EXIT_DESCRIPTION_MAX], int code, int sig);
+
+/* slot-keeper.c: the keeper's status file, its restarts, its exit, and keepers an earlier
+ * slotd started. */
+int slot_open_status(Slot *s, bool create);
+int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata);
+void slot_account_keeper_restart(Slot *s, bool keeper_gone);
+void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal);
+pid_t slot_find_keeper(Slot *s);
+int slot_adopt(Slot *s, pid_t keeper);
+
+/* slot-alloc.c: allocation, reservation, hold. */
+int slot_set_allocation(Slot *s, const char *uuid);
+
+/* What the slot tells its host (slot-host.h). */
+static inline void slot_hook_changed(Slot *s, bool durable) {
+        s->host->hooks->changed(s, durable, s->host->userdata);
+}
+
+static inline int slot_hook_uuid_link(Slot *s, const char *uuid) {
+        return s->host->hooks->uuid_link(s, uuid, s->host->userdata);
+}
+
+static inline void slot_hook_uuid_unlink(Slot *s, const char *uuid) {
+        s->host->hooks->uuid_unlink(s, uuid, s->host->userdata);
+}
+
+static inline void slot_hook_retire(Slot *s) {
+        s->host->hooks->retire(s, s->host->userdata);
+}
+
+static inline void slot_hook_crashed(Slot *s, FailureReason cause) {
+        s->host->hooks->crashed(s, failure_reason_to_string(cause), s->host->userdata);
+}
+
+static inline void slot_hook_misbehaved(Slot *s, CheckKind check, unsigned strikes) {
+        s->host->hooks->misbehaved(s, check, strikes, s->host->userdata);
+}
+
+static inline void slot_hook_hold_started(Slot *s, usec_t until) {
+        s->host->hooks->hold_started(s, until, s->host->userdata);
+}
+
+static inline void slot_hook_hold_ended(Slot *s, usec_t until) {
+        s->host->hooks->hold_ended(s, until, s->host->userdata);
+}
+
+static inline bool slot_hook_receive_notify(Slot *s, int fd) {
+        return s->host->hooks->receive_notify(s, fd, s->host->userdata);
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/* A slot's keeper (keeper.c, spawn.h) as slotd sees it: its status file, the restart token
+ * it may take (arming), the restarts it made and slotd accounts, its exit, and keepers an
+ * earlier slotd started, found in their cgroups and adopted. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "slot-internal.h"
+#include "spawn.h"
+
+/* <state_dir>/exit/<id>: the keeper writes the server's exit status there, where a slotd
+ * that was not running at the time still finds it. A new keeper's starts empty ('create');
+ * an earlier keeper's is taken as it is. */
+int slot_open_status(Slot *s, bool create) {
+        char name[16];
+        int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
+
+        snprintf(name, sizeof(name), "%u", s->id);
+        s->status_fd = safe_close(s->status_fd);
+        s->status_fd = openat(s->host->exit_dir_fd, name,
+                              create ? flags | O_CREAT | O_TRUNC : flags, 0600);
+        return s->status_fd < 0 ? negative_errno() : 0;
+}
+
+static bool slot_may_arm(Slot *s) {
+        const FleetConfig *f = s->fleet->config;
+
+        if (s->token_fd < 0 || s->restart_pending || s->keeper_outdated || s->main_pid == 0 ||
+            (s->process_state != PROCESS_STARTING && s->process_state != PROCESS_RUNNING) ||
+            s->retired || s->stale || s->start_defer || s->pending_cause != FAILURE_NONE)
+                return false;
+        return slot_exit_always_restarts(&(ExitInput){
+                .stop_requested = s->stop_requested,
+                .restart_requested = s->restart_requested,
+                .allocated = slot_is_allocated(s),
+                .start_on_provision = f->start_on_provision,
+                .pre_recovery = f->pre_recovery,
+                .crashes_in_window = time_window_count(&s->crashes, now_usec(CLOCK_MONOTONIC),
+                                                       f->crash_window),
+                .crash_restarts = f->crash_restarts,
+        });
+}
+
+int slot_disarm(Slot *s) {
+        uint64_t v;
+
+        if (!s->armed)
+                return s->restart_pending ? -ECHILD : 0;
+        s->armed = false;
+        if (read(s->token_fd, &v, sizeof(v)) == sizeof(v))
+                return 0;
+        /* EAGAIN: the keeper read it first. */
+        s->restart_pending = true;
+        log_slot_debug(s, "The keeper took its restart first: the server has ended");
+        return -ECHILD;
+}
+
+void slot_update_arming(Slot *s) {
+        static const uint64_t one = 1;
+        bool want = slot_may_arm(s);
+
+        if (want == s->armed)
+                return;
+        if (!want) {
+                (void) slot_disarm(s);
+                return;
+        }
+        if (write(s->token_fd, &one, sizeof(one)) == sizeof(one))
+                s->armed = true;
+}
+
+/* The keeper restarted the server (keeper.c): account for that exit as slotd would have
+ * handled it (SPEC §6: a crash counts against crash.restarts and is announced), and follow
+ * the new server. With keeper_gone the keeper has ended since: its own exit follows. */
+void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
+        FailureReason cause;
+        unsigned n;
+        int code, sig;
+        bool clean, failed;
+
+        if (s->status_fd < 0 || spawn_read_restart(s->status_fd, &n, &failed, &code, &sig) <= 0 ||
+            n <= s->keeper_restarts)
+                return;
+        s->keeper_restarts = n;
+        s->armed = s->restart_pending = false;
+        /* The fork failed: the keeper ends, and its exit is handled as any other. (Had the
+         * record been read before it said so, that exit counts twice: a fork failing in a
+         * process of a few KiB is not worth more.) */
+        if (failed)
+                return;
+        cause = slot_checks_exit_cause(s);
+        clean = sig == 0 && code == 0 && cause == FAILURE_NONE;
+        s->exit_code = s->last_exit_code = code;
+        s->exit_signal = s->last_exit_signal = sig;
+        s->restarts++;
+        s->server_pid = 0; /* found again when asked for */
+        if (!clean) {
+                char how[SLOT_EXIT_DESCRIPTION_MAX];
+
+                time_window_add(&s->crashes, now_usec(CLOCK_MONOTONIC));
+                slot_describe_exit(how, code, sig);
+                log_slot_warning(s, "Server crashed: %s%s%s; restarted by its keeper", how,
+                                 cause != FAILURE_NONE ? ", cause " : "",
+                                 failure_reason_to_string(cause));
+                slot_hook_crashed(s, cause);
+        } else
+                log_slot_info(s, "Server exited with code 0; restarted by its keeper");
+        s->failure = clean ? FAILURE_NONE : cause;
+        if (keeper_gone)
+                return;
+
+        s->exit_code = s->exit_signal = 0;
+        s->ready = false;
+        s->status = mfree_str(s->status);
+        s->started_at = now_usec(CLOCK_REALTIME);
+        if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING) {
+                slot_checks_start(s);
+                slot_set_process_state(s, PROCESS_STARTING);
+        }
+        slot_hook_changed(s, true);
+}
+
+static int slot_on_account_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+
+        s->account_timer = sd_event_source_disable_unref(s->account_timer);
+        if (s->main_pid > 0)
+                slot_account_keeper_restart(s, false);
+        return 0;
+}
+
+/* A keeper's restart is accounted a moment after it is heard of, so that slotd's share of
+ * it (signals, dbus-daemon's routing of them, the state commit) does not compete for the
+ * CPUs with the new server's exec; anything the new server sends, and the keeper's exit,
+ * account for it first (slot_handle_notify(), slot_keeper_exited()). */
+#define KEEPER_ACCOUNT_DELAY_USEC (5 * USEC_PER_MSEC)
+
+void slot_keeper_status_changed(Slot *s) {
+        int r;
+
+        if (s->main_pid <= 0 || s->account_timer)
+                return;
+        r = sd_event_add_time_relative(s->host->event, &s->account_timer, CLOCK_MONOTONIC,
+                                       KEEPER_ACCOUNT_DELAY_USEC, USEC_PER_MSEC,
+                                       slot_on_account_timer, s);
+        if (r < 0)
+                slot_account_keeper_restart(s, false);
+}
+
+/* The keeper is gone: how the server ended is in the status file, or, when the keeper was
+ * killed before it could write it, in how the keeper itself ended. */
+void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
+        pid_t server;
+
+        /* A restart the keeper made before it ended, not yet accounted: first that exit. */
+        s->account_timer = sd_event_source_disable_unref(s->account_timer);
+        slot_account_keeper_restart(s, true);
+        s->token_fd = safe_close(s->token_fd);
+        s->armed = s->restart_pending = false;
+        server = s->server_pid;
+        s->main_pid = s->server_pid = 0;
+        s->child_source = sd_event_source_disable_unref(s->child_source);
+        s->keeper_io = sd_event_source_disable_unref(s->keeper_io);
+        s->keeper_pidfd = safe_close(s->keeper_pidfd);
+        slot_checks_stop(s);
+        slot_close_notify(s);
+        if (s->status_fd < 0 || spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal) <= 0) {
+                s->exit_code = keeper_code;
+                s->exit_signal = keeper_signal;
+        }
+        s->last_exit_code = s->exit_code;
+        s->last_exit_signal = s->exit_signal;
+        if (s->exit_signal)
+                log_slot_info(s, "Server %d was killed by signal %d (%s)", (int) server,
+                              s->exit_signal, sigabbrev_np(s->exit_signal) ?: "?");
+        else
+                log_slot_info(s, "Server %d exited with code %d", (int) server, s->exit_code);
+        slot_dispatch(s, SLOT_EVENT_EXIT);
+}
+
+int slot_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
+        slot_keeper_exited(userdata, si->si_code == CLD_EXITED ? si->si_status : 0,
+                           si->si_code == CLD_EXITED ? 0 : si->si_status);
+        return 0;
+}
+
+/* An adopted keeper that is not our child: its pidfd turns readable when it exits, and its
+ * real parent reaps it. Without the status file, assume the SIGKILL of a cgroup kill. */
+static int slot_on_keeper_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        slot_keeper_exited(userdata, 0, SIGKILL);
+        return 0;
+}
+
+/* The keeper of a cgroup: the process that is PID 1 of its own namespace ("NSpid: N 1"). */
+pid_t slot_find_keeper(Slot *s) {
+        char buf[8192], *save = NULL;
+
+        if (cg_read_at(s->cgroup_fd, "cgroup.procs", buf, sizeof(buf)) < 0)
+                return 0;
+        for (char *p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+                char path[64], line[256];
+                long pid = strtol(p, NULL, 10);
+                _cleanup_fclose_ FILE *f = NULL;
+
+                snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+                f = fopen(path, "re");
+                while (f && fgets(line, sizeof(line), f))
+                        if (strncmp(line, "NSpid:", 6) == 0) {
+                                const char *last = strrchr(line, '\t');
+                                if (last && strtol(last + 1, NULL, 10) == 1 && strchr(line + 7, '\t'))
+                                        return (pid_t) pid;
+                                break;
+                        }
+        }
+        return 0;
+}
+
+static bool pid_is_our_child(pid_t pid) {
+        char path[64], stat[512], *paren;
+        _cleanup_close_ int fd = -EBADF;
+        long ppid;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        n = read(fd, stat, sizeof(stat) - 1);
+        if (n <= 0)
+                return false;
+        stat[n] = '\0';
+        paren = strrchr(stat, ')');
+        return paren && sscanf(paren + 1, " %*c %ld", &ppid) == 1 && ppid == getpid();
+}
+
+/* Waits for an adopted keeper's exit: after Reexecute the keepers are still our children,
+ * reaped through the pidfd; after a restart of slotd their pidfd turns readable. Closes
+ * pidfd on failure. */
+static int slot_watch_adopted(Slot *s, pid_t keeper, int pidfd) {
+        int r;
+
+        if (pid_is_our_child(keeper)) {
+                r = sd_event_add_child_pidfd(s->host->event, &s->child_source, pidfd, WEXITED,
+                                             slot_on_exit, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_child_pidfd_own(s->child_source, true);
+        } else {
+                s->keeper_pidfd = pidfd;
+                r = sd_event_add_io(s->host->event, &s->keeper_io, pidfd, EPOLLIN,
+                                    slot_on_keeper_io, s);
+        }
+        if (r < 0) {
+                safe_close(pidfd);
+                s->keeper_pidfd = -EBADF;
+        }
+        return r;
+}
+
+/* Its restarts: an earlier slotd armed them for a command line we cannot check, so this
+ * keeper makes no more; take back what may be armed, and account for a restart it made
+ * while we were away (before what its new server sent is read). */
+static void slot_adopt_restarts(Slot *s, int pidfd) {
+        s->keeper_outdated = true;
+        s->armed = s->restart_pending = false;
+        s->token_fd = safe_close(s->token_fd);
+        s->token_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_TOKEN_FD, 0);
+        if (s->token_fd >= 0) {
+                uint64_t v;
+                (void) !read(s->token_fd, &v, sizeof(v));
+        }
+        s->keeper_restarts = s->restored_keeper_restarts;
+        slot_account_keeper_restart(s, false);
+}
+
+/* The socket the keeper kept: what the server sent while we were away is in it. */
+static void slot_adopt_notify(Slot *s, pid_t keeper, int pidfd) {
+        s->notify_fd = safe_close(s->notify_fd);
+        s->notify_fd = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_NOTIFY_FD, 0);
+        if (s->notify_fd < 0 || slot_watch_notify(s) < 0)
+                log_slot_warning(s, "Cannot take back the notify socket of keeper %d: "
+                                    "READY=1 and heartbeats of this server go unheard", (int) keeper);
+}
+
+/* Live restore: a server an earlier slotd started (before a SIGKILL, a crash or a Reexecute)
+ * runs on under its keeper. Take it back as it is: no restart, no second server. */
+int slot_adopt(Slot *s, pid_t keeper) {
+        int pidfd, r;
+
+        pidfd = (int) syscall(SYS_pidfd_open, keeper, 0);
+        if (pidfd < 0)
+                return negative_errno();
+        (void) slot_open_status(s, false);
+        r = slot_watch_adopted(s, keeper, pidfd);
+        if (r < 0)
+                return r;
+        s->main_pid = keeper;
+        s->ready = s->restored_ready;
+        slot_set_process_state(s, s->ready ? PROCESS_RUNNING : PROCESS_STARTING);
+        slot_checks_start(s);
+        if (s->ready)
+                slot_checks_ready(s);
+        slot_adopt_restarts(s, pidfd);
+        /* The slotd before us heard READY=1 from this very server and died before it was
+         * committed: the datagram is gone, the status file's mark is not. */
+        if (!s->ready && s->status_fd >= 0 && spawn_marked_ready(s->status_fd, s->keeper_restarts) > 0)
+                slot_became_ready(s, "READY=1, as marked before slotd went away");
+        slot_adopt_notify(s, keeper, pidfd);
+        log_slot_info(s, "Adopted the running server %d (keeper %d)%s", (int) slot_server_pid(s),
+                      (int) keeper, s->allocation_uuid ? ", its allocation goes on" : "");
+        slot_hook_changed(s, true);
+        return 0;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The Multiplay lifecycle with servers that behave like Unity SDK game servers
+# (slotd-test-server --sdk: no sd_notify; token, Centrifuge v1 subscription, readiness,
+# payload and hold through the local proxy). Nothing in such a build knows of slotd: it reads
+# localProxyUrl from server.json, is running once it answers its queries (checks.readiness's
+# default with checks.query), readies itself when allocated, and ends its session with exit 0,
+# which deallocates the slot and starts a fresh server.
+. "$(dirname "$0")/lib.sh"
+
+PORT=$(free_port)
+LOCALPROXY_LISTEN="127.0.0.1:$PORT" write_config
+READINESS=default write_fleet mp "servers = 2" "[ports]" "game_base = 25700" "query_base = 25750" \
+        "[checks]" "query = sqp" "interval = 2s" "query_timeout = 1s"
+fleet_args mp "--sdk --sdk-session 6"
+READINESS=default write_fleet held "servers = 1" "[ports]" "game_base = 25710" "query_base = 25760" \
+        "[checks]" "query = sqp"
+fleet_args held "--sdk --sdk-hold 120"
+start_slotd
+set -- $(list_slots | awk '$2 == "mp" { print $1 }')
+A=$1 B=$2
+H=$(list_slots | awk '$2 == "held" { print $1 }')
+log_of() { cat "$(sprop "$1" Home)/logs/server.log" 2>/dev/null; }
+logged() { log_of "$1" | grep -q -- "$2"; }
+wait_log() { wait_until "${3:-20}" "slot $1 logs '$2'" logged "$1" "$2"; }
+
+# 1. Start: server.json names the proxy; the servers never notify, yet run (first answer to
+# their query protocol), and subscribe.
+assert_eq "$(server_json $A localProxyUrl)" "http://127.0.0.1:$PORT" "localProxyUrl"
+for id in $A $B; do
+        wait_prop $id ProcessState running
+        wait_log $id "sdk: subscribed server#$id"
+done
+grep -q "slot $A (mp): first valid query answer" "$T/slotd.log" || fail "not ready by query"
+assert_eq "$(grep -c "slot $A (mp): READY=1" "$T/slotd.log" || true)" 0 "READY=1 from an SDK server"
+
+# 2. A hold made by the server itself at start.
+wait_log $H "sdk: hold 200 held=true"
+wait_prop $H State held
+
+# 3. Allocation with a payload: the event reaches the server, which readies itself and
+# fetches the payload.
+printf '{"map":"arena","mode":"ffa"}' > "$T/payload"
+mcall AllocateWithOptions sssa{sv} mp match-1 "" 1 payload ay \
+        $(stat -c %s "$T/payload") $(od -An -v -tu1 "$T/payload") >/dev/null
+s=$(slot_of match-1)
+pid=$(sprop $s MainPID) # the session's server, before its end (6 s) can replace it
+wait_log $s "sdk: allocated match-1"
+wait_prop $s ReadyForPlayers true
+wait_log $s "sdk: payload 200"
+assert_ok "the server got the payload as given" cmp -s "$T/payload" "$(sprop $s Home)/sdk-payload"
+
+# 4. The session ends: unready, exit 0, deallocated, a fresh server starts and subscribes.
+wait_log $s "sdk: unready 204" 20
+wait_prop $s AllocationUUID "" 20
+assert_eq "$(sprop $s ReadyForPlayers)" false "ReadyForPlayers after the session"
+wait_new_pid $s "$pid"
+wait_prop $s ProcessState running
+wait_until 20 "the new server subscribed" bash -c \
+        "[ \$(grep -c 'sdk: subscribed server#$s' '$(sprop $s Home)/logs/server.log') -ge 2 ]"
+assert_eq "$(sprop $s LastExitCode)" 0 "exit code of the session's end"
+
+# 5. A deallocation over D-Bus reaches the server as an event.
+t=$(allocate mp match-2)
+wait_log $t "sdk: allocated match-2"
+mcall Deallocate s match-2 >/dev/null
+wait_log $t "sdk: deallocated match-2"
+finish
