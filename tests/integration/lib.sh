@@ -120,6 +120,10 @@ EOC
 
 # write_config [EXTRA SLOTD.INI LINES]: slotd.ini for this test, on this test's bus and cgroup.
 write_config() {
+        # Off unless the test asks for it (tests run in parallel: no fixed port); SDK_MODE's
+        # servers need it.
+        local listen=${LOCALPROXY_LISTEN:-off}
+        [ -n "${SDK_MODE:-}" ] && [ -z "${LOCALPROXY_LISTEN:-}" ] && listen=127.0.0.1:$(free_port)
         mkdir -p "$T/etc/fleets.d"
         cat > "$T/etc/slotd.ini" <<EOC
 [machine]
@@ -135,7 +139,7 @@ slots_dir = $T/slots
 bus = $BUS
 
 [localproxy]
-listen = ${LOCALPROXY_LISTEN:-off}
+listen = $listen
 EOC
 }
 
@@ -151,7 +155,7 @@ write_fleet() {
         {
                 echo "[fleet]"
                 echo "build = $TEST_SERVER"
-                echo "args = --server-id \${SERVER_ID} --port \${PORT} --query-port \${QUERY_PORT}"
+                echo "args = --server-id \${SERVER_ID} --port \${PORT} --query-port \${QUERY_PORT}${SDK_MODE:+ --sdk --sdk-file-control}"
                 echo "stop_timeout = ${STOP_TIMEOUT:-2s}"
                 echo "[usage]"
                 echo "cpu = ${USAGE_CPU:-1}"
@@ -160,9 +164,13 @@ write_fleet() {
                 for l in "$@"; do echo "$l"; done
                 # The test server sends READY=1: the tests written before checks.readiness
                 # judge a start by it. READINESS=exec|query|default tries the others.
-                if [ "${READINESS:-notify}" != default ]; then
+                # SDK_MODE=1 runs the same test with Multiplay SDK servers (--sdk), which
+                # never notify: they are running once exec'd.
+                local readiness=${READINESS:-notify}
+                [ -n "${SDK_MODE:-}" ] && [ -z "${READINESS:-}" ] && readiness=exec
+                if [ "$readiness" != default ]; then
                         echo "[checks]"
-                        echo "readiness = ${READINESS:-notify}"
+                        echo "readiness = $readiness"
                 fi
         } > "$T/etc/fleets.d/$name.ini"
 }
