@@ -6,10 +6,12 @@
 . "$(dirname "$0")/lib.sh"
 
 # machine.idle_ttl: 1 s on a host; under TCG in the VM a few busctl calls take longer than
-# that, so it scales with TIME_SCALE, and so do the windows below.
-TTL=$((1000000 * TIME_SCALE)) # in µs
+# that (three of them, Deallocate to the read of Deprovisionable, once took over 3 s), so it
+# is 2 s × TIME_SCALE there, and the windows below scale with it.
+TTL_SEC=$((TIME_SCALE > 1 ? 2 * TIME_SCALE : 1))
+TTL=$((1000000 * TTL_SEC)) # in µs
 MACHINE_CPUS=2 write_config
-config_key machine "idle_ttl = ${TIME_SCALE}s"
+config_key machine "idle_ttl = ${TTL_SEC}s"
 write_fleet game "servers = 2" "[ports]" "game_base = 25300" "query_base = 25350"
 # The monitor is attached before slotd starts, so that the first signal is not missed.
 start_monitor "$T/signals.log"
@@ -22,12 +24,12 @@ deprov_count_is() { [ "$(deprov_count)" = "$1" ]; }
 # 1. Idle from the start: deprovisionable machine.idle_ttl after IdleSinceUSec.
 idle=$(mprop IdleSinceUSec)
 assert_ok "IdleSinceUSec ($idle) set at start-up" test "$idle" -ge "$t_start" -a "$idle" -le "$(now_usec)"
-wait_mprop Deprovisionable true $((10 + 2 * TIME_SCALE))
+wait_mprop Deprovisionable true $((10 + 2 * TTL_SEC))
 assert_ok "deprovisionable only after idle_ttl" test "$(now_usec)" -ge $((idle + TTL - 100000))
 wait_until 10 "Deprovisionable signal" deprov_count_is 1
 # 2. The signal marks the entry into the state, not its duration: a re-emission per TTL or
 # per timer tick would show within 2.5 TTLs.
-stays_true $((2500 * TIME_SCALE)) "exactly one Deprovisionable signal" deprov_count_is 1
+stays_true $((TTL * 5 / 2 / 1000)) "exactly one Deprovisionable signal" deprov_count_is 1
 assert_eq "$(mprop Deprovisionable)" true "still deprovisionable"
 
 # 3. An allocation leaves the state at once; deallocation starts a new idle period.
@@ -39,7 +41,7 @@ mcall Deallocate s a-1
 idle=$(mprop IdleSinceUSec)
 assert_ok "IdleSinceUSec ($idle) set at Deallocate" test "$idle" -ge "$t1" -a "$idle" -le "$(now_usec)"
 assert_eq "$(mprop Deprovisionable)" false "not deprovisionable right after Deallocate"
-wait_mprop Deprovisionable true $((10 + 2 * TIME_SCALE))
+wait_mprop Deprovisionable true $((10 + 2 * TTL_SEC))
 assert_ok "deprovisionable only after idle_ttl" test "$(now_usec)" -ge $((idle + TTL - 100000))
 wait_until 10 "second Deprovisionable signal" deprov_count_is 2
 # Properties announce the changes too.
@@ -54,7 +56,7 @@ assert_eq "$(mprop IdleSinceUSec)" 0 "IdleSinceUSec while reserved"
 wait_prop $r State online $((10 + 2 * TIME_SCALE))
 idle=$(mprop IdleSinceUSec)
 assert_ok "IdleSinceUSec ($idle) from the expiry ($until)" test "$idle" -ge $((until - 100000))
-wait_mprop Deprovisionable true $((10 + 2 * TIME_SCALE))
+wait_mprop Deprovisionable true $((10 + 2 * TTL_SEC))
 assert_ok "deprovisionable only after idle_ttl" test "$(now_usec)" -ge $((idle + TTL - 100000))
 wait_until 10 "third Deprovisionable signal" deprov_count_is 3
 
@@ -69,7 +71,7 @@ assert_eq "$(mprop IdleSinceUSec)" "$idle" "IdleSinceUSec unchanged by holds"
 wait_prop 0 State online 10
 assert_eq "$(mprop Deprovisionable)" false "still held by the further hold"
 assert_eq "$(mprop HoldUntilUSec)" "$h1" "Manager HoldUntilUSec after the first hold ended"
-wait_mprop Deprovisionable true $((10 + 2 * TIME_SCALE))
+wait_mprop Deprovisionable true $((10 + 2 * TTL_SEC))
 assert_ok "deprovisionable only after the furthest hold" test "$(now_usec)" -ge $((h1 - 100000))
 assert_eq "$(mprop HoldUntilUSec)" 0 "Manager HoldUntilUSec after both holds"
 wait_until 10 "fourth Deprovisionable signal" deprov_count_is 4
