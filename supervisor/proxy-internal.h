@@ -34,6 +34,7 @@ struct Proxy {
         uint64_t generation;         /* one per process: a reply for an older one is dropped */
         Hashmap conns;               /* "id" → ProxyConn, of the current process */
         int diag_fd;                 /* NETLINK_SOCK_DIAG */
+        bool diag_warned;            /* it failed for a reason other than a gone client */
         int mount_fd;                /* the cgroup2 mount, for cgroup ids */
         int exe_fd;                  /* slotd-proxy, O_PATH */
         uid_t uid;

@@ -119,8 +119,16 @@ static void conn_identify(Proxy *p, json_t *msg, ProxyConn *c) {
                 return;
         r = sockdiag_lookup_tcp(p->diag_fd, (struct sockaddr *) &peer, (struct sockaddr *) &local, &d);
         if (r < 0) {
-                log_debug_errno(r, "Local proxy: no socket found for connection %" PRIu64 ": %m",
-                                c->id);
+                /* ENOENT: the client is already gone. Anything else means no caller can be
+                 * known (no tcp_diag in this kernel, say): say so once, loudly. */
+                if (r != -ENOENT && !p->diag_warned) {
+                        log_error_errno(r, "Local proxy: cannot tell which slot a caller is in "
+                                        "(NETLINK_SOCK_DIAG for TCP: %m); its requests are "
+                                        "refused until this works");
+                        p->diag_warned = true;
+                } else
+                        log_debug_errno(r, "Local proxy: no socket found for connection %" PRIu64
+                                        ": %m", c->id);
                 return;
         }
         c->identified = true;
