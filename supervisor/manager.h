@@ -166,7 +166,9 @@ Slot *manager_slot_by_cgroup_path(Manager *m, const char *path);
 bool manager_allocation_exists(const char *uuid, void *userdata);
 
 /* Calls callback(m, error, userdata) once every change made so far is durable (error 0) or
- * its commit failed (error < 0). */
+ * its commit failed (error < 0); 1 means slotd is going away without an answer. It may be
+ * called before this returns (a change left waiting too long is committed on the spot):
+ * userdata must be complete when it is passed. */
 typedef void (*durable_callback_t)(Manager *m, int error, void *userdata);
 int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata);
 void manager_drop_waiters(Manager *m);

@@ -54,17 +54,18 @@ static void pending_done(Manager *m, int error, void *userdata) {
         free(r);
 }
 
-/* Takes result. */
+/* Takes result. The waiter is complete before it is registered: registering may commit at
+ * once (a change left waiting too long is written on the spot) and so call it back. */
 static void reply_durable(Proxy *p, json_int_t id, json_t *result) {
         PendingReply *r = new0(PendingReply, 1);
 
+        if (r)
+                *r = (PendingReply){ p, proxy_generation(p), id, result };
         if (!r || manager_when_durable(proxy_manager(p), pending_done, r) < 0) {
                 free(r);
                 json_decref(result);
                 send_error(p, id, OPS_ERROR_FAILED, "Out of memory");
-                return;
         }
-        *r = (PendingReply){ p, proxy_generation(p), id, result };
 }
 
 static void format_rfc3339(usec_t realtime, char ret[static 32]) {
