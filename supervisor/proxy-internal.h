@@ -15,7 +15,6 @@
 typedef struct ProxyConn {
         uint64_t id;
         char key[24];                /* id in decimal, the key in Proxy.conns */
-        bool identified;             /* sock_diag found its socket */
         bool admin;                  /* outside any slot, made by root or an admin */
         unsigned slot_id;            /* the slot it was made in, OPS_NO_SLOT: none */
 } ProxyConn;

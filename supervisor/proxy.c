@@ -131,7 +131,6 @@ static void conn_identify(Proxy *p, json_t *msg, ProxyConn *c) {
                                         ": %m", c->id);
                 return;
         }
-        c->identified = true;
         r = cg_path_from_id(p->mount_fd, p->manager->cgroup_mount, d.cgroup_id, &path);
         s = r >= 0 ? manager_slot_by_cgroup_path(p->manager, path) : NULL;
         if (s)
