@@ -115,6 +115,21 @@ static int property_get_fleets(sd_bus *bus, const char *path, const char *interf
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+static int property_get_faults(sd_bus *bus, const char *path, const char *interface,
+                               const char *property, sd_bus_message *reply, void *userdata,
+                               sd_bus_error *error) {
+        Manager *m = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+
+        for (size_t i = 0; r >= 0 && i < m->n_faults; i++) {
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "%s: %s", m->faults[i].key, m->faults[i].message) < 0)
+                        return -ENOMEM;
+                r = sd_bus_message_append(reply, "s", line);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 static int property_get_slot_count(sd_bus *bus, const char *path, const char *interface,
                                    const char *property, sd_bus_message *reply, void *userdata,
                                    sd_bus_error *error) {
@@ -326,6 +341,7 @@ const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Deprovisionable", "b", property_get_deprovisionable, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Faults", "as", property_get_faults, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD_WITH_ARGS("Allocate", SD_BUS_ARGS("s", fleet, "s", uuid, "s", build_configuration),
                                 SD_BUS_RESULT("u", id, "o", path), method_allocate,
                                 SD_BUS_VTABLE_UNPRIVILEGED),

@@ -162,6 +162,7 @@ Manager *manager_free(Manager *m) {
         probe_hub_free(m->probe_hub); /* after the slots: their probes are in it */
         hashmap_done(&m->uuids);
         manager_bus_callers_done(m);
+        manager_faults_done(m);
         state_cache_done(&m->state_cache);
         safe_close(m->state_fd);
         free(m->state_changed);

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "fleet.h"
 #include "hashmap.h"
+#include "manager-faults.h"
 #include "ops.h"
 #include "payload.h"
 #include "slot.h"
@@ -84,6 +85,9 @@ typedef struct Manager {
         uint64_t epoch;
         PayloadStore payloads;
         TokenKey token_key;
+
+        HostFault *faults;           /* the Faults property (manager-faults.c) */
+        size_t n_faults;
 
         Slot **graveyard;            /* retired slots, freed outside their callbacks */
         size_t n_graveyard;

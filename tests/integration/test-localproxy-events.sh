@@ -29,12 +29,13 @@ client() {
         bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec setpriv --reuid=65534 \
                  --regid=65534 --clear-groups "$@"' client "$cg" \
                 node "$NODE_DIR/centrifuge-client.mjs" --client "$version" --url "$WS" \
-                --channel "$channel" --timeout-ms 10000 >"$T/$name" 2>"$T/$name.err" &
+                --channel "$channel" --timeout-ms $((10000 * TIME_SCALE)) >"$T/$name" 2>"$T/$name.err" &
         bg_track $!
 }
 count() { grep -c "$2" "$T/$1" 2>/dev/null || true; }
 has() { [ "$(count "$1" "$2")" -ge "${3:-1}" ]; }
-wait_event() { wait_until "${4:-20}" "$1: $2" has "$1" "$2" "${3:-1}"; }
+# node starts in seconds in the TCG VM, three at once: the waits scale with TIME_SCALE.
+wait_event() { wait_until "${4:-$((20 * TIME_SCALE))}" "$1: $2" has "$1" "$2" "${3:-1}"; }
 
 client v1 $A 2
 client v2 $B 5
@@ -77,8 +78,8 @@ wait "$SLOTD_PID" 2>/dev/null || true
 SLOTD_PID=
 before_v2=$(count v2 publication)
 start_slotd
-wait_event v2 '"event":"subscribed"' 2 30
-wait_event v1 '"event":"subscribed"' 2 30
+wait_event v2 '"event":"subscribed"' 2 $((30 * TIME_SCALE))
+wait_event v1 '"event":"subscribed"' 2 $((30 * TIME_SCALE))
 assert_eq "$(count v2 publication)" "$before_v2" "v2 publications after the restart, before news"
 assert_eq "$(count v2 alloc-b)" 1 "alloc-b announced once across slotd's restart"
 assert_eq "$(grep -o '"EventID":"[^"]*"' "$T/v2" | head -1)" "$ev_id" "the EventID is stable"
