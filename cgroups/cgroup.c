@@ -237,35 +237,43 @@ void cg_format_limit(uint64_t v, char buf[static 24]) {
                 snprintf(buf, 24, "%llu", (unsigned long long) v);
 }
 
-int cg_apply_limits(int dirfd, unsigned mask, const CgroupLimits *l) {
+/* One limit: remembers the first failure and the file it was of. */
+static void write_limit(int dirfd, const char *file, const char *value, int *r,
+                        const char **failed) {
+        int k = cg_write_at(dirfd, file, value);
+
+        if (k < 0 && *r == 0) {
+                *r = k;
+                *failed = file;
+        }
+}
+
+int cg_apply_limits(int dirfd, unsigned mask, const CgroupLimits *l, const char **ret_failed) {
         char v[24], cpu_max[64];
-        int r = 0, k;
+        const char *failed = NULL;
+        int r = 0;
 
         if (mask & CGROUP_MASK(CGROUP_MEMORY)) {
                 cg_format_limit(l->memory_high, v);
-                if ((k = cg_write_at(dirfd, "memory.high", v)) < 0 && r == 0)
-                        r = k;
+                write_limit(dirfd, "memory.high", v, &r, &failed);
                 cg_format_limit(l->memory_max, v);
-                if ((k = cg_write_at(dirfd, "memory.max", v)) < 0 && r == 0)
-                        r = k;
-                if ((k = cg_write_at(dirfd, "memory.oom.group", "1")) < 0 && r == 0)
-                        r = k;
+                write_limit(dirfd, "memory.max", v, &r, &failed);
+                write_limit(dirfd, "memory.oom.group", "1", &r, &failed);
         }
         if (mask & CGROUP_MASK(CGROUP_CPU)) {
                 cg_format_limit(l->cpu_weight, v);
-                if ((k = cg_write_at(dirfd, "cpu.weight", v)) < 0 && r == 0)
-                        r = k;
+                write_limit(dirfd, "cpu.weight", v, &r, &failed);
                 cg_format_limit(l->cpu_max_quota, v);
                 snprintf(cpu_max, sizeof(cpu_max), "%s %llu", v,
                          (unsigned long long) l->cpu_max_period);
-                if ((k = cg_write_at(dirfd, "cpu.max", cpu_max)) < 0 && r == 0)
-                        r = k;
+                write_limit(dirfd, "cpu.max", cpu_max, &r, &failed);
         }
         if (mask & CGROUP_MASK(CGROUP_PIDS)) {
                 cg_format_limit(l->pids_max, v);
-                if ((k = cg_write_at(dirfd, "pids.max", v)) < 0 && r == 0)
-                        r = k;
+                write_limit(dirfd, "pids.max", v, &r, &failed);
         }
+        if (ret_failed)
+                *ret_failed = failed;
         return r;
 }
 
@@ -310,6 +318,13 @@ int cg_attach_at(int dirfd, pid_t pid) {
         char v[24];
         snprintf(v, sizeof(v), "%d", (int) pid);
         return cg_write_at(dirfd, "cgroup.procs", v);
+}
+
+int cg_exists_at(int dirfd) {
+        /* A removed group's directory has no entries left, its descriptor none to find. */
+        if (faccessat(dirfd, "cgroup.procs", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return 1;
+        return errno == ENOENT ? 0 : negative_errno();
 }
 
 int cg_remove(const char *path) {
@@ -429,6 +444,36 @@ int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, CgStat
                 return negative_errno();
         buf[n] = '\0';
         *ret = have_memory_controller ? strtoull(buf, NULL, 10) : sum_resident(buf, skip, keep);
+        return 0;
+}
+
+int cg_memory_high_events_fd(int fd, uint64_t *ret) {
+        char buf[1024];
+        const char *p;
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        /* "low N\nhigh N\nmax N\noom N\noom_kill N": "high" at a line's start. */
+        p = strncmp(buf, "high ", 5) == 0 ? buf : strstr(buf, "\nhigh ");
+        if (!p)
+                return -EIO;
+        *ret = strtoull(p + (p == buf ? 5 : 6), NULL, 10);
+        return 0;
+}
+
+int cg_memory_max(const char *path, uint64_t *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[32];
+        int r = cg_open(path, &fd);
+
+        if (r < 0)
+                return r;
+        r = cg_read_at(fd, "memory.max", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        *ret = strncmp(buf, "max", 3) == 0 ? UINT64_MAX : strtoull(buf, NULL, 10);
         return 0;
 }
 

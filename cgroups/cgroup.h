@@ -61,8 +61,9 @@ typedef struct CgroupLimits {
         uint64_t pids_max;      /* UINT64_MAX = max */
 } CgroupLimits;
 
-/* Writes every limit whose controller is in mask. Returns the first error, having tried all. */
-int cg_apply_limits(int dirfd, unsigned mask, const CgroupLimits *l);
+/* Writes every limit whose controller is in mask. Returns the first error, having tried all,
+ * and names its file in *ret_failed (may be NULL). */
+int cg_apply_limits(int dirfd, unsigned mask, const CgroupLimits *l, const char **ret_failed);
 
 /* cgroup.events "populated": 1 populated, 0 empty, negative errno. */
 int cg_is_populated_at(int dirfd);
@@ -70,6 +71,9 @@ int cg_is_populated_at(int dirfd);
 int cg_kill_at(int dirfd);
 /* Moves the calling process (or pid) into the group. */
 int cg_attach_at(int dirfd, pid_t pid);
+/* 1 while the group dirfd names still exists, 0 once it was removed (its directory is
+ * gone, though the descriptor stays valid), negative errno. */
+int cg_exists_at(int dirfd);
 /* rmdir; -EBUSY while populated. */
 int cg_remove(const char *path);
 
@@ -94,6 +98,12 @@ void cg_statm_close(CgStatm *c);
 int cg_memory_current_fd(int fd, bool have_memory_controller, pid_t skip, CgStatm *keep,
                          uint64_t *ret);
 const char *cg_memory_file(bool have_memory_controller);
+
+/* memory.events "high" from an open memory.events (re-read from its start): how many times
+ * the group went over memory.high and was throttled. */
+int cg_memory_high_events_fd(int fd, uint64_t *ret);
+/* memory.max of the group path, UINT64_MAX for "max"; -ENOENT without the controller. */
+int cg_memory_max(const char *path, uint64_t *ret);
 
 /* memory.events oom_kill: processes of the group the OOM killer took. */
 int cg_oom_kills_at(int dirfd, uint64_t *ret);

@@ -4,8 +4,9 @@
 #include <stdint.h>
 #include <time.h>
 
-/* One time type: microseconds. CLOCK_MONOTONIC for deadlines, CLOCK_REALTIME only for what
- * people and D-Bus clients read. */
+/* One time type: microseconds. CLOCK_MONOTONIC for timeouts within one slotd, CLOCK_BOOTTIME
+ * for deadlines that outlive it (holds, reservations, TTLs: wallclock.h), CLOCK_REALTIME only
+ * for what people and D-Bus clients read. */
 typedef uint64_t usec_t;
 
 #define USEC_INFINITY ((usec_t) UINT64_MAX)
@@ -20,6 +21,19 @@ static inline usec_t now_usec(clockid_t clock) {
         if (clock_gettime(clock, &ts) < 0)
                 return 0;
         return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* Moves a CLOCK_BOOTTIME moment t of one boot, whose wall offset (CLOCK_REALTIME −
+ * CLOCK_BOOTTIME, wallclock.h) was from_offset, to the boot whose offset is to_offset, through
+ * the wall clock. A realtime value is a moment of offset 0. 0 (none) and infinity stay; a
+ * moment before the new boot is its earliest, 1. */
+static inline usec_t boottime_rebase(usec_t t, usec_t from_offset, usec_t to_offset) {
+        usec_t wall;
+
+        if (t == 0 || t == USEC_INFINITY)
+                return t;
+        wall = t + from_offset;
+        return wall > to_offset ? wall - to_offset : 1;
 }
 
 /* Converts a monotonic deadline into the realtime clock for display; 0 and infinity stay. */

@@ -132,6 +132,23 @@ static int parse_region_key(ParseContext *ctx, const ConfigKey *k, const char *v
         return store_string(ctx, data, value);
 }
 
+/* checks.machine_fault_share: a share of a fleet's checked slots, "off" or 0 to judge every
+ * slot alone whatever the others do. */
+static int parse_machine_fault_share_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                         void *data) {
+        double v;
+
+        if (streq(value, "off") || streq(value, "0")) {
+                *(double *) data = 0;
+                return 0;
+        }
+        if (parse_percent(value, &v) < 0 || v < 0 || v > 1.0)
+                return key_error(ctx, k, value, -ERANGE,
+                                 "expected a percentage between 0%% and 100%% like 50%%, or off");
+        *(double *) data = v;
+        return 0;
+}
+
 #define FLEET_KEY(s, n, parser, field, nz) { s, n, parser, offsetof(FleetConfig, field), nz }
 
 static const ConfigKey fleet_keys[] = {
@@ -156,6 +173,8 @@ static const ConfigKey fleet_keys[] = {
         FLEET_KEY("checks", "memory_tolerance", parse_size_key, memory_tolerance, false),
         FLEET_KEY("checks", "strikes", parse_window_count_key, strikes, true),
         FLEET_KEY("checks", "window", parse_duration_key, strike_window, true),
+        FLEET_KEY("checks", "machine_fault_share", parse_machine_fault_share_key,
+                  machine_fault_share, false),
         FLEET_KEY("checks", "signal", parse_signal_key, check_signal, false),
         FLEET_KEY("checks", "query", parse_query_key, query, false),
         FLEET_KEY("checks", "query_timeout", parse_duration_key, query_timeout, true),
@@ -166,6 +185,7 @@ static const ConfigKey fleet_keys[] = {
         FLEET_KEY("crash", "window", parse_duration_key, crash_window, true),
         FLEET_KEY("crash", "pre_recovery", parse_boolean_key, pre_recovery, false),
         FLEET_KEY("limits", "memory_max", parse_size_key, memory_max, true),
+        FLEET_KEY("limits", "memory_high", parse_memory_high_key, memory_high, true),
         FLEET_KEY("limits", "cpu_max", parse_cpu_max_key, cpu_max, false),
         FLEET_KEY("limits", "pids", parse_pids_key, pids_max, false),
         FLEET_KEY("limits", "nofile", parse_nofile_key, nofile, false),
@@ -222,12 +242,14 @@ static void fleet_config_init(FleetConfig *f) {
                 .memory_tolerance = UINT64_C(200) << 20,
                 .strikes = 3,
                 .strike_window = 30 * USEC_PER_MINUTE,
+                .machine_fault_share = 0.5,
                 .check_signal = SIGSEGV,
                 .query = QUERY_NONE,
                 .query_timeout = 2 * USEC_PER_SEC,
                 .crash_restarts = 1,
                 .crash_window = 30 * USEC_PER_MINUTE,
                 .pre_recovery = true,
+                .memory_high = UINT64_MAX,
                 .pids_max = 4096,
                 .nofile = 65536,
                 .seccomp = true,
@@ -334,6 +356,20 @@ static int fleet_finalize_limits(ParseContext *ctx, FleetConfig *f) {
                                  "limits.memory_max: %s is below usage.memory %s",
                                  format_bytes(f->memory_max, b1),
                                  format_bytes(f->usage_memory, b2));
+
+        /* Under the budget it would throttle a server that keeps to it; at or over memory.max
+         * it would never act. */
+        line = key_line(ctx, "limits", "memory_high");
+        if (f->memory_high != UINT64_MAX && f->memory_high < f->usage_memory)
+                return ctx_error(ctx, -ERANGE, line, NULL,
+                                 "limits.memory_high: %s is below usage.memory %s",
+                                 format_bytes(f->memory_high, b1),
+                                 format_bytes(f->usage_memory, b2));
+        if (f->memory_high != UINT64_MAX && f->memory_high >= f->memory_max)
+                return ctx_error(ctx, -ERANGE, line, NULL,
+                                 "limits.memory_high: %s is not below limits.memory_max %s",
+                                 format_bytes(f->memory_high, b1),
+                                 format_bytes(f->memory_max, b2));
 
         line = key_line(ctx, "limits", "cpu_max");
         if (f->cpu_max > 0 && f->cpu_max < f->usage_cpu)

@@ -100,6 +100,25 @@ int parse_cpu_max_key(ParseContext *ctx, const ConfigKey *k, const char *value, 
         return 0;
 }
 
+int parse_memory_high_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        uint64_t v;
+        int r;
+
+        if (streq(value, "off")) {
+                *(uint64_t *) data = UINT64_MAX;
+                return 0;
+        }
+        r = parse_size(value, &v);
+        if (r == -ERANGE || (r >= 0 && v == UINT64_MAX))
+                return key_error(ctx, k, value, -ERANGE, "size too large");
+        if (r < 0)
+                return key_error(ctx, k, value, r, "expected a size like 200M or 2G, or 'off'");
+        if (v == 0)
+                return key_error(ctx, k, value, -ERANGE, "must be greater than 0, or 'off'");
+        *(uint64_t *) data = v;
+        return 0;
+}
+
 int parse_size_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
         uint64_t v;
         int r;

@@ -89,6 +89,7 @@ typedef struct FleetConfig {
         uint64_t memory_tolerance; /* bytes; default 200M */
         unsigned strikes;          /* default 3 */
         usec_t strike_window;      /* default 30m */
+        double machine_fault_share; /* checks.machine_fault_share: fraction, 0 = off; default 0.5 */
         int check_signal;          /* default SIGSEGV */
         QueryType query;           /* default QUERY_NONE */
         usec_t query_timeout;      /* default 2s */
@@ -105,6 +106,8 @@ typedef struct FleetConfig {
         uint64_t memory_max;       /* bytes; 0 in the file is an error; default (when unset)
                                     * usage_memory + 2 × memory_tolerance, filled in by
                                     * config_load() */
+        uint64_t memory_high;      /* limits.memory_high: bytes, UINT64_MAX = off ("max", the
+                                    * default) */
         double cpu_max;            /* cores; 0 = off (the default) */
         uint64_t pids_max;         /* default 4096 */
         uint64_t nofile;           /* limits.nofile: RLIMIT_NOFILE of the server, default 65536 */

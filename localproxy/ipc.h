@@ -36,7 +36,9 @@
  *   {"type":"reply","id":R,"error":{"code":CODE,"message":"…"}}
  *        CODE: "access-denied" (HTTP 403), "no-such-slot" (404), "no-such-allocation" (404),
  *        "invalid-state" (409), "invalid-argument" (400), "no-capacity" (409),
- *        "draining" (409), "unavailable" (503), "failed" (500). The message names the rule.
+ *        "draining" (409), "unavailable" (503), "failed" (500), "state-unwritable" (503:
+ *        state_dir takes no writes, the change was refused and nothing changed). The message
+ *        names the rule.
  *   {"type":"event","server":N,"epoch":"E","offset":O,"event_type":"AllocateEventType" or
  *    "DeallocateEventType","event_id":"UUID","allocation":"UUID"}
  *        every allocation and deallocation of every slot, once it is durable, in order per

@@ -296,7 +296,7 @@ unsigned request_error_status(const char *code) {
                 { "no-such-allocation", 404 }, { "invalid-state", 409 },
                 { "invalid-argument", 400 },   { "no-capacity", 409 },
                 { "draining", 409 },           { "unavailable", 503 },
-                { "failed", 500 },
+                { "failed", 500 },             { "state-unwritable", 503 },
         };
 
         for (size_t i = 0; code && i < ELEMENTSOF(map); i++)

@@ -2,13 +2,17 @@
 #include <arpa/inet.h>
 #include <assert.h>
 #include <linux/errqueue.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "a2s.h"
+#include "log.h"
 #include "macro.h"
 #include "probe.h"
+#include "ratelimit.h"
 #include "sqp.h"
 #include "utf8.h"
 
@@ -45,6 +49,8 @@ struct ProbeHub {
         unsigned corked;
         unsigned n_queued;
         HubQueued queue[HUB_QUEUE];
+        RateLimit stray_log;      /* datagrams that answer no probe: told once an interval */
+        unsigned stray;           /* ... and counted */
 };
 
 struct Probe {
@@ -62,6 +68,7 @@ struct Probe {
         unsigned a2s_challenges;
         int queued;               /* its index in the hub's queue, or -1 */
         int send_error;           /* a queued datagram the kernel refused: reported by the timer */
+        bool sent_loopback_down;  /* a datagram left while the loopback interface was down */
         probe_done_t done;
         void *userdata;
 };
@@ -113,6 +120,22 @@ static int probe_answered(Probe *p, unsigned players, unsigned max_players, cons
         return 0;
 }
 
+/* A datagram to a loopback address is sent all right while the loopback interface is down
+ * (on recent kernels; older ones refuse it with ENETUNREACH), and then dropped: silence that
+ * is the host's doing, not the server's. Probes look at lo when they send (once a batch)
+ * and when they time out. */
+static bool hub_loopback_down(ProbeHub *h) {
+        struct ifreq ifr = { .ifr_name = "lo" };
+
+        if (ioctl(h->fd, SIOCGIFFLAGS, &ifr) < 0)
+                return false;
+        return !(ifr.ifr_flags & IFF_UP);
+}
+
+static bool probe_to_loopback(const Probe *p) {
+        return (ntohl(p->addr.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
+}
+
 /* Sends what is queued. A datagram the kernel refuses fails its probe through the probe's
  * timer, in an event of its own: no probe's callback runs from within another's send. */
 static void hub_flush(ProbeHub *h) {
@@ -137,6 +160,9 @@ static void hub_flush(ProbeHub *h) {
                 n++;
         }
         h->n_queued = 0;
+        if (n > 0 && hub_loopback_down(h))
+                for (unsigned i = 0; i < n; i++)
+                        probes[i]->sent_loopback_down |= probe_to_loopback(probes[i]);
         for (unsigned i = 0; i < n;) {
                 int k = sendmmsg(h->fd, mm + i, n - i, MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -178,6 +204,8 @@ static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
                 p->queued = (int) h->n_queued++;
                 return 0;
         }
+        if (probe_to_loopback(p) && hub_loopback_down(h))
+                p->sent_loopback_down = true;
         n = sendto(h->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *) &p->addr,
                    sizeof(p->addr));
         if (n < 0)
@@ -247,13 +275,33 @@ static Probe *hub_find(ProbeHub *h, const struct sockaddr_in *from) {
         return *slot;
 }
 
+/* Late answers, and whatever else reaches the socket: dropped, and told once an interval
+ * (a flood must neither fill the log nor cost more than the reading). */
+static void hub_stray(ProbeHub *h, const struct sockaddr_in *from) {
+        char address[INET_ADDRSTRLEN] = "?";
+        unsigned suppressed;
+
+        h->stray++;
+        if (!ratelimit_tell(&h->stray_log, now_usec(CLOCK_MONOTONIC), FLOOD_LOG_INTERVAL,
+                            &suppressed))
+                return;
+        if (from->sin_family == AF_INET)
+                (void) inet_ntop(AF_INET, &from->sin_addr, address, sizeof(address));
+        log_notice("Dropping a datagram on the probe socket from %s:%u that answers no probe "
+                   "(%u dropped so far, %u untold since the last such line; at most one line "
+                   "every %u s)", address, from->sin_family == AF_INET ? ntohs(from->sin_port) : 0,
+                   h->stray, suppressed, (unsigned) (FLOOD_LOG_INTERVAL / USEC_PER_SEC));
+}
+
 static void hub_datagram(ProbeHub *h, const struct sockaddr_in *from, const uint8_t *buf, size_t n,
                          size_t size) {
         Probe *p = hub_find(h, from);
         int r;
 
-        if (!p)
-                return; /* late, unasked or from elsewhere: dropped */
+        if (!p) {
+                hub_stray(h, from); /* late, unasked or from elsewhere */
+                return;
+        }
         if (n > size) {
                 probe_finish(p, -EBADMSG, NULL);
                 return;
@@ -351,8 +399,24 @@ static int probe_on_timeout(sd_event_source *source, uint64_t usec, void *userda
                     sd_event_source_set_enabled(p->timer, SD_EVENT_ONESHOT) >= 0)
                         return 0;
         }
-        probe_finish(p, -ETIMEDOUT, NULL);
+        if (p->sent_loopback_down || (probe_to_loopback(p) && hub_loopback_down(p->hub)))
+                probe_finish(p, -ENETDOWN, NULL);
+        else
+                probe_finish(p, -ETIMEDOUT, NULL);
         return 0;
+}
+
+/* Probes go to loopback addresses only: bound there, the socket is out of reach of other
+ * machines, whose datagrams could otherwise flood it. */
+static void hub_bind_loopback(ProbeHub *h) {
+        struct sockaddr_in sa = {
+                .sin_family = AF_INET,
+                .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+
+        if (bind(h->fd, (const struct sockaddr *) &sa, sizeof(sa)) < 0)
+                log_warning_errno(errno, "Failed to bind the probe socket to 127.0.0.1, it takes "
+                                         "datagrams from anywhere: %m");
 }
 
 int probe_hub_new(sd_event *event, ProbeHub **ret) {
@@ -367,6 +431,7 @@ int probe_hub_new(sd_event *event, ProbeHub **ret) {
                 return negative_errno();
         if (setsockopt(h->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0)
                 return negative_errno();
+        hub_bind_loopback(h);
         /* Room for a thousand answers that arrive together (kernel memory, used only while
          * they wait); without CAP_NET_ADMIN, as much as net.core.rmem_max allows. */
         int size = 4 << 20;

@@ -27,9 +27,11 @@ int probe_hub_new(sd_event *event, ProbeHub **ret);
 ProbeHub *probe_hub_free(ProbeHub *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProbeHub *, probe_hub_free);
 
-/* result: 0 with *info on a valid answer; -ETIMEDOUT, -ECONNREFUSED, -EBADMSG or another
- * negative errno otherwise. The probe is finished when this is called: free it there or
- * later. */
+/* result: 0 with *info on a valid answer. What the server did: -ETIMEDOUT (no valid answer
+ * in time), -EBADMSG (a garbled one), -ECONNREFUSED (nothing listens). Any other negative
+ * errno is the host's: the probe could not be made (check_error_is_local()): a send the
+ * kernel refused (ENETUNREACH, EPERM, ENOBUFS...), or -ENETDOWN, silence while the loopback
+ * interface is down. The probe is finished when this is called: free it there or later. */
 typedef void (*probe_done_t)(Probe *p, int result, const ProbeResult *info, void *userdata);
 
 /* At most one probe per target address at a time (-EBUSY). For SQP, 'challenge' (0: none) is

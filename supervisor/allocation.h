@@ -89,10 +89,10 @@ bool hold_ends_on(HoldEvent e);
 /* May a hold start in this state? Only from online or available. */
 bool hold_allowed(SlotState s);
 
-/* Machine TTL (SPEC §7). idle_since: CLOCK_REALTIME when the machine last became idle, 0
- * while a slot is allocated or reserved; hold_until: the furthest hold (realtime), 0 if
- * none. Returns whether the machine is deprovisionable at 'now', and in *ret_next the
- * realtime at which that could next change (USEC_INFINITY if never without another event). */
+/* Machine TTL (SPEC §7), every time on CLOCK_BOOTTIME (wallclock.h). idle_since: when the
+ * machine last became idle, 0 while a slot is allocated or reserved; hold_until: the
+ * furthest hold, 0 if none. Returns whether the machine is deprovisionable at 'now', and in
+ * *ret_next when that could next change (USEC_INFINITY if never without another event). */
 bool ttl_deprovisionable(usec_t idle_since, usec_t idle_ttl, usec_t hold_until, usec_t now,
                          usec_t *ret_next);
 

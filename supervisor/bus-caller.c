@@ -148,7 +148,9 @@ static int on_auth_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
         void *target = m;
         int r;
 
-        if (!sd_bus_message_is_method_error(reply, NULL))
+        /* Names are the daemon's: an answer that comes on a connection since lost (the bus
+         * daemon restarted) is not kept for the next one's callers. */
+        if (!sd_bus_message_is_method_error(reply, NULL) && sd_bus_message_get_bus(reply) == m->bus)
                 c = caller_parse(reply, sender);
         if (c) {
                 if (m->callers.size >= CALLERS_MAX)
@@ -218,7 +220,8 @@ int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler
                 return -ENOMEM;
         *q = (AuthQuery){ .manager = m, .msg = sd_bus_message_ref(msg), .handler = handler,
                           .slot_id = slot_id };
-        r = sd_bus_call_method_async(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+        r = sd_bus_call_method_async(sd_bus_message_get_bus(msg), NULL, "org.freedesktop.DBus",
+                                     "/org/freedesktop/DBus",
                                      "org.freedesktop.DBus", "GetConnectionCredentials",
                                      on_auth_reply, q, "s", sender);
         if (r < 0) {
@@ -252,6 +255,7 @@ int bus_error_from_ops(sd_bus_error *error, int r, const OpsStatus *st) {
                 [OPS_ERROR_NO_CAPACITY] = BUS_ERROR_PREFIX "NoCapacity",
                 [OPS_ERROR_DRAINING] = BUS_ERROR_PREFIX "Draining",
                 [OPS_ERROR_UNAVAILABLE] = BUS_ERROR_PREFIX "Unavailable",
+                [OPS_ERROR_STATE_UNWRITABLE] = BUS_ERROR_PREFIX "StateUnwritable",
         };
         const char *name = st->code > 0 && st->code < _OPS_ERROR_MAX ? names[st->code] : NULL;
 

@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "allocation.h"
+#include "check-tally.h"
 #include "config.h"
 #include "slot-host.h"
 #include "time-util.h"
@@ -34,4 +35,15 @@ typedef struct Fleet {
         size_t sweep_next;
         bool sweeping;               /* a sweep is under way */
         bool sweep_checked;          /* the sweep under way found a slot to check */
+        /* Mass-failure protection (slot-checks.c): each round of checks is tallied and its
+         * strikes held until its verdict: the sweep's cpu, memory and query once every probe
+         * of it is done, heartbeat's once the period after its own is over. */
+        CheckTally tally[_CHECK_KIND_MAX];
+        Slot **held[HELD_LISTS];     /* slots with a held strike (slot.h) */
+        size_t n_held[HELD_LISTS], n_held_allocated[HELD_LISTS];
+        unsigned probes_pending;     /* query probes of the sweep not done yet */
+        bool verdict_due;            /* the sweep's verdict has not been given */
+        sd_event_source *verdict_defer;
+        HeartbeatRound heartbeat_round;
+        bool heartbeat_fault[2];     /* the verdicts of the two rounds before the last */
 } Fleet;

@@ -27,7 +27,9 @@
  * as an allocation: whoever reads first wins, so a server that ends after slotd took it back
  * is never restarted here. Starting the next server needs no round trip through slotd, which
  * is what makes a restart as fast as a fork and an exec (README, Performance). Offset 64 of
- * fd 3 is slotd's own (its READY=1 mark, spawn.h): the keeper never writes there. */
+ * fd 3 is slotd's own (its READY=1 mark, spawn.h): the keeper never writes there. Offset 96
+ * holds "exec ERRNO" from a server whose exec failed; a server that exits 203 (SPAWN_EXIT_SETUP:
+ * it never ran) is not restarted here, but left to slotd's judgement. */
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #error "slotd-keeper: system calls are written for x86_64 and aarch64 only"
@@ -36,6 +38,7 @@
 #define KEEPER_STATUS_FD 3
 #define KEEPER_TOKEN_FD 5
 #define KEEPER_RESTART_OFFSET 32
+#define KEEPER_EXEC_OFFSET 96
 #define KEEPER_EXIT_SETUP 203 /* SPAWN_EXIT_SETUP: the build could not be exec'd */
 
 #if defined(__x86_64__)
@@ -210,7 +213,10 @@ static void keeper_write_status(int wstatus, const char *prefix, unsigned long n
         (void) sys4(NR_pwrite64, KEEPER_STATUS_FD, (long) buf, n, offset);
 }
 
-/* The next server, on the keeper's small stack, sharing its memory until the exec. */
+/* The next server, on the keeper's small stack, sharing its memory until the exec. A failed
+ * exec leaves "exec ERRNO" at KEEPER_EXEC_OFFSET of the status file (spawn.h), the one
+ * descriptor of the keeper's it still holds (close-on-exec), and its exit code tells the
+ * keeper to leave the judgement to slotd (keeper_restart()). */
 static int keeper_server_child(void *arg) {
         static const char msg[] = "slotd-keeper: cannot exec the build, error ";
         const Keeper *k = arg;
@@ -220,6 +226,11 @@ static int keeper_server_child(void *arg) {
 
         (void) sys4(NR_rt_sigprocmask, SIG_SETMASK_HOW, (long) &k->no_signals, 0, SIGSET_SIZE);
         r = sys4(NR_execve, (long) k->build_argv[0], (long) k->build_argv, (long) k->envp, 0);
+        n = keeper_put_number(buf, 5, (unsigned long) -r);
+        buf[0] = 'e', buf[1] = 'x', buf[2] = 'e', buf[3] = 'c', buf[4] = ' ';
+        buf[n++] = '\n';
+        (void) sys4(NR_pwrite64, KEEPER_STATUS_FD, (long) buf, n, KEEPER_EXEC_OFFSET);
+        n = 0;
         for (const char *m = msg; *m; m++)
                 buf[n++] = *m;
         n = keeper_put_number(buf, n, (unsigned long) -r);
@@ -234,7 +245,9 @@ static int keeper_restart(Keeper *k, int wstatus) {
         unsigned long long token;
         long pid, w;
 
-        if (!k->build_argv)
+        /* A server that never got as far as its exec (SPAWN_EXIT_SETUP) will not get there
+         * by trying again at once: slotd decides (SPEC §6, cause exec). */
+        if (!k->build_argv || wstatus == KEEPER_EXIT_SETUP << 8)
                 return 0;
         /* Whatever is left in the namespace has an ancestor among the keeper's children (an
          * orphan's parent is the keeper): no child, nothing left. Dead ones are reaped. */

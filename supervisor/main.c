@@ -4,6 +4,8 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "exec-check.h"
+#include "exec-check.h"
 #include "log.h"
 #include "manager.h"
 #include "spawn.h"
@@ -93,11 +95,74 @@ static void format_size(uint64_t v, char buf[static 32]) {
                 snprintf(buf, 32, "%.4g%c", d, units[u]);
 }
 
+/* One build as the fleet's user would start it: false, with one line saying what stops it,
+ * when it cannot be executed. */
+static bool check_build(const FleetConfig *f, const char *bc_id, const char *path,
+                        const ExecIdentity *id, bool *warned) {
+        _cleanup_free_ ExecFinding *finding = new0(ExecFinding, 1);
+        char why[EXEC_PATH_MAX + 512], name[16];
+        bool as_user = false;
+        int r;
+
+        if (!finding) {
+                log_oom();
+                return false;
+        }
+        r = exec_check(path, id, finding, &as_user);
+        if (r < 0) {
+                log_error_errno(r, "fleet %s%s%s: cannot check the build %s: %m", f->name,
+                                bc_id ? ", build configuration " : "", strempty(bc_id), path);
+                return false;
+        }
+        if (!as_user && !*warned) {
+                log_notice("Not running as root: builds are judged from their file modes only "
+                           "(ACLs and security modules unseen)");
+                *warned = true;
+        }
+        if (finding->problem == EXEC_OK)
+                return true;
+        exec_describe(finding, id, why, sizeof(why));
+        log_error("fleet %s%s%s: user %s (uid %u) cannot execute %s: %s [%s]", f->name,
+                  bc_id ? ", build configuration " : "", strempty(bc_id), id->user,
+                  (unsigned) id->uid, path, why, exec_errno_name(finding->error, name));
+        return false;
+}
+
+/* Every build of every fleet (SPEC §2): the number that cannot be executed. */
+static unsigned check_builds(const Config *c) {
+        bool warned = false;
+        unsigned bad = 0;
+
+        for (size_t i = 0; i < c->n_fleets; i++) {
+                const FleetConfig *f = &c->fleets[i];
+                _cleanup_free_ char *error = NULL;
+                ExecIdentity id = { .user = f->user };
+                int r = resolve_identity(f, &id.uid, &id.gid, &error);
+
+                if (r < 0) {
+                        log_error("%s", error ?: "Failed to resolve a fleet's user");
+                        bad++;
+                        continue;
+                }
+                for (size_t j = 0; j < f->n_build_configs; j++) {
+                        const BuildConfig *bc = &f->build_configs[j];
+                        bool seen = false;
+
+                        for (size_t k = 0; k < j; k++)
+                                seen = seen || streq(f->build_configs[k].build, bc->build);
+                        if (!seen && !check_build(f, f->n_build_configs > 1 ? bc->id : NULL,
+                                                  bc->build, &id, &warned))
+                                bad++;
+                }
+        }
+        return bad;
+}
+
 /* Like nginx -t: what would run, and what this host can hold it to. */
 static int print_plan(const Config *c, const MachineResources *res) {
         _cleanup_free_ char *mount = NULL, *root = NULL;
         unsigned available = 0;
-        char a[32], b[32];
+        char a[32], b[32], h[32];
         int r;
 
         printf("configuration: %s, fleets from %s: ok\n", c->config_file ?: arg_config,
@@ -110,9 +175,13 @@ static int print_plan(const Config *c, const MachineResources *res) {
                 const FleetConfig *f = &c->fleets[i];
                 format_size(f->usage_memory, a);
                 format_size(f->memory_max, b);
-                printf("fleet %s (%s): %u slots, %.4g cpus and %s memory each (memory.max %s), "
-                       "ports %u-%u, query ports %u-%u, build %s\n",
-                       f->name, f->file, f->slots, f->usage_cpu, a, b, f->game_port_base,
+                if (f->memory_high == UINT64_MAX)
+                        strcpy(h, "max");
+                else
+                        format_size(f->memory_high, h);
+                printf("fleet %s (%s): %u slots, %.4g cpus and %s memory each (memory.max %s, "
+                       "memory.high %s), ports %u-%u, query ports %u-%u, build %s\n",
+                       f->name, f->file, f->slots, f->usage_cpu, a, b, h, f->game_port_base,
                        f->game_port_base + f->slots - 1, f->query_port_base,
                        f->query_port_base + f->slots - 1, f->build);
                 printf("  readiness %s, region %s%s%s\n", readiness_source_to_string(f->readiness),
@@ -179,12 +248,46 @@ static char *exe_path(void) {
         return strdup(buf);
 }
 
+/* --check: the plan, and whether every build can be executed by its fleet's user. */
+static int run_check(const Config *config, const MachineResources *detected) {
+        MachineResources res = {
+                .cpus = config->cpus > 0 ? config->cpus : detected->cpus,
+                .memory = config->memory > 0 ? config->memory : detected->memory,
+        };
+        unsigned bad = check_builds(config);
+        int r = print_plan(config, &res);
+
+        if (r >= 0 && bad > 0) {
+                log_error("%u build%s cannot be executed by %s fleet's user: slotd would "
+                          "start no server of %s", bad, bad == 1 ? "" : "s",
+                          bad == 1 ? "its" : "their", bad == 1 ? "it" : "them");
+                r = -ENOEXEC;
+        }
+        return r;
+}
+
+static void setup_signals(void) {
+        sigset_t mask;
+
+        /* sd-event takes these through signalfd and pidfds; they must never be delivered. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        /* Whatever our parent ignored (nohup's SIGHUP…) goes back to its default, so that
+         * SIGPIPE is the one ignored signal a spawned child has to reset (spawn.c). */
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP && sig != SIGPIPE)
+                        (void) sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *error = NULL;
         Config *config = NULL;
         MachineResources detected;
-        sigset_t mask;
         int r;
 
         r = spawn_reserve_fds();
@@ -208,27 +311,11 @@ int main(int argc, char *argv[]) {
                 goto finish;
         }
         if (arg_check) {
-                MachineResources res = {
-                        .cpus = config->cpus > 0 ? config->cpus : detected.cpus,
-                        .memory = config->memory > 0 ? config->memory : detected.memory,
-                };
-                r = print_plan(config, &res);
+                r = run_check(config, &detected);
                 config_free(config);
                 goto finish;
         }
-
-        /* sd-event takes these through signalfd and pidfds; they must never be delivered. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        /* Whatever our parent ignored (nohup's SIGHUP…) goes back to its default, so that
-         * SIGPIPE is the one ignored signal a spawned child has to reset (spawn.c). */
-        for (int sig = 1; sig < _NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP && sig != SIGPIPE)
-                        (void) sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        setup_signals();
 
         r = manager_new(config, &m);
         if (r < 0) {

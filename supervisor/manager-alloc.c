@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The allocation side of the manager (SPEC §7): which slot an allocation or reservation
  * takes, the UUID index, holds, the machine's TTL and draining. */
+#include <systemd/sd-id128.h>
+
 #include "log.h"
 #include "manager.h"
+#include "wallclock.h"
 
 Fleet *manager_find_fleet(Manager *m, const char *name) {
         for (size_t i = 0; i < m->n_fleets; i++)
@@ -27,7 +30,7 @@ static int manager_on_ttl_timer(sd_event_source *source, uint64_t usec, void *us
 
 /* Recomputes Deprovisionable and arms the timer for its next possible change. */
 void manager_update_ttl(Manager *m) {
-        usec_t now = now_usec(CLOCK_REALTIME), next;
+        usec_t now = now_usec(CLOCK_BOOTTIME), next;
         bool d = ttl_deprovisionable(m->idle_since, m->config->idle_ttl, m->hold_until, now, &next);
         int r;
 
@@ -35,7 +38,7 @@ void manager_update_ttl(Manager *m) {
                 m->deprovisionable = d;
                 manager_bus_property_changed(m, "Deprovisionable");
                 if (d) {
-                        log_info("Machine is deprovisionable: idle since %s ago, no hold",
+                        log_info("Machine is deprovisionable: idle for %s, no hold",
                                  "machine.idle_ttl");
                         manager_bus_deprovisionable(m);
                 }
@@ -46,7 +49,7 @@ void manager_update_ttl(Manager *m) {
          * armed again (or not) from here. */
         if (next == USEC_INFINITY)
                 return;
-        usec_t when = now_usec(CLOCK_MONOTONIC) + (next > now ? next - now : 0), armed;
+        usec_t when = next, armed;
         int enabled = SD_EVENT_OFF;
 
         if (m->ttl_timer) {
@@ -57,7 +60,7 @@ void manager_update_ttl(Manager *m) {
                 if (r >= 0)
                         r = sd_event_source_set_enabled(m->ttl_timer, SD_EVENT_ONESHOT);
         } else
-                r = sd_event_add_time(m->event, &m->ttl_timer, CLOCK_MONOTONIC, when, USEC_PER_MSEC,
+                r = sd_event_add_time(m->event, &m->ttl_timer, CLOCK_BOOTTIME, when, USEC_PER_MSEC,
                                       manager_on_ttl_timer, m);
         if (r < 0)
                 log_error_errno(r, "Failed to arm the TTL timer: %m");
@@ -77,7 +80,7 @@ void manager_set_busy(Manager *m, Slot *s, bool busy) {
         else
                 m->n_busy--;
         if (m->n_busy == 0 && m->idle_since == 0) {
-                m->idle_since = now_usec(CLOCK_REALTIME);
+                m->idle_since = now_usec(CLOCK_BOOTTIME);
                 manager_bus_property_changed(m, "IdleSinceUSec");
         } else if (m->n_busy > 0 && m->idle_since != 0) {
                 m->idle_since = 0;
@@ -181,10 +184,8 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                 manager_slot_changed(m, s, false);
         }
         r = slot_allocate(s, uuid, bc);
-        if (r < 0)
-                return r;
-        *ret = s;
-        return 0;
+        *ret = s; /* on failure too: the slot that refused (its server.json, slot-alloc.c) */
+        return r;
 }
 
 int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret) {
@@ -220,4 +221,46 @@ int manager_set_draining(Manager *m, bool draining) {
         manager_bus_property_changed(m, "Draining");
         manager_state_dirty(m);
         return 0;
+}
+
+bool manager_payload_keep(const char *uuid, usec_t *given_at, void *userdata) {
+        Slot *s = manager_slot_by_uuid(userdata, uuid);
+
+        if (!s || !streq_ptr(s->allocation_uuid, uuid))
+                return false;
+        if (s->restored_payload_at)
+                *given_at = s->restored_payload_at;
+        return true;
+}
+
+void manager_state_clock(StateRecord *rec) {
+        sd_id128_t id = SD_ID128_NULL;
+
+        /* Without a boot ID (no /proc), every boot looks the same: times are taken as they
+         * are, which is right unless the machine rebooted. */
+        if (sd_id128_get_boot(&id) < 0)
+                id = SD_ID128_NULL;
+        (void) sd_id128_to_string(id, rec->boot_id);
+        rec->wall_offset = wall_offset();
+}
+
+void manager_state_rebase(StateRecord *rec) {
+        StateRecord now = {};
+
+        manager_state_clock(&now);
+        switch (state_record_rebase(rec, now.boot_id, now.wall_offset)) {
+        case STATE_CLOCK_SAME_BOOT:
+                /* The offset the last slotd showed times with, unless the wall clock was
+                 * stepped since: the same deadlines show the same. */
+                wall_offset_seed(rec->wall_offset);
+                break;
+        case STATE_CLOCK_OTHER_BOOT:
+                log_notice("The state file is from an earlier boot: its holds, reservations and "
+                           "idle clock are carried over through the wall clock");
+                break;
+        case STATE_CLOCK_REALTIME:
+                log_info("The state file keeps times in real time (an older slotd): converted "
+                         "to CLOCK_BOOTTIME");
+                break;
+        }
 }

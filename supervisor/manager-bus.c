@@ -9,6 +9,7 @@
 #include "ops.h"
 #include "slotd-config.h"
 #include "strv.h"
+#include "wallclock.h"
 
 static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -281,6 +282,7 @@ static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        OpsStatus st;
         int b, r;
 
         r = bus_check_admin(msg, m, method_set_draining, UINT_MAX, error);
@@ -289,6 +291,8 @@ static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_read(msg, "b", &b);
         if (r < 0)
                 return r;
+        if (m->draining != !!b && (r = ops_check_writable(m, &st)) < 0)
+                return bus_error_from_ops(error, r, &st);
         (void) manager_set_draining(m, b);
         return bus_reply_empty_durable(msg, m);
 }
@@ -318,8 +322,9 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         }
 
 DEFINE_MANAGER_GETTER(draining, "b", (int) m->draining)
-DEFINE_MANAGER_GETTER(idle_since, "t", (uint64_t) m->idle_since)
-DEFINE_MANAGER_GETTER(hold_until, "t", (uint64_t) m->hold_until)
+/* Moments are kept on CLOCK_BOOTTIME and shown as the wall clock reads them (wallclock.h). */
+DEFINE_MANAGER_GETTER(idle_since, "t", (uint64_t) boottime_to_wall(m->idle_since))
+DEFINE_MANAGER_GETTER(hold_until, "t", (uint64_t) boottime_to_wall(m->hold_until))
 DEFINE_MANAGER_GETTER(deprovisionable, "b", (int) m->deprovisionable)
 
 const sd_bus_vtable manager_vtable[] = {
@@ -371,6 +376,8 @@ const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("u", id, "i", code, "i", signal, "s", reason), 0),
         SD_BUS_SIGNAL("Deprovisionable", NULL, 0),
         SD_BUS_SIGNAL_WITH_ARGS("Misbehaved", SD_BUS_ARGS("u", id, "s", check, "u", strikes), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("MachineFault",
+                                SD_BUS_ARGS("s", fleet, "s", check, "u", failing, "u", checked), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -428,6 +435,14 @@ void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strik
                                           s->id, check_kind_to_string(check), strikes);
 }
 
+void manager_bus_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
+                               unsigned checked) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "MachineFault",
+                                          "ssuu", f->config->name, check_kind_to_string(check),
+                                          failing, checked);
+}
+
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason) {
         int r;
 
@@ -436,58 +451,4 @@ void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason) {
         r = sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis", s->id,
                                s->exit_code, s->exit_signal, reason);
         (void) r;
-}
-
-static int bus_open(const char *bus, sd_bus **ret) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *b = NULL;
-        int r;
-
-        if (streq(bus, "system"))
-                return sd_bus_open_system_with_description(ret, "slotd");
-        if (streq(bus, "session"))
-                return sd_bus_open_user_with_description(ret, "slotd");
-        r = sd_bus_new(&b);
-        if (r < 0)
-                return r;
-        r = sd_bus_set_address(b, bus);
-        if (r < 0)
-                return r;
-        r = sd_bus_set_bus_client(b, true);
-        if (r < 0)
-                return r;
-        r = sd_bus_start(b);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(b);
-        return 0;
-}
-
-int manager_bus_setup(Manager *m, const char *bus) {
-        int r;
-
-        r = bus_open(bus, &m->bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to the D-Bus bus '%s': %m", bus);
-        r = sd_bus_add_object_vtable(m->bus, NULL, BUS_PATH, BUS_MANAGER_INTERFACE, manager_vtable, m);
-        if (r >= 0)
-                r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SLOT_PREFIX, BUS_SLOT_INTERFACE,
-                                               slot_vtable, slot_bus_find, m);
-        if (r >= 0)
-                r = sd_bus_add_node_enumerator(m->bus, NULL, BUS_SLOT_PREFIX, slot_bus_enumerate, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to register the D-Bus objects: %m");
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
-        r = manager_bus_watch_callers(m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch NameOwnerChanged on bus '%s': %m", bus);
-        r = sd_bus_request_name(m->bus, BUS_NAME, getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0);
-        (void) unsetenv("SLOTD_REEXECUTED");
-        if (r == -EEXIST)
-                return log_error_errno(r, "The name %s is taken on bus '%s': is another slotd "
-                                          "running?", BUS_NAME, bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to acquire %s on bus '%s': %m", BUS_NAME, bus);
-        return 0;
 }

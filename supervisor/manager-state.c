@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* slotd's durable state: one file rewritten atomically, shared by every change that arrives
- * together (group commit), and the D-Bus replies that wait for it. */
+/* slotd's durable state: one file, a snapshot rewritten atomically and a journal appended to
+ * in the space kept for it (manager-state-space.c), shared by every change that arrives
+ * together (group commit), and the replies that wait for it. */
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/inotify.h>
@@ -11,16 +12,12 @@
 #include "manager.h"
 #include "state-file.h"
 
-#define STATE_FILE "state"
-#define COMMIT_RETRY_USEC (1 * USEC_PER_SEC)
+/* A snapshot that failed (for space: the new file needs its own) is tried again after this;
+ * the journal takes the commits meanwhile. */
+#define SNAPSHOT_RETRY_USEC (10 * USEC_PER_SEC)
 
 static int manager_on_commit(sd_event_source *source, void *userdata) {
         (void) manager_commit(userdata);
-        return 0;
-}
-
-static int manager_on_commit_retry(sd_event_source *source, uint64_t usec, void *userdata) {
-        manager_state_dirty(userdata);
         return 0;
 }
 
@@ -35,6 +32,8 @@ void manager_state_dirty(Manager *m) {
         if (!m->state_dirty)
                 m->dirty_since = now;
         m->state_dirty = true;
+        if (m->state_space.commit_failed)
+                return; /* the retry timer commits (manager-state-space.c) */
         if (now - m->dirty_since > COMMIT_MAX_DELAY_USEC) {
                 (void) manager_commit(m);
                 return;
@@ -59,6 +58,12 @@ typedef struct DurableWaiter {
 } DurableWaiter;
 
 int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata) {
+        /* Nothing unwritten (a retry of a change made before, a change that changed
+         * nothing): durable now, with no commit, which state_dir might not take. */
+        if (!m->state_dirty) {
+                callback(m, 0, userdata);
+                return 1;
+        }
         if (m->n_pending == m->n_pending_allocated) {
                 size_t n = MAX(m->n_pending_allocated * 2, (size_t) 16);
                 DurableWaiter *p = reallocarray(m->pending, n, sizeof(DurableWaiter));
@@ -160,6 +165,7 @@ static int manager_state_records(Manager *m, const unsigned *ids, size_t n_ids, 
 
         *rec = (StateRecord){ .draining = m->draining, .idle_since = m->idle_since,
                               .epoch = m->epoch };
+        manager_state_clock(rec);
         rec->slots = calloc(n ?: 1, sizeof(SlotRecord));
         if (!rec->slots)
                 return -ENOMEM;
@@ -171,15 +177,21 @@ static int manager_state_records(Manager *m, const unsigned *ids, size_t n_ids, 
                         slot_record(s, sr);
                         sr->events = s->events;
                         sr->ready_for_players = s->ready_for_players;
+                        if (s->allocation_uuid)
+                                sr->payload_at = payload_store_given_at(&m->payloads,
+                                                                        s->allocation_uuid);
                 }
         }
         return 0;
 }
 
-/* The whole file, written atomically; then reopened to append to. O(slots): once per
- * journal as large as the snapshot, so O(1) per change over time, and at Reloads. */
+/* The whole file, written atomically with the journal's reserve after it: a file that
+ * cannot have its reserve does not replace the old. O(slots): once per journal as large as
+ * the snapshot, so O(1) per change over time, and at Reloads. */
 static int manager_commit_snapshot(Manager *m) {
         _cleanup_free_ char *text = NULL;
+        StateSpace *sp = &m->state_space;
+        uint64_t reserve = 0;
         StateRecord rec;
         int n, r;
 
@@ -188,35 +200,90 @@ static int manager_commit_snapshot(Manager *m) {
                 return r;
         n = state_format_cached(&m->state_cache, &rec, &text);
         free(rec.slots);
-        r = n < 0 ? n : state_write_atomic(m->state_dir_fd, STATE_FILE, text, (size_t) n);
+        if (n < 0)
+                return n;
+        if (!sp->no_prealloc)
+                reserve = state_reserve_target(state_reserve_need(m->n_live_slots));
+        r = state_write_atomic_reserve(m->state_dir_fd, STATE_FILE, text, (size_t) n, reserve);
         if (r < 0)
                 return r;
-        m->state_fd = safe_close(m->state_fd);
-        m->state_fd = openat(m->state_dir_fd, STATE_FILE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-        if (m->state_fd < 0)
-                log_warning_errno(errno, "Cannot open %s/" STATE_FILE " to append to, every "
-                                  "commit writes it whole: %m", m->config->state_dir);
+        if (r == 0 && reserve > 0) {
+                log_warning("%s cannot preallocate space (fallocate): a full disk may fail the "
+                            "commit of a change already made", m->config->state_dir);
+                sp->no_prealloc = true;
+        }
         m->state_size = m->state_snapshot_size = (uint64_t) n;
+        sp->prealloc_end = m->state_size + (r > 0 ? reserve : 0);
+        sp->journal_broken = false;
         m->state_snapshot_needed = false;
         return 0;
 }
 
-/* The lines of the slots that changed, appended: O(changes). */
-static int manager_commit_journal(Manager *m) {
+/* The lines of the slots that changed (all of them when 'all'), appended in the space kept
+ * for them: O(changes). The file is opened for each commit: one held open for writing would
+ * keep its filesystem from being remounted read-only. */
+static int manager_commit_journal(Manager *m, bool all) {
         _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        StateSpace *sp = &m->state_space;
+        char what[PATH_MAX];
         StateRecord rec;
         int n, r;
 
-        r = manager_state_records(m, m->state_changed, m->n_state_changed, &rec);
+        r = manager_state_records(m, all ? NULL : m->state_changed, m->n_state_changed, &rec);
         if (r < 0)
                 return r;
         n = state_format_journal(&rec, &text);
         free(rec.slots);
-        r = n < 0 ? n : state_append(m->state_fd, text, (size_t) n);
-        if (r < 0)
+        if (n < 0)
+                return n;
+        fd = openat(m->state_dir_fd, STATE_FILE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        /* Past the reserve (its top-up failed): the space first, so that a full disk fails
+         * the commit before any byte of it is written, never inside a line. */
+        if (!sp->no_prealloc && !state_reserve_covers(m->state_size, sp->prealloc_end, (uint64_t) n)) {
+                r = state_preallocate(fd, m->state_size, (uint64_t) n);
+                if (r < 0 && r != -EOPNOTSUPP)
+                        return r;
+                if (r >= 0)
+                        sp->prealloc_end = m->state_size + (uint64_t) n;
+        }
+        r = state_append(fd, text, (size_t) n);
+        if (r < 0) {
+                sp->journal_broken = true;
                 return r;
+        }
         m->state_size += (uint64_t) n;
+        if (all)
+                m->state_snapshot_needed = false;
+        r = manager_state_keep_reserve(m, fd);
+        if (r < 0) {
+                (void) snprintf(what, sizeof(what), "%s/" STATE_FILE, m->config->state_dir);
+                manager_state_failed(m, r, what);
+        }
         return 0;
+}
+
+/* A snapshot when one is due; when it fails and the journal is whole, the journal takes the
+ * commit (all slots when the snapshot was needed for slots that came or went). */
+static int manager_commit_write(Manager *m) {
+        StateSpace *sp = &m->state_space;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        bool due = m->state_snapshot_needed ||
+                   m->state_size - m->state_snapshot_size > MAX(m->state_snapshot_size, (uint64_t) JOURNAL_MIN_BYTES);
+        int r;
+
+        if (!sp->journal_broken && (!due || now < sp->snapshot_not_before))
+                return manager_commit_journal(m, m->state_snapshot_needed);
+        r = manager_commit_snapshot(m);
+        if (r >= 0 || sp->journal_broken)
+                return r;
+        log_full_errno(sp->error > 0 ? LOG_DEBUG : LOG_WARNING, r,
+                       "Failed to rewrite %s/" STATE_FILE ", appending to its journal instead: %m",
+                       m->config->state_dir);
+        sp->snapshot_not_before = now + SNAPSHOT_RETRY_USEC;
+        return manager_commit_journal(m, m->state_snapshot_needed);
 }
 
 int manager_commit(Manager *m) {
@@ -227,22 +294,23 @@ int manager_commit(Manager *m) {
                 manager_flush_events(m);
                 return 0;
         }
-        if (m->state_snapshot_needed || m->state_fd < 0 ||
-            m->state_size - m->state_snapshot_size > MAX(m->state_snapshot_size, (uint64_t) JOURNAL_MIN_BYTES))
-                r = manager_commit_snapshot(m);
-        else
-                r = manager_commit_journal(m);
+        r = manager_commit_write(m);
         if (r < 0) {
-                /* An append may have left part of a line: start afresh. */
-                m->state_snapshot_needed = true;
-                log_error_errno(r, "Failed to write %s/" STATE_FILE ", retrying in 1s: %m",
-                                m->config->state_dir);
-                manager_flush_replies(m, r);
-                m->commit_retry = sd_event_source_disable_unref(m->commit_retry);
-                (void) sd_event_add_time_relative(m->event, &m->commit_retry, CLOCK_MONOTONIC,
-                                                  COMMIT_RETRY_USEC, 0, manager_on_commit_retry, m);
+                char what[PATH_MAX];
+
+                /* The changes are made and stay made: "failed" would be untrue. Their callers
+                 * wait, and hear once a retry has written them. (Changes are refused before
+                 * they are made when state_dir cannot take them: this is the rare change
+                 * that was under way when it broke.) */
+                log_full_errno(m->state_space.commit_failed ? LOG_DEBUG : LOG_ERR, r,
+                               "Failed to write %s/" STATE_FILE ", retrying: %m",
+                               m->config->state_dir);
+                m->state_space.commit_failed = true;
+                (void) snprintf(what, sizeof(what), "%s/" STATE_FILE, m->config->state_dir);
+                manager_state_failed(m, r, what);
                 return r;
         }
+        m->state_space.commit_failed = false;
         for (size_t i = 0; i < m->n_state_changed; i++) {
                 Slot *s = manager_get_slot(m, m->state_changed[i]);
                 if (s)
@@ -318,13 +386,19 @@ int manager_restore_state(Manager *m) {
         size_t size;
         int r;
 
+        /* Start-up writes a snapshot; should it fail, an intact journal takes the lines. */
+        m->state_snapshot_needed = true;
         r = state_read(m->state_dir_fd, STATE_FILE, &text, &size);
         if (r == -ENOENT) {
-                m->idle_since = now_usec(CLOCK_REALTIME);
+                m->state_space.journal_broken = true;
+                m->idle_since = now_usec(CLOCK_BOOTTIME);
                 return manager_ensure_epoch(m);
         }
         if (r < 0)
                 return log_error_errno(r, "Failed to read %s/" STATE_FILE ": %m", m->config->state_dir);
+        /* Its preallocated space is not known: a top-up of space it has costs nothing. */
+        m->state_size = m->state_snapshot_size = m->state_space.prealloc_end = size;
+        m->state_space.journal_broken = size == 0 || text[size - 1] != '\n';
         r = state_parse(text, size, &rec, &skipped);
         if (r < 0)
                 return log_error_errno(r, "%s/" STATE_FILE " is not a slotd state file; move it "
@@ -333,6 +407,7 @@ int manager_restore_state(Manager *m) {
                 log_warning("Skipped %u unreadable lines of %s/" STATE_FILE, skipped,
                             m->config->state_dir);
 
+        manager_state_rebase(&rec);
         m->draining = rec.draining;
         m->epoch = rec.epoch;
         for (size_t i = 0; i < rec.n_slots; i++) {
@@ -356,7 +431,7 @@ int manager_restore_state(Manager *m) {
         }
         /* The idle clock runs on from where it was; a machine that was busy counts from
          * now if nothing is allocated after the restore. */
-        m->idle_since = m->n_busy == 0 ? (rec.idle_since ?: now_usec(CLOCK_REALTIME)) : 0;
+        m->idle_since = m->n_busy == 0 ? (rec.idle_since ?: now_usec(CLOCK_BOOTTIME)) : 0;
         log_info("Restored state of %zu slots from %s/" STATE_FILE, rec.n_slots, m->config->state_dir);
         state_record_done(&rec);
         m->state_dirty = true;

@@ -52,6 +52,16 @@ static void on_slot_misbehaved(Slot *s, CheckKind check, unsigned strikes, void 
         manager_bus_misbehaved(userdata, s, check, strikes);
 }
 
+static void on_slot_check_error(Slot *s, CheckKind check, int error, const char *message,
+                                void *userdata) {
+        manager_check_error(userdata, s, check, error, message);
+}
+
+static void on_fleet_check_verdict(Fleet *f, CheckKind check, unsigned failing, unsigned checked,
+                                   bool machine_fault, void *userdata) {
+        manager_check_verdict(userdata, f, check, failing, checked, machine_fault);
+}
+
 static void on_slot_hold_started(Slot *s, usec_t until, void *userdata) {
         manager_hold_started(userdata, until);
 }
@@ -64,6 +74,22 @@ static bool on_slot_receive_notify(Slot *s, int fd, void *userdata) {
         return manager_receive_notify(userdata, fd, s);
 }
 
+/* A fault of the host is the machine's while any slot has it; its message is the latest
+ * slot's. */
+static void on_slot_fault_changed(Slot *s, int old, void *userdata) {
+        Manager *m = userdata;
+
+        if (old != SLOT_FAULT_NONE && m->slot_faults[old] > 0 && --m->slot_faults[old] == 0)
+                (void) manager_fault_clear(m, slot_fault_to_string(old));
+        if (s->fault != SLOT_FAULT_NONE) {
+                m->slot_faults[s->fault]++;
+                (void) manager_fault_raise(m, slot_fault_to_string(s->fault), "slot %u (%s): %s",
+                                           s->id, s->fleet->config->name, s->fault_why);
+        }
+        /* A slot held back is busy: no allocation picks it (slot_facts()). */
+        manager_slot_changed(m, s, false);
+}
+
 static const SlotHooks slot_hooks = {
         .changed = on_slot_changed,
         .uuid_link = on_slot_uuid_link,
@@ -72,9 +98,12 @@ static const SlotHooks slot_hooks = {
         .crashed = on_slot_crashed,
         .properties_changed = on_slot_properties_changed,
         .misbehaved = on_slot_misbehaved,
+        .check_error = on_slot_check_error,
+        .check_verdict = on_fleet_check_verdict,
         .hold_started = on_slot_hold_started,
         .hold_ended = on_slot_hold_ended,
         .receive_notify = on_slot_receive_notify,
+        .fault_changed = on_slot_fault_changed,
 };
 
 void manager_update_slot_host(Manager *m) {
@@ -102,7 +131,7 @@ int manager_new(Config *config, Manager **ret) {
 
         if (!m)
                 return -ENOMEM;
-        m->state_dir_fd = m->exit_dir_fd = m->keeper_fd = m->state_fd = -EBADF;
+        m->state_dir_fd = m->exit_dir_fd = m->keeper_fd = -EBADF;
         m->payloads.dir_fd = -EBADF;
         m->state_snapshot_needed = true; /* the first commit starts the file afresh */
         r = sd_event_new(&m->event);
@@ -133,6 +162,7 @@ static void manager_free_fleets(Manager *m) {
                 confine_seccomp_program_free(f->seccomp);
                 sd_event_source_disable_unref(f->sweep_timer);
                 sd_event_source_disable_unref(f->sweep_defer);
+                fleet_checks_done(f);
                 if (f->owned_config) {
                         config_fleet_done(f->owned_config);
                         free(f->owned_config);
@@ -163,8 +193,8 @@ Manager *manager_free(Manager *m) {
         hashmap_done(&m->uuids);
         manager_bus_callers_done(m);
         manager_faults_done(m);
+        manager_checks_done(m);
         state_cache_done(&m->state_cache);
-        safe_close(m->state_fd);
         free(m->state_changed);
         sd_event_source_disable_unref(m->graveyard_source);
         sd_event_source_disable_unref(m->commit_source);
@@ -175,7 +205,7 @@ Manager *manager_free(Manager *m) {
         safe_close(m->exit_dir_fd);
         safe_close(m->keeper_fd);
 
-        sd_bus_flush_close_unref(m->bus);
+        manager_bus_done(m);
         sd_event_unref(m->event);
         config_free(m->config);
         free(m->machine_id);
@@ -313,6 +343,47 @@ int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, 
         return 0;
 }
 
+/* Below this much, slotd's own memory.max leaves little for its tables, sd-bus and a burst
+ * of calls at a thousand slots (with a few slots it has about 5 MiB resident). */
+#define SLOTD_MEMORY_MIN (32ULL << 20)
+
+/* slotd's own memory.max: the tightest on the way from its group up to the mount. Game
+ * servers are charged to their slots' groups, so only a limit above the slot tree counts
+ * them too. Said once at start-up; a limit too tight is warned of. */
+static void manager_log_own_memory(Manager *m) {
+        _cleanup_free_ char *self = NULL, *path = NULL, *tightest = NULL;
+        size_t n = strlen(m->cgroup_mount);
+        uint64_t limit = UINT64_MAX, v;
+        char b[FORMAT_BYTES_MAX];
+
+        if (!(m->enforced & CGROUP_MASK(CGROUP_MEMORY)) || cg_pid_path(0, &self) < 0 ||
+            asprintf(&path, "%s%s", m->cgroup_mount, streq(self, "/") ? "" : self) < 0)
+                return;
+        while (strlen(path) > n) {
+                if (cg_memory_max(path, &v) >= 0 && v < limit) {
+                        limit = v;
+                        free(tightest);
+                        tightest = strdup(path);
+                }
+                *strrchr(path, '/') = '\0';
+        }
+        if (limit == UINT64_MAX || !tightest) {
+                log_info("slotd's own memory: no memory.max above it");
+                return;
+        }
+        if (limit < SLOTD_MEMORY_MIN)
+                log_warning("slotd's own memory.max is %s (in %s), below the %llu MiB slotd may "
+                            "need at a thousand slots: it may be OOM-killed (game servers keep "
+                            "running, and the next slotd adopts them)", format_bytes(limit, b),
+                            tightest, SLOTD_MEMORY_MIN >> 20);
+        else
+                log_info("slotd's own memory.max is %s (in %s)%s", format_bytes(limit, b), tightest,
+                         strncmp(m->cgroup_root, tightest, strlen(tightest)) == 0 &&
+                                         m->cgroup_root[strlen(tightest)] == '/'
+                                 ? ", which the game servers share"
+                                 : "");
+}
+
 static int manager_setup_cgroups(Manager *m) {
         unsigned enforced = CGROUP_MASK_ALL;
         size_t n;
@@ -368,7 +439,21 @@ static int manager_setup_cgroups(Manager *m) {
                 log_debug("This kernel kills children cloned into a cgroup emptied by cgroup.kill; "
                           "such slots start with fork and cgroup.procs instead");
         log_info("Slot tree in %s", m->cgroup_root);
+        manager_log_own_memory(m);
         return 0;
+}
+
+/* A datagram on a slot's notify socket that is not heard: told once every FLOOD_LOG_INTERVAL
+ * per slot, so that a flood fills neither the log nor the loop. */
+static void notify_stray(Slot *s, pid_t pid, const char *why) {
+        unsigned untold;
+
+        if (ratelimit_tell(&s->notify_stray_log, now_usec(CLOCK_MONOTONIC), FLOOD_LOG_INTERVAL,
+                           &untold))
+                log_notice("Slot %u's notify socket: dropping a datagram %s (process %d; %u more "
+                           "dropped untold since the last such line, at most one every %u s)",
+                           s->id, why, (int) pid, untold,
+                           (unsigned) (FLOOD_LOG_INTERVAL / USEC_PER_SEC));
 }
 
 /* Reads one datagram from a slot's notify socket; false when there was none. Only a process
@@ -387,6 +472,7 @@ bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
                 .msg_controllen = sizeof(control),
         };
         struct ucred *cred = NULL;
+        usec_t now;
         ssize_t n;
         Slot *s;
 
@@ -402,12 +488,26 @@ bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
                         for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
                                 safe_close(fds[i]);
                 }
-        if (!cred || cred->pid <= 0 || (size_t) n > NOTIFY_MESSAGE_MAX || (msg.msg_flags & MSG_TRUNC))
+        if (!cred || cred->pid <= 0) {
+                notify_stray(expected, 0, "without credentials");
                 return true;
+        }
+        if ((size_t) n > NOTIFY_MESSAGE_MAX || (msg.msg_flags & MSG_TRUNC)) {
+                notify_stray(expected, cred->pid, "too long for a notify message");
+                return true;
+        }
+        /* A flood from one stranger costs a look at its cgroup once a second, not once a
+         * datagram (a PID is not reused within a second unless pid_max wraps that fast). */
+        now = now_usec(CLOCK_MONOTONIC);
+        if (cred->pid == expected->notify_stranger && now < expected->notify_stranger_until) {
+                notify_stray(expected, cred->pid, "from a process outside the slot");
+                return true;
+        }
         s = manager_slot_by_pid(m, cred->pid);
         if (!s || s != expected) {
-                log_debug("Notify message from process %d outside slot %u, ignoring",
-                          (int) cred->pid, expected->id);
+                expected->notify_stranger = cred->pid;
+                expected->notify_stranger_until = now + USEC_PER_SEC;
+                notify_stray(expected, cred->pid, "from a process outside the slot");
                 return true;
         }
         slot_handle_notify(s, buf, (size_t) n);
@@ -683,7 +783,7 @@ int manager_startup(Manager *m, const char *bus_override) {
         if (r < 0)
                 return r;
         r = payload_store_open(&m->payloads, m->state_dir_fd, m->config->localproxy.payload_ttl,
-                               manager_allocation_exists, m);
+                               manager_payload_keep, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to open %s/payload: %m", m->config->state_dir);
         r = token_key_new(&m->token_key);

@@ -14,12 +14,19 @@
 #include "payload.h"
 #include "slot.h"
 #include "state-file.h"
+#include "state-reserve.h"
 #include "token.h"
 #include <linux/filter.h>
 
 typedef struct Manager {
         sd_event *event;
-        sd_bus *bus;
+        sd_bus *bus;                 /* NULL while the bus is away (bus-connection.c) */
+        char *bus_address;           /* --bus or supervisor.bus, to reconnect to */
+        sd_event_source *bus_retry;  /* the next reconnection, with back-off */
+        usec_t bus_retry_delay;
+        usec_t bus_lost_at;          /* CLOCK_MONOTONIC */
+        unsigned bus_attempts;
+        bool bus_name_taken_logged;
         Config *config;
 
         char *machine_id;
@@ -45,8 +52,8 @@ typedef struct Manager {
         Hashmap uuids;               /* allocation and reservation UUID → Slot */
         bool draining;
         unsigned n_busy;             /* slots allocated or reserved */
-        usec_t idle_since;           /* CLOCK_REALTIME, 0 while busy */
-        usec_t hold_until;           /* the furthest hold, CLOCK_REALTIME */
+        usec_t idle_since;           /* CLOCK_BOOTTIME (wallclock.h), 0 while busy */
+        usec_t hold_until;           /* the furthest hold, CLOCK_BOOTTIME */
         bool deprovisionable;
         sd_event_source *ttl_timer;
 
@@ -57,7 +64,7 @@ typedef struct Manager {
         ProbeHub *probe_hub;         /* the one socket of all query probes */
         Hashmap callers;             /* what the bus said of each caller (manager-bus.c) */
         StateCache state_cache;      /* the state file's lines of the last snapshot */
-        int state_fd;                /* the state file, open to append to (manager-state.c) */
+        StateSpace state_space;      /* its preallocated space, the state_dir fault */
         uint64_t state_size;         /* its snapshot and its journal */
         uint64_t state_snapshot_size;
         bool state_snapshot_needed;  /* the next commit writes the whole file */
@@ -66,7 +73,7 @@ typedef struct Manager {
         bool state_dirty;
         usec_t dirty_since;               /* CLOCK_MONOTONIC of the oldest unwritten change */
         sd_event_source *commit_source;   /* idle priority: one commit for a burst */
-        sd_event_source *commit_retry;
+        sd_event_source *commit_retry;    /* a failed commit, the state_dir fault: retries */
         struct DurableWaiter *pending;    /* callers waiting for the commit */
         size_t n_pending;
         size_t n_pending_allocated;
@@ -88,6 +95,10 @@ typedef struct Manager {
 
         HostFault *faults;           /* the Faults property (manager-faults.c) */
         size_t n_faults;
+        unsigned slot_faults[_SLOT_FAULT_MAX];  /* slots held back by each (slot-fault.c) */
+        struct CheckErrorCause *check_errors; /* checks the host keeps from being made
+                                               * (manager-checks.c) */
+        size_t n_check_errors;
 
         Slot **graveyard;            /* retired slots, freed outside their callbacks */
         size_t n_graveyard;
@@ -140,7 +151,8 @@ void manager_update_ttl(Manager *m);
 int manager_open_state(Manager *m);
 int manager_restore_state(Manager *m);
 
-/* SPEC §7. -EINVAL unknown fleet, -EAGAIN draining, -ENOSPC no capacity. */
+/* SPEC §7. -EINVAL unknown fleet, -EAGAIN draining, -ENOSPC no capacity; when the slot picked
+ * refused (slot_allocate()), *ret names it. */
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
                      Slot **ret);
 int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret);
@@ -157,8 +169,23 @@ void manager_state_slot_changed(Manager *m, Slot *s);
 /* Slots came or went (Reload, retirement): the next commit writes the whole file. */
 void manager_state_snapshot(Manager *m);
 int manager_commit(Manager *m);
+/* The state_dir fault (manager-state-space.c). Before a change is applied: 0, or the errno
+ * why state_dir cannot make it durable (the fault is then raised). */
+int manager_state_admit(Manager *m);
+/* A write to state_dir failed with error ("what" names the file): raises the fault and arms
+ * the retry timer, which clears it once state_dir takes writes again. */
+void manager_state_failed(Manager *m, int error, const char *what);
+/* After a commit (fd: the state file, open to append) or a snapshot: keeps the reserve. */
+int manager_state_keep_reserve(Manager *m, int fd);
+void manager_state_arm_retry(Manager *m);
 Slot *manager_slot_by_pid(Manager *m, pid_t pid);
 bool manager_receive_notify(Manager *m, int fd, Slot *expected);
+/* Checks the host keeps from being made, and rounds most of a fleet failed (manager-checks.c,
+ * SPEC §6, §12): their faults of the host, their signal. */
+void manager_check_error(Manager *m, Slot *s, CheckKind check, int error, const char *message);
+void manager_check_verdict(Manager *m, Fleet *f, CheckKind check, unsigned failing,
+                           unsigned checked, bool machine_fault);
+void manager_checks_done(Manager *m);
 void manager_stop_all(Manager *m);
 
 /* Allocation events (manager-events.c). */
@@ -168,9 +195,17 @@ bool manager_last_event(Manager *m, Slot *s, AllocEvent *ret);
 int manager_ensure_epoch(Manager *m);
 Slot *manager_slot_by_cgroup_path(Manager *m, const char *path);
 bool manager_allocation_exists(const char *uuid, void *userdata);
+/* At start-up (payload.h): the payload of uuid stays if its allocation does, given when the
+ * state file says. */
+bool manager_payload_keep(const char *uuid, usec_t *given_at, void *userdata);
+/* The state file's clock (state-file.h): this boot and its wall offset (manager-alloc.c). */
+void manager_state_clock(StateRecord *rec);
+/* Moves what the state file says to this boot's CLOCK_BOOTTIME, before the slots take it. */
+void manager_state_rebase(StateRecord *rec);
 
-/* Calls callback(m, error, userdata) once every change made so far is durable (error 0) or
- * its commit failed (error < 0); 1 means slotd is going away without an answer. It may be
+/* Calls callback(m, error, userdata) once every change made so far is durable (error 0); 1
+ * means slotd is going away without an answer. A failed commit answers nobody: the change
+ * is made, so "failed" would be untrue; it is retried and answered once durable. It may be
  * called before this returns (a change left waiting too long is committed on the spot):
  * userdata must be complete when it is passed. */
 typedef void (*durable_callback_t)(Manager *m, int error, void *userdata);
@@ -179,6 +214,7 @@ void manager_drop_waiters(Manager *m);
 
 /* D-Bus (manager-bus.c, slot-bus.c). */
 int manager_bus_setup(Manager *m, const char *bus);
+void manager_bus_done(Manager *m);
 void manager_bus_slot_changed(Manager *m, Slot *s);
 /* PropertiesChanged for the named properties only (a NULL-terminated list). */
 void manager_bus_slot_properties(Manager *m, Slot *s, const char *property, ...) _sentinel_;
@@ -186,6 +222,8 @@ void manager_bus_property_changed(Manager *m, const char *property);
 void manager_bus_deprovisionable(Manager *m);
 void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
 void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes);
+void manager_bus_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
+                               unsigned checked);
 int manager_bus_watch_callers(Manager *m);
 void manager_bus_callers_done(Manager *m);
 /* 1: authorized now; 0: being checked, the method runs again with the answer; < 0: denied

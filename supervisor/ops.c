@@ -8,6 +8,7 @@
 #include "log.h"
 #include "manager.h"
 #include "ops.h"
+#include "wallclock.h"
 
 static const char *const error_names[_OPS_ERROR_MAX] = {
         [OPS_OK] = "ok",
@@ -20,6 +21,7 @@ static const char *const error_names[_OPS_ERROR_MAX] = {
         [OPS_ERROR_DRAINING] = "draining",
         [OPS_ERROR_UNAVAILABLE] = "unavailable",
         [OPS_ERROR_FAILED] = "failed",
+        [OPS_ERROR_STATE_UNWRITABLE] = "state-unwritable",
 };
 
 const char *ops_error_code_to_string(OpsErrorCode c) {
@@ -89,6 +91,16 @@ int ops_check_id(const char *what, const char *s, bool empty_ok, OpsStatus *st) 
                         ALLOC_ID_MAX);
 }
 
+int ops_check_writable(Manager *m, OpsStatus *st) {
+        int r = manager_state_admit(m);
+
+        if (r >= 0)
+                return 0;
+        return ops_fail(st, OPS_ERROR_STATE_UNWRITABLE, r,
+                        "state_dir %s takes no writes: %s; changes are refused until it does",
+                        m->config->state_dir, strerror(-r));
+}
+
 static int find_slot(Manager *m, unsigned slot_id, Slot **ret, OpsStatus *st) {
         Slot *s = manager_get_slot(m, slot_id);
 
@@ -112,19 +124,37 @@ static int check_allocation(const OpsAllocation *a, OpsStatus *st) {
 }
 
 /* The payload goes to disk before the allocation exists: a failed write refuses the
- * allocation, and an acknowledged allocation finds its payload after any crash. */
+ * allocation, and an acknowledged allocation finds its payload after any crash. A write that
+ * state_dir refused is the state_dir fault. */
 static int store_payload(Manager *m, const OpsAllocation *a, OpsStatus *st) {
+        char what[PATH_MAX];
         int r;
 
         if (!a->payload)
                 return 0;
         r = payload_store_put(&m->payloads, a->uuid, a->payload, a->payload_size,
-                              now_usec(CLOCK_REALTIME));
+                              now_usec(CLOCK_BOOTTIME));
+        if (r < 0 && r != -ENOMEM) {
+                (void) snprintf(what, sizeof(what), "%s/payload/%s", m->config->state_dir, a->uuid);
+                manager_state_failed(m, r, what);
+                return ops_check_writable(m, st);
+        }
         if (r < 0)
                 return ops_fail(st, OPS_ERROR_UNAVAILABLE, r,
                                 "Failed to store the payload of %s durably: %s", a->uuid,
                                 strerror(-r));
         return 0;
+}
+
+/* The slot could not write the allocation into its server.json (the slots_dir fault): the
+ * allocation was refused before it was made (slot_allocate()). */
+static bool refused_server_json(const Slot *s, int r) {
+        return r < 0 && s && s->fault == SLOT_FAULT_SLOTS_DIR && s->fault_error == r;
+}
+
+static int fail_server_json(const Slot *s, int r, OpsStatus *st) {
+        return ops_fail(st, OPS_ERROR_UNAVAILABLE, r, "Slot %u: %s; the allocation was not made",
+                        s->id, s->fault_why);
 }
 
 static void undo_payload(Manager *m, const OpsAllocation *a) {
@@ -138,6 +168,10 @@ int ops_allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAll
         int r;
 
         if ((r = ops_check_admin(c, st)) < 0 || (r = check_allocation(a, st)) < 0)
+                return r;
+        /* A retry of an allocation made before is answered, not refused: it is in effect. */
+        s = manager_slot_by_uuid(m, a->uuid);
+        if ((!s || !streq_ptr(s->allocation_uuid, a->uuid)) && (r = ops_check_writable(m, st)) < 0)
                 return r;
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
@@ -154,6 +188,8 @@ int ops_allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAll
         }
         if (r < 0) {
                 undo_payload(m, a);
+                if (refused_server_json(s, r))
+                        return fail_server_json(s, r, st);
                 return fail_errno(st, r, "Allocate");
         }
         *ret = s;
@@ -176,6 +212,8 @@ int ops_slot_allocate(Manager *m, const OpsCaller *c, unsigned slot_id, const Op
                                 "%s is allocated or reserved on slot %u", a->uuid, other->id);
         if (m->draining && !streq_ptr(s->allocation_uuid, a->uuid))
                 return fail_errno(st, -EAGAIN, "Allocate");
+        if (!streq_ptr(s->allocation_uuid, a->uuid) && (r = ops_check_writable(m, st)) < 0)
+                return r;
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
         r = slot_allocate(s, a->uuid, bc);
@@ -189,6 +227,8 @@ int ops_slot_allocate(Manager *m, const OpsCaller *c, unsigned slot_id, const Op
                 return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r,
                                 "Fleet '%s' has no build configuration '%s'",
                                 s->fleet->config->name, bc);
+        if (refused_server_json(s, r))
+                return fail_server_json(s, r, st);
         if (r < 0)
                 return fail_errno(st, r, "Allocate");
         return 0;
@@ -204,6 +244,8 @@ int ops_deallocate(Manager *m, const OpsCaller *c, const char *uuid, OpsStatus *
         if (!s || !streq_ptr(s->allocation_uuid, uuid))
                 return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, -ENOENT, "No allocation '%s'",
                                 uuid);
+        if ((r = ops_check_writable(m, st)) < 0)
+                return r;
         r = slot_deallocate(s);
         if (r < 0)
                 return fail_errno(st, r, "Deallocate");
@@ -215,6 +257,8 @@ int ops_slot_deallocate(Manager *m, const OpsCaller *c, unsigned slot_id, OpsSta
         int r;
 
         if ((r = ops_check_admin(c, st)) < 0 || (r = find_slot(m, slot_id, &s, st)) < 0)
+                return r;
+        if (s->allocation_uuid && (r = ops_check_writable(m, st)) < 0)
                 return r;
         r = slot_deallocate(s);
         if (r == -EBUSY)
@@ -240,6 +284,8 @@ int ops_reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *u
             (r = ops_check_id("reservation UUID", uuid, false, st)) < 0 ||
             (r = check_timeout("Reservation", timeout, &timeout, st)) < 0)
                 return r;
+        if (!manager_slot_by_uuid(m, uuid) && (r = ops_check_writable(m, st)) < 0)
+                return r; /* (a retry is answered: its reservation is in effect) */
         r = manager_reserve(m, fleet, uuid, timeout, ret);
         if (r == -EINVAL)
                 return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
@@ -279,6 +325,8 @@ int ops_slot_reserve(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t ti
         }
         if (m->draining)
                 return fail_errno(st, -EAGAIN, "Reserve");
+        if ((r = ops_check_writable(m, st)) < 0)
+                return r;
         if ((r = new_uuid(uuid)) < 0)
                 return fail_errno(st, r, "Reserve");
         r = slot_reserve(s, uuid, timeout);
@@ -302,6 +350,8 @@ int ops_slot_unreserve(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStat
         if (!s->reservation_uuid)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not reserved",
                                 s->id);
+        if ((r = ops_check_writable(m, st)) < 0)
+                return r;
         slot_end_reservation(s);
         manager_slot_changed(m, s, true);
         return 0;
@@ -314,9 +364,12 @@ int ops_hold(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout, u
 
         if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
             (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = check_timeout("Hold", timeout, &timeout, st)) < 0)
+            (r = check_timeout("Hold", timeout, &timeout, st)) < 0 ||
+            (r = ops_check_writable(m, st)) < 0)
                 return r;
         r = slot_hold(s, timeout, ret_until);
+        if (r >= 0)
+                *ret_until = boottime_to_wall(*ret_until);
         if (r == -EBUSY)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, r,
                                 "Slot %u is %s: only an online or available slot can be held",
@@ -335,6 +388,8 @@ int ops_release_hold(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus
                 return r;
         if (s->hold_until == 0)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not held", s->id);
+        if ((r = ops_check_writable(m, st)) < 0)
+                return r;
         slot_end_hold(s, HOLD_EVENT_RELEASE);
         manager_slot_changed(m, s, true);
         return 0;
@@ -348,7 +403,7 @@ int ops_hold_status(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t *re
         if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
             (r = ops_check_slot_caller(c, slot_id, st)) < 0)
                 return r;
-        *ret_until = s->hold_until;
+        *ret_until = boottime_to_wall(s->hold_until);
         return 0;
 }
 
@@ -368,6 +423,8 @@ int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *
                                 strempty(s->allocation_uuid));
         if (s->ready_for_players == ready)
                 return 0;
+        if ((r = ops_check_writable(m, st)) < 0)
+                return r;
         s->ready_for_players = ready;
         manager_slot_changed(m, s, true);
         manager_bus_slot_properties(m, s, "ReadyForPlayers", NULL);
@@ -391,7 +448,7 @@ int ops_payload(Manager *m, const OpsCaller *c, const char *uuid, const void **r
         }
         if ((r = ops_check_slot_caller(c, s->id, st)) < 0)
                 return r;
-        r = payload_store_get(&m->payloads, uuid, now_usec(CLOCK_REALTIME), ret, ret_size);
+        r = payload_store_get(&m->payloads, uuid, now_usec(CLOCK_BOOTTIME), ret, ret_size);
         if (r < 0)
                 return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, r,
                                 "Allocation '%s' has no payload, or its localproxy.payload_ttl "

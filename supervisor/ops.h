@@ -38,6 +38,7 @@ typedef enum OpsErrorCode {
         OPS_ERROR_DRAINING,
         OPS_ERROR_UNAVAILABLE,
         OPS_ERROR_FAILED,
+        OPS_ERROR_STATE_UNWRITABLE,  /* state_dir takes no writes: refused, nothing changed */
         _OPS_ERROR_MAX,
 } OpsErrorCode;
 
@@ -73,6 +74,7 @@ int ops_reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *u
 int ops_slot_reserve(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout,
                      Slot **ret, OpsStatus *st);
 int ops_slot_unreserve(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
+/* *ret_until: the deadline as the wall clock shows it (CLOCK_REALTIME µs). */
 int ops_hold(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout, usec_t *ret_until,
              OpsStatus *st);
 int ops_release_hold(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
@@ -88,6 +90,10 @@ int ops_payload(Manager *m, const OpsCaller *c, const char *uuid, const void **r
 int ops_check_admin(const OpsCaller *c, OpsStatus *st);
 int ops_check_slot_caller(const OpsCaller *c, unsigned slot_id, OpsStatus *st);
 int ops_check_id(const char *what, const char *s, bool empty_ok, OpsStatus *st);
+/* Before a change is applied: can state_dir make it durable? Else StateUnwritable, saying
+ * why (the host fault state_dir, SPEC §12). Changes that slotd makes by itself and reads
+ * need no such check. */
+int ops_check_writable(Manager *m, OpsStatus *st);
 
 /* Fills *st and returns -errno; for doors that refuse before calling an operation. */
 int ops_fail(OpsStatus *st, OpsErrorCode code, int error, const char *format, ...)

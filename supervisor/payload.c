@@ -10,6 +10,7 @@
 #include "macro.h"
 #include "payload.h"
 #include "state-file.h"
+#include "wallclock.h"
 
 #define PAYLOAD_DIR "payload"
 #define PAYLOAD_FILE_MAX (64 * 1024)
@@ -18,7 +19,7 @@ typedef struct Payload {
         char *uuid;                  /* the key */
         void *data;
         size_t size;
-        usec_t given_at;             /* CLOCK_REALTIME */
+        usec_t given_at;             /* CLOCK_BOOTTIME */
 } Payload;
 
 static void payload_free(void *p) {
@@ -52,8 +53,9 @@ static int payload_insert(PayloadStore *p, const char *uuid, void *data, size_t 
         return 0;
 }
 
-/* One file of an earlier slotd: its name is the UUID, its mtime when it was given. */
-static int payload_load_one(PayloadStore *p, const char *name) {
+/* One file of an earlier slotd: its name is the UUID; given at given_at, or else at its
+ * mtime (real time, taken back to CLOCK_BOOTTIME). */
+static int payload_load_one(PayloadStore *p, const char *name, usec_t given_at) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ void *data = NULL;
         struct stat st;
@@ -72,16 +74,19 @@ static int payload_load_one(PayloadStore *p, const char *name) {
         n = pread(fd, data, (size_t) st.st_size, 0);
         if (n != st.st_size)
                 return n < 0 ? negative_errno() : -EIO;
-        if (payload_insert(p, name, data, (size_t) n,
-                           (usec_t) st.st_mtim.tv_sec * USEC_PER_SEC +
-                                   (usec_t) st.st_mtim.tv_nsec / 1000) < 0)
+        if (given_at == 0)
+                given_at = boottime_rebase((usec_t) st.st_mtim.tv_sec * USEC_PER_SEC +
+                                                   (usec_t) st.st_mtim.tv_nsec / NSEC_PER_USEC,
+                                           0, wall_offset());
+        if (payload_insert(p, name, data, (size_t) n, given_at) < 0)
                 return -ENOMEM;
         TAKE_PTR(data);
         return 0;
 }
 
 int payload_store_open(PayloadStore *p, int state_dir_fd, usec_t ttl,
-                       bool (*keep)(const char *uuid, void *userdata), void *userdata) {
+                       bool (*keep)(const char *uuid, usec_t *given_at, void *userdata),
+                       void *userdata) {
         _cleanup_close_ int fd = -EBADF;
         DIR *d;
         int r;
@@ -99,15 +104,17 @@ int payload_store_open(PayloadStore *p, int state_dir_fd, usec_t ttl,
         if (!d)
                 return negative_errno();
         for (struct dirent *de; (de = readdir(d));) {
+                usec_t given_at = 0;
+
                 if (de->d_name[0] == '.')
                         continue;
-                if (!keep(de->d_name, userdata)) {
+                if (!keep(de->d_name, &given_at, userdata)) {
                         /* Its allocation ended while slotd was away, or before a crash
                          * let the removal reach the disk. */
                         (void) unlinkat(p->dir_fd, de->d_name, 0);
                         continue;
                 }
-                r = payload_load_one(p, de->d_name);
+                r = payload_load_one(p, de->d_name, given_at);
                 if (r < 0)
                         log_warning_errno(r, "Failed to load payload %s, ignoring: %m", de->d_name);
         }
@@ -121,7 +128,7 @@ void payload_store_done(PayloadStore *p) {
 }
 
 int payload_store_put(PayloadStore *p, const char *uuid, const void *data, size_t size,
-                      usec_t now_realtime) {
+                      usec_t now_boottime) {
         _cleanup_free_ void *copy = malloc(MAX(size, (size_t) 1));
         int r;
 
@@ -133,20 +140,20 @@ int payload_store_put(PayloadStore *p, const char *uuid, const void *data, size_
         r = state_write_atomic(p->dir_fd, uuid, data, size);
         if (r < 0)
                 return r;
-        r = payload_insert(p, uuid, copy, size, now_realtime);
+        r = payload_insert(p, uuid, copy, size, now_boottime);
         if (r < 0)
                 return r;
         TAKE_PTR(copy);
         return 0;
 }
 
-int payload_store_get(PayloadStore *p, const char *uuid, usec_t now_realtime, const void **ret,
+int payload_store_get(PayloadStore *p, const char *uuid, usec_t now_boottime, const void **ret,
                       size_t *ret_size) {
         Payload *x = hashmap_get(&p->map, uuid);
 
         if (!x)
                 return -ENOENT;
-        if (now_realtime >= x->given_at + p->ttl) {
+        if (now_boottime >= x->given_at + p->ttl) {
                 payload_store_drop(p, uuid);
                 return -ENOENT;
         }
@@ -165,4 +172,10 @@ void payload_store_drop(PayloadStore *p, const char *uuid) {
         if (unlinkat(p->dir_fd, x->uuid, 0) < 0 && errno != ENOENT)
                 log_warning_errno(errno, "Failed to remove payload %s, ignoring: %m", x->uuid);
         payload_free(x);
+}
+
+usec_t payload_store_given_at(PayloadStore *p, const char *uuid) {
+        Payload *x = hashmap_get(&p->map, uuid);
+
+        return x ? x->given_at : 0;
 }

@@ -49,15 +49,30 @@ int server_json_format(const ServerJson *j, char **ret) {
         return (int) strlen(*ret);
 }
 
-int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid) {
+/* The room the file keeps: this content, and the same with the longest allocation UUID (its
+ * characters need no escaping, so the difference is exact), and what a refused write
+ * needed. */
+static size_t server_json_room(const ServerJson *j, size_t n) {
+        size_t uuid = strlen(strempty(j->allocated_uuid));
+        size_t room = n + (uuid < SERVER_JSON_UUID_MAX ? SERVER_JSON_UUID_MAX - uuid : 0);
+
+        return MAX(room, j->reserve);
+}
+
+int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid,
+                         size_t *ret_need) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
         int n = server_json_format(j, &buf);
+        size_t room;
         ssize_t w;
 
         if (n < 0)
                 return n;
+        room = server_json_room(j, (size_t) n);
+        if (ret_need)
+                *ret_need = room;
         fd = openat(dirfd, "server.json", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
                     0644);
         if (fd < 0)
@@ -69,11 +84,23 @@ int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid) {
         if (st.st_uid != uid || st.st_gid != gid)
                 if (fchown(fd, uid, gid) < 0)
                         return negative_errno();
-        /* O_TRUNC only after the checks above, so a planted link is never truncated. */
-        if (ftruncate(fd, 0) < 0)
+        /* Blocks already there are kept; a file system without fallocate gets plain writes. */
+        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t) room) < 0 && errno != EOPNOTSUPP &&
+            errno != ENOSYS)
                 return negative_errno();
+        /* Over the file's own blocks, then cut: a shorter content never needs new space.
+         * The truncation comes only after the checks above, so a planted link is never
+         * truncated. */
         w = pwrite(fd, buf, (size_t) n, 0);
         if (w < 0)
                 return negative_errno();
-        return w == n ? 0 : -EIO;
+        if (w != n)
+                return -EIO;
+        if (st.st_size > n) {
+                if (ftruncate(fd, n) < 0)
+                        return negative_errno();
+                /* Cutting frees whole blocks past the end, reserved ones too: again. */
+                (void) fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t) room);
+        }
+        return 0;
 }

@@ -24,12 +24,25 @@ typedef struct ServerJson {
         char *const *variable_names;
         char *const *variable_values;
         size_t n_variables;
+        /* Room to keep for the file beyond what this content needs (a refused write's). */
+        size_t reserve;
 } ServerJson;
+
+/* The longest allocation UUID (allocation.h, ALLOC_ID_MAX): the room every write keeps. */
+#define SERVER_JSON_UUID_MAX 128
 
 /* Formats with jansson; returns the length and the text in *ret (free it), or -ENOMEM. Pure. */
 int server_json_format(const ServerJson *j, char **ret);
 
-/* Rewrites dirfd/server.json in place: open with O_TRUNC, then write. Never a rename, since
- * SDKs watch the file for writes; never through a symlink or a hard link the game server may
- * have planted (its home is its own). New files get the given owner, mode 0644. */
-int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid);
+/* Rewrites dirfd/server.json in place. Never a rename, since SDKs watch the file for writes;
+ * never through a symlink or a hard link the game server may have planted (its home is its
+ * own). New files get the given owner, mode 0644.
+ *
+ * A full disk fails the write before the file is touched: the file's blocks are reserved
+ * first (fallocate, FALLOC_FL_KEEP_SIZE) for this content and for the same with the longest
+ * allocation UUID, then the content is written over them from offset 0 and the file cut to
+ * its length. An allocation or deallocation after a successful write therefore needs no new
+ * space, unless it changes the build configuration. On failure *ret_need (may be NULL) is
+ * the room the write needed. */
+int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid,
+                         size_t *ret_need);

@@ -5,8 +5,10 @@
 
 #include "log.h"
 #include "slot-internal.h"
+#include "wallclock.h"
 
-int slot_set_allocation(Slot *s, const char *uuid) {
+/* Links the UUID to the slot; server.json is the caller's. */
+static int slot_take_allocation(Slot *s, const char *uuid) {
         char *copy = NULL;
         int r;
 
@@ -25,13 +27,26 @@ int slot_set_allocation(Slot *s, const char *uuid) {
                 slot_hook_uuid_unlink(s, s->allocation_uuid);
         free(s->allocation_uuid);
         s->allocation_uuid = copy;
-        /* Rewritten before anything announces the change (SPEC §4). Before provisioning
-         * (a restore) there is no home yet: the start writes it. */
-        if (s->home_fd >= 0) {
-                r = slot_write_server_json(s);
-                if (r < 0)
-                        log_slot_warning_errno(s, r, "Failed to rewrite server.json: %m");
-        }
+        return 0;
+}
+
+/* server.json is rewritten before anything announces the change (SPEC §4). Before
+ * provisioning (a restore) there is no home yet: the start writes it. An allocation's write
+ * comes before the change (slot_allocate()); the end of one is made whatever the disk says,
+ * since its content is shorter and goes over the file's own blocks: when it still fails,
+ * the slot is busy (no allocation comes to it) and its server.json is written again with
+ * back-off (slot-fault.c). */
+int slot_set_allocation(Slot *s, const char *uuid) {
+        int r;
+
+        if (streq_ptr(s->allocation_uuid, uuid))
+                return 0;
+        r = slot_take_allocation(s, uuid);
+        if (r < 0 || s->home_fd < 0)
+                return r;
+        r = slot_write_server_json(s);
+        if (r < 0 && !slot_storage_fault(r))
+                log_slot_warning_errno(s, r, "Failed to rewrite server.json: %m");
         return 0;
 }
 
@@ -54,16 +69,13 @@ void slot_end_hold(Slot *s, HoldEvent event) {
         slot_hook_hold_ended(s, until);
 }
 
-/* Deadlines are kept as CLOCK_REALTIME (shown and persisted) and armed on CLOCK_MONOTONIC,
- * which wall-clock steps do not move. */
-static int slot_arm_deadline(Slot *s, sd_event_source **source, usec_t until_realtime,
+/* Deadlines are CLOCK_BOOTTIME (wallclock.h), kept, persisted and armed as such: a step of
+ * the wall clock moves none of them. */
+static int slot_arm_deadline(Slot *s, sd_event_source **source, usec_t until,
                              sd_event_time_handler_t handler) {
-        usec_t now = now_usec(CLOCK_REALTIME);
-        usec_t left = until_realtime > now ? until_realtime - now : 0;
-
         *source = sd_event_source_disable_unref(*source);
-        return sd_event_add_time_relative(s->host->event, source, CLOCK_MONOTONIC, left,
-                                          USEC_PER_MSEC, handler, s);
+        return sd_event_add_time(s->host->event, source, CLOCK_BOOTTIME, until, USEC_PER_MSEC,
+                                 handler, s);
 }
 
 static int slot_hold_until(Slot *s, usec_t until, usec_t *ret_until) {
@@ -76,14 +88,14 @@ static int slot_hold_until(Slot *s, usec_t until, usec_t *ret_until) {
                 return r;
         s->hold_until = until;
         slot_hook_hold_started(s, until);
-        log_slot_info(s, "Held until %" PRIu64, until);
+        log_slot_info(s, "Held until %" PRIu64 " (wall clock, µs)", boottime_to_wall(until));
         slot_hook_changed(s, true);
         *ret_until = until;
         return 0;
 }
 
 int slot_hold(Slot *s, usec_t timeout, usec_t *ret_until) {
-        return slot_hold_until(s, now_usec(CLOCK_REALTIME) + timeout, ret_until);
+        return slot_hold_until(s, now_usec(CLOCK_BOOTTIME) + timeout, ret_until);
 }
 
 void slot_end_reservation(Slot *s) {
@@ -130,7 +142,7 @@ static int slot_reserve_until(Slot *s, const char *uuid, usec_t until) {
 }
 
 int slot_reserve(Slot *s, const char *uuid, usec_t timeout) {
-        return slot_reserve_until(s, uuid, now_usec(CLOCK_REALTIME) + timeout);
+        return slot_reserve_until(s, uuid, now_usec(CLOCK_BOOTTIME) + timeout);
 }
 
 int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
@@ -154,6 +166,18 @@ int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
          * and the next one, starting, takes it. */
         (void) slot_disarm(s);
 
+        /* The game server reads its allocation there: one it could not be told of is not
+         * made. Refused before anything changed (the caller's error says why). */
+        if (s->home_fd >= 0) {
+                r = slot_write_server_json_as(s, uuid, bc);
+                if (r < 0) {
+                        log_slot_warning_errno(s, r, "Refusing allocation %s: cannot write "
+                                               "%s/server.json: %m", uuid, s->home);
+                        slot_hook_changed(s, false);
+                        return r;
+                }
+        }
+
         restart = slot_is_running(s) && (!streq(bc, s->build_configuration) || s->stale);
         start = !slot_is_running(s);
         if (!streq(bc, s->build_configuration)) {
@@ -163,9 +187,11 @@ int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
         }
         slot_end_reservation(s);
         slot_end_hold(s, HOLD_EVENT_ALLOCATE);
-        r = slot_set_allocation(s, uuid);
-        if (r < 0)
+        r = slot_take_allocation(s, uuid);
+        if (r < 0) {
+                (void) slot_write_server_json(s);
                 return r;
+        }
         log_slot_info(s, "Allocated to %s (build configuration %s)%s", uuid, bc,
                       restart ? ", restarting into it" : start ? ", starting" : "");
         if (pre_recovery)
@@ -215,8 +241,9 @@ int slot_deallocate(Slot *s) {
         return 0;
 }
 
+/* r's times are this boot's CLOCK_BOOTTIME (state_record_rebase()). */
 void slot_restore(Slot *s, const SlotRecord *r) {
-        usec_t now = now_usec(CLOCK_REALTIME);
+        usec_t now = now_usec(CLOCK_BOOTTIME);
 
         if (r->build_configuration)
                 (void) free_and_strdup(&s->build_configuration, r->build_configuration);
@@ -241,6 +268,7 @@ void slot_restore(Slot *s, const SlotRecord *r) {
         s->restored_keeper = (pid_t) r->keeper;
         s->restored_ready = r->ready;
         s->restored_keeper_restarts = r->keeper_restarts;
+        s->restored_payload_at = r->payload_at;
         if (r->keeper)
                 s->started_at = r->started_at;
 }

@@ -3,6 +3,7 @@
 #include "manager.h"
 #include "ops.h"
 #include "strv.h"
+#include "wallclock.h"
 
 #define DEFINE_SLOT_GETTER(name, sig, expr)                                                    \
         static int property_get_##name(sd_bus *bus, const char *path, const char *interface,   \
@@ -28,10 +29,15 @@ DEFINE_SLOT_GETTER(memory_current, "t", slot_memory_current(s))
 DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
 DEFINE_SLOT_GETTER(ready_for_players, "b", (int) s->ready_for_players)
 DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
+DEFINE_SLOT_GETTER(last_check_error, "s", strempty(s->last_check_error))
 DEFINE_SLOT_GETTER(query_players, "u", s->query ? (uint32_t) s->query->players : 0)
 DEFINE_SLOT_GETTER(query_max_players, "u", s->query ? (uint32_t) s->query->max_players : 0)
 DEFINE_SLOT_GETTER(query_map, "s", s->query ? s->query->map : "")
 DEFINE_SLOT_GETTER(query_name, "s", s->query ? s->query->name : "")
+/* Kept on CLOCK_BOOTTIME, shown as the wall clock reads them (wallclock.h). */
+DEFINE_SLOT_GETTER(started_at, "t", (uint64_t) boottime_to_wall(s->started_at))
+DEFINE_SLOT_GETTER(hold_until, "t", (uint64_t) boottime_to_wall(s->hold_until))
+DEFINE_SLOT_GETTER(reserved_until, "t", (uint64_t) boottime_to_wall(s->reserved_until))
 
 /* The strikes of each check within checks.window, now. */
 static int property_get_strikes(sd_bus *bus, const char *path, const char *interface,
@@ -222,6 +228,8 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Strikes", "a(su)", property_get_strikes, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastCheckError", "s", property_get_last_check_error, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("QueryPlayers", "u", property_get_query_players, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("QueryMaxPlayers", "u", property_get_query_max_players, 0,
@@ -230,11 +238,11 @@ const sd_bus_vtable slot_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("QueryName", "s", property_get_query_name, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("StartedAtUSec", "t", NULL, offsetof(Slot, started_at),
+        SD_BUS_PROPERTY("StartedAtUSec", "t", property_get_started_at, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("HoldUntilUSec", "t", NULL, offsetof(Slot, hold_until),
+        SD_BUS_PROPERTY("HoldUntilUSec", "t", property_get_hold_until, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ReservedUntilUSec", "t", NULL, offsetof(Slot, reserved_until),
+        SD_BUS_PROPERTY("ReservedUntilUSec", "t", property_get_reserved_until, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Start", NULL, NULL, method_start, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Watching a running game server (SPEC §6, §9): resource checks and query probes every
  * checks.interval, the heartbeat, the start timeout; strikes, and the signal after too many.
- * The verdicts are the pure functions of probes/checks.c; this file applies them. */
+ * The verdicts are the pure functions of probes/checks.c and probes/check-tally.c; this file
+ * applies them. A failure is held until the verdict of its round over the fleet (a sweep, a
+ * heartbeat period): a round that most of the fleet failed is the machine's doing and counts
+ * no strikes. A check the host keeps from being made counts none either. */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <sys/random.h>
 
 #include "cgroup.h"
@@ -75,20 +80,228 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
                 slot_kill(s);
 }
 
-static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, void *userdata) {
-        Slot *s = userdata;
+/* ---- Held strikes: a round's failures wait for its verdict ---- */
 
-        s->probe = probe_free(s->probe);
-        s->sqp_challenge = result < 0 ? 0 : info->challenge;
-        if (result < 0) {
-                slot_strike(s, CHECK_QUERY, "%s query on port %u: %s",
-                            query_type_to_string(slot_build_config(s)->query), s->query_port,
-                            result == -ETIMEDOUT ? "no valid answer in checks.query_timeout"
-                                                 : strerror(-result));
+#define SWAP_TWO(a, b)                          \
+        do {                                    \
+                typeof(a) _t = (a);             \
+                (a) = (b);                      \
+                (b) = _t;                       \
+        } while (0)
+
+static void slot_unhold(Slot *s, unsigned list) {
+        Fleet *f = s->fleet;
+        size_t i = s->held_index[list];
+
+        if (!s->held_strike[list])
+                return;
+        s->held_strike[list] = mfree(s->held_strike[list]);
+        assert(i < f->n_held[list] && f->held[list][i] == s);
+        f->held[list][i] = f->held[list][--f->n_held[list]];
+        f->held[list][i]->held_index[list] = i;
+}
+
+static bool fleet_held_reserve(Fleet *f, unsigned list) {
+        size_t n;
+        Slot **a;
+
+        if (f->n_held[list] < f->n_held_allocated[list])
+                return true;
+        n = MAX(f->n_held_allocated[list] * 2, (size_t) 8);
+        a = reallocarray(f->held[list], n, sizeof(Slot *));
+        if (!a)
+                return false;
+        f->held[list] = a;
+        f->n_held_allocated[list] = n;
+        return true;
+}
+
+/* A failure of check k in the round under way: a strike if the round's verdict says so. */
+_printf_(3, 4) static void slot_hold_strike(Slot *s, CheckKind k, const char *format, ...) {
+        Fleet *f = s->fleet;
+        char *why = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&why, format, ap);
+        va_end(ap);
+        if (r < 0 || !fleet_held_reserve(f, k)) {
+                free(why);
+                log_oom();
                 return;
         }
-        /* A probe a second per slot: only a changed answer is announced. */
+        if (s->held_strike[k]) {
+                free(s->held_strike[k]);
+                s->held_strike[k] = why;
+                return;
+        }
+        s->held_strike[k] = why;
+        s->held_index[k] = f->n_held[k];
+        f->held[k][f->n_held[k]++] = s;
+}
+
+/* The held failures of a list become strikes of check k, or are dropped. */
+static void fleet_release_held(Fleet *f, unsigned list, CheckKind k, bool drop) {
+        while (f->n_held[list] > 0) {
+                Slot *s = f->held[list][--f->n_held[list]];
+                _cleanup_free_ char *why = TAKE_PTR(s->held_strike[list]);
+
+                if (!drop)
+                        slot_strike(s, k, "%s", why);
+        }
+}
+
+/* The verdict of a round of check k (told to the host), fault: a machine fault. */
+static bool fleet_round_told(Fleet *f, CheckKind k, const CheckTally *t, bool fault) {
+        if (t->failing > 0)
+                log_debug("Fleet %s: %u of %u checked slots failed check %s in one round%s",
+                          f->config->name, t->failing, t->checked, check_kind_to_string(k),
+                          fault ? ": a machine fault, no strikes" : "");
+        f->host->hooks->check_verdict(f, k, t->failing, t->checked, fault, f->host->userdata);
+        return fault;
+}
+
+/* A heartbeat round ended. Its misses wait for the next round's verdict: slots ping at their
+ * own phases, so the period in which all servers stop (or start again) finds only some of
+ * them silent. A miss is dropped when its round, the one before or the one after was a
+ * machine fault. */
+static void fleet_heartbeat_verdict(Fleet *f, const CheckTally *closed) {
+        bool fault = heartbeat_round_machine_fault(closed, f->config->machine_fault_share,
+                                                   f->heartbeat_fault[1]);
+        unsigned now = CHECK_HEARTBEAT, waiting = HELD_HEARTBEAT_WAITING;
+
+        /* A round that counted too few slots keeps the fault as it is, untold. */
+        if (closed->checked >= MACHINE_FAULT_MIN_FAILING)
+                (void) fleet_round_told(f, CHECK_HEARTBEAT, closed, fault);
+        fleet_release_held(f, waiting, CHECK_HEARTBEAT,
+                           fault || f->heartbeat_fault[0] || f->heartbeat_fault[1]);
+        SWAP_TWO(f->held[now], f->held[waiting]);
+        SWAP_TWO(f->n_held[now], f->n_held[waiting]);
+        SWAP_TWO(f->n_held_allocated[now], f->n_held_allocated[waiting]);
+        for (size_t i = 0; i < f->n_held[waiting]; i++) {
+                Slot *s = f->held[waiting][i];
+
+                s->held_strike[waiting] = TAKE_PTR(s->held_strike[now]);
+                s->held_index[waiting] = i;
+        }
+        f->heartbeat_fault[0] = f->heartbeat_fault[1];
+        f->heartbeat_fault[1] = fault;
+}
+
+static void fleet_sweep_verdict(Fleet *f) {
+        static const CheckKind swept[] = { CHECK_CPU, CHECK_MEMORY, CHECK_QUERY };
+
+        if (!f->verdict_due)
+                return;
+        f->verdict_due = false;
+        for (size_t i = 0; i < ELEMENTSOF(swept); i++) {
+                CheckTally t = f->tally[swept[i]];
+
+                f->tally[swept[i]] = (CheckTally) {};
+                bool fault = check_tally_machine_fault(&t, f->config->machine_fault_share);
+
+                fleet_release_held(f, swept[i], swept[i], fleet_round_told(f, swept[i], &t, fault));
+        }
+}
+
+static int fleet_on_verdict(sd_event_source *source, void *userdata) {
+        Fleet *f = userdata;
+
+        if (!f->sweeping && f->probes_pending == 0)
+                fleet_sweep_verdict(f);
+        return 0;
+}
+
+/* The sweep's verdict comes when its last chunk is done and its last probe has answered or
+ * timed out, in an event of its own (strikes act on servers: not from within a slot's exit). */
+static void fleet_verdict_maybe(Fleet *f) {
+        if (!f->verdict_due || f->sweeping || f->probes_pending > 0)
+                return;
+        if (!f->verdict_defer &&
+            sd_event_add_defer(f->host->event, &f->verdict_defer, fleet_on_verdict, f) < 0) {
+                fleet_sweep_verdict(f);
+                return;
+        }
+        (void) sd_event_source_set_enabled(f->verdict_defer, SD_EVENT_ONESHOT);
+}
+
+void fleet_checks_done(Fleet *f) {
+        f->verdict_defer = sd_event_source_disable_unref(f->verdict_defer);
+        for (unsigned list = 0; list < HELD_LISTS; list++)
+                f->held[list] = mfree(f->held[list]);
+}
+
+/* ---- Checks the host keeps from being made: LastCheckError, no strike ---- */
+
+_printf_(4, 5) static void slot_check_error(Slot *s, CheckKind k, int error, const char *format,
+                                            ...) {
+        char message[256];
+        va_list ap;
+
+        va_start(ap, format);
+        (void) vsnprintf(message, sizeof(message), format, ap);
+        va_end(ap);
+        if (!streq_ptr(s->last_check_error, message) &&
+            free_and_strdup(&s->last_check_error, message) >= 0)
+                slot_properties_changed(s, "LastCheckError", NULL);
+        if (s->check_error == error && s->check_error_kind == k)
+                return;
+        if (s->check_error != 0)
+                s->host->hooks->check_error(s, s->check_error_kind, s->check_error, NULL,
+                                            s->host->userdata);
+        s->check_error = error;
+        s->check_error_kind = k;
+        s->host->hooks->check_error(s, k, error, message, s->host->userdata);
+}
+
+/* The slot's cause is no longer told to the host (its server ended, or the check was made). */
+static void slot_check_error_untell(Slot *s) {
+        int error = s->check_error;
+
+        if (error == 0)
+                return;
+        s->check_error = 0;
+        s->host->hooks->check_error(s, s->check_error_kind, error, NULL, s->host->userdata);
+}
+
+/* Check k was made (whatever it found). */
+static void slot_check_made(Slot *s, CheckKind k) {
+        if (!s->last_check_error || s->check_error_kind != k)
+                return;
+        slot_check_error_untell(s);
+        s->last_check_error = mfree(s->last_check_error);
+        slot_properties_changed(s, "LastCheckError", NULL);
+}
+
+/* ---- Query probes ---- */
+
+static void slot_probe_failed(Slot *s, int result) {
+        const char *protocol = query_type_to_string(slot_build_config(s)->query);
+
+        if (result == -ENETDOWN)
+                slot_check_error(s, CHECK_QUERY, result,
+                                 "query: 127.0.0.1:%u: no answer while the loopback interface is "
+                                 "down: %s", s->query_port, strerror(-result));
+        else if (check_error_is_local(result))
+                slot_check_error(s, CHECK_QUERY, result, "query: sendto 127.0.0.1:%u: %s",
+                                 s->query_port, strerror(-result));
+        else {
+                slot_check_made(s, CHECK_QUERY);
+                check_tally_add(&s->fleet->tally[CHECK_QUERY], true);
+                slot_hold_strike(s, CHECK_QUERY, "%s query on port %u: %s", protocol,
+                                 s->query_port,
+                                 result == -ETIMEDOUT ? "no valid answer in checks.query_timeout"
+                                                      : strerror(-result));
+        }
+}
+
+static void slot_probe_answered(Slot *s, const ProbeResult *info) {
         ProbeResult answer = *info;
+
+        slot_check_made(s, CHECK_QUERY);
+        check_tally_add(&s->fleet->tally[CHECK_QUERY], false);
+        /* A probe a second per slot: only a changed answer is announced. */
         answer.challenge = 0;
         if (s->query && memcmp(s->query, &answer, sizeof(answer)) == 0)
                 return;
@@ -99,6 +312,24 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
         *s->query = answer;
         slot_properties_changed(s, "QueryPlayers", "QueryMaxPlayers", "QueryMap", "QueryName",
                                 NULL);
+}
+
+static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, void *userdata) {
+        Slot *s = userdata;
+        Fleet *f = s->fleet;
+        bool in_sweep = s->probe_in_sweep;
+
+        s->probe = probe_free(s->probe);
+        s->sqp_challenge = result < 0 ? 0 : info->challenge;
+        s->probe_in_sweep = false;
+        if (result < 0)
+                slot_probe_failed(s, result);
+        else
+                slot_probe_answered(s, info);
+        if (in_sweep) {
+                f->probes_pending--;
+                fleet_verdict_maybe(f);
+        }
 }
 
 static void slot_start_probe(Slot *s) {
@@ -114,8 +345,14 @@ static void slot_start_probe(Slot *s) {
                 return; /* the previous one is still within its timeout */
         r = probe_start(s->host->probe_hub, slot_build_config(s)->query, &addr, f->query_timeout,
                         s->sqp_challenge, slot_on_probe_done, s, &s->probe);
-        if (r < 0)
-                slot_strike(s, CHECK_QUERY, "cannot send a query: %s", strerror(-r));
+        if (r < 0) {
+                /* Whatever the error, the probe did not leave: slotd's doing, not the server's. */
+                slot_check_error(s, CHECK_QUERY, r, "query: sendto 127.0.0.1:%u: %s", s->query_port,
+                                 strerror(-r));
+                return;
+        }
+        s->probe_in_sweep = true;
+        s->fleet->probes_pending++;
 }
 
 /* One slot's resource checks and probe, within its fleet's sweep. */
@@ -123,6 +360,7 @@ static void slot_check(Slot *s, usec_t now) {
         const FleetConfig *f = s->fleet->config;
         usec_t usage;
         uint64_t memory;
+        bool ok;
 
         /* cpu.stat stays open: a sweep is one pread per slot, not an open, read and close. */
         if (s->cpu_stat_fd < 0 && s->cgroup_fd >= 0)
@@ -131,14 +369,20 @@ static void slot_check(Slot *s, usec_t now) {
                 s->cpu_usage = cpu_cores_used(s->check_cpu_usage, usage, now - s->check_cpu_at);
                 s->check_cpu_usage = usage;
                 s->check_cpu_at = now;
-                if (!check_cpu_ok(s->cpu_usage, f->usage_cpu, f->cpu_tolerance))
-                        slot_strike(s, CHECK_CPU, "%.3f cores used, budget %.3f + %.0f%%",
-                                    s->cpu_usage, f->usage_cpu, f->cpu_tolerance * 100.0);
+                ok = check_cpu_ok(s->cpu_usage, f->usage_cpu, f->cpu_tolerance);
+                check_tally_add(&s->fleet->tally[CHECK_CPU], !ok);
+                if (!ok)
+                        slot_hold_strike(s, CHECK_CPU, "%.3f cores used, budget %.3f + %.0f%%",
+                                         s->cpu_usage, f->usage_cpu, f->cpu_tolerance * 100.0);
         }
         memory = slot_memory_current(s);
-        if (!check_memory_ok(memory, f->usage_memory, f->memory_tolerance))
-                slot_strike(s, CHECK_MEMORY, "%" PRIu64 " bytes in use, budget %" PRIu64 " + %" PRIu64,
-                            memory, f->usage_memory, f->memory_tolerance);
+        ok = check_memory_ok(memory, f->usage_memory, f->memory_tolerance);
+        check_tally_add(&s->fleet->tally[CHECK_MEMORY], !ok);
+        if (!ok)
+                slot_hold_strike(s, CHECK_MEMORY,
+                                 "%" PRIu64 " bytes in use, budget %" PRIu64 " + %" PRIu64, memory,
+                                 f->usage_memory, f->memory_tolerance);
+        slot_check_memory_high(s); /* throttled there: logged, no strike (slot-fault.c) */
         if (slot_build_config(s)->query != QUERY_NONE && s->main_pid > 0)
                 slot_start_probe(s);
 }
@@ -183,6 +427,7 @@ static void fleet_sweep_chunk(Fleet *f) {
                 return;
         }
         f->sweeping = false;
+        fleet_verdict_maybe(f);
         /* Nothing checked: no slot runs with checks on, and the fleet wakes no more until
          * one does (slot_checks_ready()). */
         if (f->sweep_checked && interval > 0)
@@ -202,6 +447,10 @@ static int fleet_on_sweep(sd_event_source *source, uint64_t usec, void *userdata
         if (!f->sweep_defer && sd_event_add_defer(f->host->event, &f->sweep_defer,
                                                   fleet_on_sweep_defer, f) >= 0)
                 (void) sd_event_source_set_enabled(f->sweep_defer, SD_EVENT_OFF);
+        /* A verdict still waiting for the last sweep's probes is given now; those probes
+         * count in this sweep (their slots start no other). */
+        fleet_sweep_verdict(f);
+        f->verdict_due = true;
         f->sweep_started = now_usec(CLOCK_MONOTONIC);
         f->sweep_next = 0;
         f->sweep_checked = false;
@@ -214,16 +463,25 @@ static int fleet_on_sweep(sd_event_source *source, uint64_t usec, void *userdata
         return 0;
 }
 
+/* Each slot's heartbeat timer fires once a period; the fleet's round is a period too (see
+ * HeartbeatRound), judged by the first timer after it. */
 static int slot_on_heartbeat(sd_event_source *source, uint64_t usec, void *userdata) {
         Slot *s = userdata;
-        usec_t now = now_usec(CLOCK_MONOTONIC), period = s->fleet->config->heartbeat;
+        Fleet *f = s->fleet;
+        usec_t now = now_usec(CLOCK_MONOTONIC), period = f->config->heartbeat;
+        bool missed = s->last_watchdog < s->heartbeat_since;
+        CheckTally closed;
 
         (void) sd_event_source_set_time_relative(source, period);
         (void) sd_event_source_set_enabled(source, SD_EVENT_ON);
-        if (s->last_watchdog < s->heartbeat_since)
-                slot_strike(s, CHECK_HEARTBEAT, "no WATCHDOG=1 within checks.heartbeat (%" PRIu64 " ms)",
-                            period / USEC_PER_MSEC);
         s->heartbeat_since = now;
+        if (heartbeat_round_advance(&f->heartbeat_round, now, period, &closed))
+                fleet_heartbeat_verdict(f, &closed);
+        if (heartbeat_round_count(&f->heartbeat_round, &s->heartbeat_round, &s->heartbeat_missed,
+                                  missed))
+                slot_hold_strike(s, CHECK_HEARTBEAT,
+                                 "no WATCHDOG=1 within checks.heartbeat (%" PRIu64 " ms)",
+                                 period / USEC_PER_MSEC);
         return 0;
 }
 
@@ -343,6 +601,14 @@ void slot_checks_start(Slot *s) {
 }
 
 void slot_checks_stop(Slot *s) {
+        if (s->probe_in_sweep) {
+                s->probe_in_sweep = false;
+                s->fleet->probes_pending--;
+                fleet_verdict_maybe(s->fleet);
+        }
+        for (unsigned list = 0; list < HELD_LISTS; list++)
+                slot_unhold(s, list);
+        slot_check_error_untell(s);
         s->checks_on = false;
         s->heartbeat_timer = sd_event_source_disable_unref(s->heartbeat_timer);
         s->start_timer = sd_event_source_disable_unref(s->start_timer);

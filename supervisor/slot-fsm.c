@@ -22,6 +22,7 @@ static const char *const failure_reason_names[_FAILURE_REASON_MAX] = {
         [FAILURE_MISBEHAVIOUR] = "misbehaviour",
         [FAILURE_START_TIMEOUT] = "start-timeout",
         [FAILURE_OOM] = "oom",
+        [FAILURE_EXEC] = "exec",
 };
 
 const char *process_state_to_string(ProcessState s) {
@@ -120,6 +121,11 @@ ExitVerdict slot_exit_policy(const ExitInput *in) {
         if (in->allocated && in->pre_recovery)
                 return (ExitVerdict){ .decision = EXIT_DECISION_STOP,
                                       .reason = FAILURE_PRE_RECOVERY };
+        /* A build that cannot be executed fails the same way when started again at once (a
+         * restart comes microseconds later): held down at once, with the cause as the
+         * reason, until Start, ResetFailed or an allocation (SPEC §6). */
+        if (in->cause == FAILURE_EXEC)
+                return (ExitVerdict){ .decision = EXIT_DECISION_FAIL, .reason = FAILURE_EXEC };
         if (in->crashes_in_window > in->crash_restarts)
                 return (ExitVerdict){ .decision = EXIT_DECISION_FAIL,
                                       .reason = FAILURE_CRASH_BACKOFF };

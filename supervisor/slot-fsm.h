@@ -58,6 +58,7 @@ typedef enum FailureReason {
         FAILURE_MISBEHAVIOUR,
         FAILURE_START_TIMEOUT,
         FAILURE_OOM,
+        FAILURE_EXEC,            /* the build could not be executed (spawn.h, exec-check.h) */
         _FAILURE_REASON_MAX,
 } FailureReason;
 
@@ -78,7 +79,7 @@ typedef struct ExitInput {
         bool pre_recovery;
         unsigned crashes_in_window; /* crashes within crash.window, this one included */
         unsigned crash_restarts;    /* crash.restarts */
-        FailureReason cause;        /* misbehaviour, start-timeout, oom: a crash whatever the code */
+        FailureReason cause;        /* misbehaviour, start-timeout, oom, exec: a crash whatever the code */
 } ExitInput;
 
 typedef struct ExitVerdict {

@@ -9,6 +9,12 @@
 #include "time-util.h"
 
 typedef struct Slot Slot;
+typedef struct Fleet Fleet;
+
+/* The lists of held strikes (slot-checks.c): one per check, and the heartbeat misses of the
+ * round before, which wait for the verdict of the round after them. */
+#define HELD_HEARTBEAT_WAITING _CHECK_KIND_MAX
+#define HELD_LISTS (_CHECK_KIND_MAX + 1)
 
 /* The most property names one SlotHooks.properties_changed() call carries. */
 #define SLOT_PROPERTIES_MAX 4
@@ -33,7 +39,18 @@ typedef struct SlotHooks {
                                    void *userdata);
         /* A check failed: its strikes within checks.window, this one included. */
         void (*misbehaved)(Slot *s, CheckKind check, unsigned strikes, void *userdata);
-        /* The machine's furthest hold (CLOCK_REALTIME). */
+        /* A check of the slot could not be made, for a reason of the host (error, a negative
+         * errno; message says what failed), or with message NULL no longer for that reason. */
+        void (*check_error)(Slot *s, CheckKind check, int error, const char *message,
+                            void *userdata);
+        /* The verdict of a round of a fleet's check: a machine fault (its strikes dropped)
+         * or not. */
+        void (*check_verdict)(Fleet *f, CheckKind check, unsigned failing, unsigned checked,
+                              bool machine_fault, void *userdata);
+        /* The slot's fault of the host (s->fault, s->fault_why) is now what it is; 'old' is
+         * what it was (slot.h, SlotFault). */
+        void (*fault_changed)(Slot *s, int old, void *userdata);
+        /* The machine's furthest hold (CLOCK_BOOTTIME). */
         void (*hold_started)(Slot *s, usec_t until, void *userdata);
         void (*hold_ended)(Slot *s, usec_t until, void *userdata);
         /* Reads one datagram from the slot's notify socket 'fd' and hands it to

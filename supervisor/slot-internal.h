@@ -10,6 +10,13 @@
 /* slot.c: the slot itself. */
 void slot_set_process_state(Slot *s, ProcessState state);
 int slot_write_server_json(Slot *s);
+/* server.json as it would be with this allocation (NULL: none) and build configuration. A
+ * failure is the slots_dir fault (and retried) when the disk is to blame. */
+int slot_write_server_json_as(Slot *s, const char *uuid, const char *build_configuration);
+/* The home and its logs directory, home_fd open. */
+int slot_setup_home(Slot *s);
+/* Before each start: the cgroup exists (made anew if it was removed) and holds the limits. */
+int slot_prepare_cgroup(Slot *s);
 /* Tells the host that these properties, and no others, changed (at most
  * SLOT_PROPERTIES_MAX, then NULL). */
 void slot_properties_changed(Slot *s, const char *property, ...) _sentinel_;
@@ -35,6 +42,21 @@ int slot_adopt(Slot *s, pid_t keeper);
 
 /* slot-alloc.c: allocation, reservation, hold. */
 int slot_set_allocation(Slot *s, const char *uuid);
+
+/* slot-fault.c: faults of the host. slot_fault() records one (logged once per episode) and
+ * arms the retry; it returns error. slot_start_fault() is the same for a start that could
+ * not be made: the slot starts by itself once the retry succeeds. */
+_printf_(4, 5) int slot_fault(Slot *s, SlotFault f, int error, const char *format, ...);
+_printf_(4, 5) int slot_start_fault(Slot *s, SlotFault f, int error, const char *format, ...);
+void slot_fault_clear(Slot *s);
+/* Stop, or a start by other means: no retry waits any more. */
+void slot_fault_cancel_start(Slot *s);
+/* After a start that failed: true when a fault of the host holds it back (the slot is then
+ * stopped, its retry armed), false when the failure is the build's (a crash). */
+bool slot_start_waits(Slot *s);
+/* Errors of writing a file that are the disk's, not the game server's. */
+bool slot_storage_fault(int error);
+void slot_fault_done(Slot *s);
 
 /* What the slot tells its host (slot-host.h). */
 static inline void slot_hook_changed(Slot *s, bool durable) {
@@ -67,6 +89,10 @@ static inline void slot_hook_hold_started(Slot *s, usec_t until) {
 
 static inline void slot_hook_hold_ended(Slot *s, usec_t until) {
         s->host->hooks->hold_ended(s, until, s->host->userdata);
+}
+
+static inline void slot_hook_fault_changed(Slot *s, SlotFault old) {
+        s->host->hooks->fault_changed(s, (int) old, s->host->userdata);
 }
 
 static inline bool slot_hook_receive_notify(Slot *s, int fd) {

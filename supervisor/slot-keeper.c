@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "cgroup.h"
+#include "exec-check.h"
 #include "log.h"
 #include "slot-internal.h"
 #include "spawn.h"
@@ -116,7 +117,7 @@ void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
         s->exit_code = s->exit_signal = 0;
         s->ready = false;
         s->status = mfree_str(s->status);
-        s->started_at = now_usec(CLOCK_REALTIME);
+        s->started_at = now_usec(CLOCK_BOOTTIME);
         if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING) {
                 slot_checks_start(s);
                 slot_set_process_state(s, PROCESS_STARTING);
@@ -151,6 +152,26 @@ void slot_keeper_status_changed(Slot *s) {
                 slot_account_keeper_restart(s, false);
 }
 
+/* The server never ran: its execve() failed with s->exec_errno. One line that says what,
+ * where, and (looked up now, as root, from the file modes) what stops the fleet's user. */
+static void slot_log_exec_failure(Slot *s) {
+        const char *build = slot_build_config(s)->build;
+        const ExecIdentity id = {
+                .user = s->fleet->config->user, .uid = s->fleet->uid, .gid = s->fleet->gid,
+        };
+        _cleanup_free_ ExecFinding *f = new0(ExecFinding, 1);
+        char name[16], why[EXEC_PATH_MAX + 512] = "";
+
+        if (f && exec_diagnose(build, &id, f) >= 0 && f->problem != EXEC_OK &&
+            f->error == s->exec_errno) {
+                why[0] = ';', why[1] = ' ';
+                exec_describe(f, &id, why + 2, sizeof(why) - 2);
+        }
+        log_slot_error_errno(s, s->exec_errno, "cannot execute %s: %s (%s)%s", build,
+                             strerrordesc_np(s->exec_errno) ?: "unknown error",
+                             exec_errno_name(s->exec_errno, name), why);
+}
+
 /* The keeper is gone: how the server ended is in the status file, or, when the keeper was
  * killed before it could write it, in how the keeper itself ended. */
 void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
@@ -174,7 +195,11 @@ void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         }
         s->last_exit_code = s->exit_code;
         s->last_exit_signal = s->exit_signal;
-        if (s->exit_signal)
+        s->exec_errno = 0;
+        if (s->exit_signal == 0 && s->exit_code == SPAWN_EXIT_SETUP && s->status_fd >= 0 &&
+            spawn_read_exec_failure(s->status_fd, &s->exec_errno) > 0)
+                slot_log_exec_failure(s);
+        else if (s->exit_signal)
                 log_slot_info(s, "Server %d was killed by signal %d (%s)", (int) server,
                               s->exit_signal, sigabbrev_np(s->exit_signal) ?: "?");
         else

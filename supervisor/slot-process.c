@@ -163,11 +163,26 @@ static int slot_prepare_spawn(Slot *s, char ***argv, char ***envp, int *log_fd) 
         r = slot_build_command(s, argv, envp);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to build the command line: %m");
+        /* Faults of the host from here on are no crash (slot-fault.c): the start waits. */
+        r = slot_prepare_cgroup(s);
+        if (r < 0)
+                return r;
+        if (s->home_fd < 0 && (r = slot_setup_home(s)) < 0)
+                return slot_storage_fault(r) ? slot_start_fault(s, SLOT_FAULT_SLOTS_DIR, r,
+                                                                "cannot set up home %s: %m", s->home)
+                                             : r;
         r = slot_open_log(s, log_fd);
+        if (r < 0 && slot_storage_fault(r))
+                return slot_start_fault(s, SLOT_FAULT_SLOTS_DIR, r, "cannot open %s/server.log: %m",
+                                        s->log_dir);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open %s/server.log: %m", s->log_dir);
         /* server.json is complete before the server's first instruction. */
         r = slot_write_server_json(s);
+        if (r < 0 && slot_storage_fault(r)) {
+                s->start_blocked = true; /* the fault is raised, its retry armed */
+                return r;
+        }
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to write %s/server.json: %m", s->home);
 
@@ -227,6 +242,10 @@ static int slot_spawn(Slot *s) {
                                                      s->host->killed_cgroup_bug,
                           },
                           &pid, &pidfd);
+        /* pids.max or the kernel's own limits: the machine's shortage, not the build's. */
+        if (r == -EAGAIN || r == -ENOMEM)
+                return slot_start_fault(s, SLOT_FAULT_FORK, r, "cannot fork the keeper of %s: %m",
+                                        slot_build_config(s)->build);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to start %s: %m", slot_build_config(s)->build);
         r = slot_watch_child(s, pid, pidfd);
@@ -236,9 +255,10 @@ static int slot_spawn(Slot *s) {
 
         s->main_pid = pid;
         s->ready = false;
-        s->exit_code = s->exit_signal = 0;
+        s->exit_code = s->exit_signal = s->exec_errno = 0;
         s->status = mfree_str(s->status);
-        s->started_at = now_usec(CLOCK_REALTIME);
+        s->started_at = now_usec(CLOCK_BOOTTIME);
+        slot_fault_clear(s);
         slot_checks_start(s);
         log_slot_info(s, "Started %s under keeper %d", slot_build_config(s)->build, (int) pid);
         return 0;
@@ -359,9 +379,13 @@ static void slot_follow_verdict(Slot *s, ExitVerdict v, usec_t now) {
                 slot_set_process_state(s, PROCESS_STOPPED);
                 break;
         case EXIT_DECISION_FAIL:
-                log_slot_warning(s, "Crashed %u times within crash.window, not restarting "
-                                 "until Start or ResetFailed",
-                                 time_window_count(&s->crashes, now, s->fleet->config->crash_window));
+                if (v.reason == FAILURE_EXEC)
+                        log_slot_warning(s, "The build cannot be executed, not restarting until "
+                                         "Start or ResetFailed (fix it first: slotd --check says what)");
+                else
+                        log_slot_warning(s, "Crashed %u times within crash.window, not restarting "
+                                         "until Start or ResetFailed",
+                                         time_window_count(&s->crashes, now, s->fleet->config->crash_window));
                 slot_set_process_state(s, PROCESS_FAILED);
                 break;
         }
@@ -369,7 +393,7 @@ static void slot_follow_verdict(Slot *s, ExitVerdict v, usec_t now) {
 
 /* The process and everything it started are gone: decide what comes next (SPEC §6). */
 static void slot_settle(Slot *s) {
-        FailureReason cause = slot_checks_exit_cause(s);
+        FailureReason cause = s->exec_errno ? FAILURE_EXEC : slot_checks_exit_cause(s);
         bool clean = s->exit_signal == 0 && s->exit_code == 0 && cause == FAILURE_NONE;
         bool requested = s->stop_requested || s->restart_requested;
         usec_t now = now_usec(CLOCK_MONOTONIC);
@@ -410,11 +434,11 @@ static void slot_apply(Slot *s, SlotTransition t) {
         }
         slot_set_process_state(s, t.next);
         if (t.actions & SLOT_ACTION_SPAWN) {
-                if (slot_spawn(s) < 0) {
+                if (slot_spawn(s) < 0 && !slot_start_waits(s)) {
                         /* A start that fails before the process exists counts as a crash, so
                          * the back-off stops a slot that can never start. */
                         s->exit_code = SPAWN_EXIT_SETUP;
-                        s->exit_signal = 0;
+                        s->exit_signal = s->exec_errno = 0;
                         s->last_exit_code = SPAWN_EXIT_SETUP;
                         s->last_exit_signal = 0;
                         slot_set_process_state(s, PROCESS_STOPPING);
@@ -454,6 +478,7 @@ int slot_start(Slot *s) {
 }
 
 int slot_stop(Slot *s) {
+        slot_fault_cancel_start(s);
         slot_end_hold(s, HOLD_EVENT_STOP);
         s->start_defer = sd_event_source_disable_unref(s->start_defer);
         if (s->process_state == PROCESS_STARTING || s->process_state == PROCESS_RUNNING ||
@@ -503,7 +528,12 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
                 slot_account_keeper_restart(s, false);
 
         if (notify_parse(buf, size, &msg) < 0) {
-                log_slot_debug(s, "Ignoring a malformed notify message");
+                unsigned untold;
+                /* The slot's own garbage: told at most once per FLOOD_LOG_INTERVAL. */
+                if (ratelimit_tell(&s->notify_garbage_log, now_usec(CLOCK_MONOTONIC),
+                                   FLOOD_LOG_INTERVAL, &untold))
+                        log_slot_debug(s, "Ignoring a malformed notify message (%u more untold "
+                                       "since the last such line)", untold);
                 return;
         }
         /* Heartbeats arrive all the time: only what changed is announced. */

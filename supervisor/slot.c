@@ -32,7 +32,7 @@ SlotFacts slot_facts(const Slot *s) {
                 .failed = s->process_state == PROCESS_FAILED,
                 /* Mid-restart, or due for one: not a slot to hand out as it is. */
                 .busy = s->process_state == PROCESS_STOPPING || s->start_defer || s->stale ||
-                        s->retired || s->restart_pending,
+                        s->retired || s->restart_pending || s->fault != SLOT_FAULT_NONE,
         };
 }
 
@@ -60,7 +60,7 @@ int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret) 
         s->index = index;
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
         s->token_fd = -EBADF;
-        s->cpu_stat_fd = s->memory_fd = -EBADF;
+        s->cpu_stat_fd = s->memory_fd = s->memory_events_fd = -EBADF;
         s->statm = CG_STATM_INIT;
         s->port = (uint16_t) (f->config->game_port_base + index);
         s->query_port = (uint16_t) (f->config->query_port_base + index);
@@ -96,9 +96,11 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->reserve_timer);
         sd_event_source_disable_unref(s->hold_timer);
         slot_checks_stop(s);
+        slot_fault_done(s);
         for (int k = 0; k < _CHECK_KIND_MAX; k++)
                 free(s->strikes[k]);
         free(s->query);
+        free(s->last_check_error);
         safe_close(s->cgroup_fd);
         safe_close(s->cpu_stat_fd);
         safe_close(s->memory_fd);
@@ -142,7 +144,7 @@ static int make_owned_dir_at(int dirfd, const char *name, uid_t uid, gid_t gid, 
         return 0;
 }
 
-static int slot_setup_home(Slot *s) {
+int slot_setup_home(Slot *s) {
         _cleanup_free_ char *fleet_dir = NULL;
         _cleanup_close_ int parent = -EBADF, logs = -EBADF;
         int r;
@@ -172,7 +174,7 @@ static CgroupLimits slot_limits(const Slot *s) {
         uint64_t weight = (uint64_t) (f->usage_cpu * 100.0 + 0.5);
 
         return (CgroupLimits){
-                .memory_high = f->usage_memory + f->memory_tolerance,
+                .memory_high = f->memory_high, /* "max" unless limits.memory_high */
                 .memory_max = f->memory_max,
                 .cpu_weight = MIN(MAX(weight, 1u), 10000u),
                 .cpu_max_period = 100000,
@@ -193,32 +195,52 @@ static int slot_on_cgroup_events(sd_event_source *source, const struct inotify_e
         return 0;
 }
 
+/* Creates and opens the cgroup and watches its cgroup.events; the limits are written at each
+ * start (slot_prepare_cgroup()). */
 static int slot_setup_cgroup(Slot *s) {
         _cleanup_free_ char *events = NULL;
-        CgroupLimits limits = slot_limits(s);
         int r;
 
         r = cg_create(s->cgroup_path);
         if (r < 0)
-                return log_slot_error_errno(s, r, "Failed to create cgroup %s: %m",
-                                            s->cgroup_path);
+                return r;
         s->cgroup_fd = safe_close(s->cgroup_fd);
         s->cpu_stat_fd = safe_close(s->cpu_stat_fd);
         s->memory_fd = safe_close(s->memory_fd);
+        s->memory_events_fd = safe_close(s->memory_events_fd);
         r = cg_open(s->cgroup_path, &s->cgroup_fd);
         if (r < 0)
-                return log_slot_error_errno(s, r, "Failed to open cgroup %s: %m", s->cgroup_path);
-        r = cg_apply_limits(s->cgroup_fd, s->host->enforced, &limits);
-        if (r < 0)
-                return log_slot_error_errno(s, r, "Failed to write the limits of %s: %m",
-                                            s->cgroup_path);
+                return r;
         if (asprintf(&events, "%s/cgroup.events", s->cgroup_path) < 0)
                 return -ENOMEM;
         s->events_source = sd_event_source_disable_unref(s->events_source);
-        r = sd_event_add_inotify(s->host->event, &s->events_source, events, IN_MODIFY,
-                                 slot_on_cgroup_events, s);
+        return sd_event_add_inotify(s->host->event, &s->events_source, events, IN_MODIFY,
+                                    slot_on_cgroup_events, s);
+}
+
+/* A server never runs unbounded: no start without every limit written. Each start checks
+ * the group is still there (one faccessat): an operator or a tool may have removed it behind
+ * slotd's back (rmdir takes empty groups only, so its server had ended, an exit handled as
+ * any other; kernfs tells no watch of cgroup.events of the removal). Then the limits are
+ * written again (a handful of writes, against the clone and exec of a start). */
+int slot_prepare_cgroup(Slot *s) {
+        CgroupLimits limits = slot_limits(s);
+        const char *file = NULL;
+        int r = s->cgroup_fd >= 0 ? cg_exists_at(s->cgroup_fd) : 0;
+
+        if (r == 0) {
+                if (s->cgroup_fd >= 0)
+                        log_slot_warning(s, "Cgroup %s was removed behind slotd's back, making "
+                                         "it anew", s->cgroup_path);
+                r = slot_setup_cgroup(s);
+                if (r < 0)
+                        return slot_start_fault(s, SLOT_FAULT_CGROUP, r,
+                                                "cannot make cgroup %s: %m", s->cgroup_path);
+        }
+        r = cg_apply_limits(s->cgroup_fd, s->host->enforced, &limits, &file);
         if (r < 0)
-                return log_slot_error_errno(s, r, "Failed to watch %s: %m", events);
+                return slot_start_fault(s, SLOT_FAULT_CGROUP, r, "cannot write %s/%s: %m",
+                                        s->cgroup_path, file);
         return 0;
 }
 
@@ -234,7 +256,15 @@ static bool slot_wants_to_run(const Slot *s) {
  * cannot be watched for their exit status, and are ended rather than left to run twice. */
 static int slot_provision_populated(Slot *s) {
         pid_t keeper = slot_find_keeper(s);
+        CgroupLimits limits = slot_limits(s);
+        const char *file = NULL;
         int r;
+
+        /* The configuration may have changed while slotd was away. */
+        r = cg_apply_limits(s->cgroup_fd, s->host->enforced, &limits, &file);
+        if (r < 0)
+                log_slot_warning_errno(s, r, "Failed to write the limits to %s/%s: %m",
+                                       s->cgroup_path, file);
 
         if (keeper > 0) {
                 r = slot_adopt(s, keeper);
@@ -269,14 +299,15 @@ static void slot_provision_ended(Slot *s) {
 int slot_provision(Slot *s) {
         int r;
 
+        /* Neither failure stops the slot for good: its start retries both, a fault of the
+         * host until they succeed. */
         r = slot_setup_cgroup(s);
         if (r < 0)
-                return r;
-        r = slot_setup_home(s);
-        if (r < 0)
-                return r;
+                log_slot_error_errno(s, r, "Failed to set up cgroup %s: %m", s->cgroup_path);
+        else if (slot_setup_home(s) < 0)
+                s->home_fd = safe_close(s->home_fd);
 
-        if (cg_is_populated_at(s->cgroup_fd) > 0)
+        if (r >= 0 && cg_is_populated_at(s->cgroup_fd) > 0)
                 return slot_provision_populated(s);
         if (s->restored_keeper > 0) {
                 slot_provision_ended(s);
@@ -296,13 +327,14 @@ const BuildConfig *slot_build_config(const Slot *s) {
         return fleet_config_find_build(f, s->build_configuration) ?: &f->build_configs[0];
 }
 
-int slot_write_server_json(Slot *s) {
+int slot_write_server_json_as(Slot *s, const char *uuid, const char *build_configuration) {
         char port[8], query_port[8];
         const FleetConfig *f = s->fleet->config;
-        const BuildConfig *bc = slot_build_config(s);
+        const BuildConfig *bc = fleet_config_find_build(f, build_configuration) ?:
+                                &f->build_configs[0];
         ServerJson j = {
                 .server_id = s->id_string,
-                .allocated_uuid = s->allocation_uuid,
+                .allocated_uuid = uuid,
                 .machine_id = s->host->machine_id,
                 .fleet_id = f->name,
                 .ip = s->host->ip,
@@ -317,21 +349,45 @@ int slot_write_server_json(Slot *s) {
                 .variable_names = bc->variable_names,
                 .variable_values = bc->variable_values,
                 .n_variables = bc->n_variables,
+                .reserve = s->json_reserve,
         };
+        size_t need = 0;
+        int r;
 
         snprintf(port, sizeof(port), "%u", s->port);
         snprintf(query_port, sizeof(query_port), "%u", s->query_port);
-        return server_json_write_at(s->home_fd, &j, 0, 0);
+        r = server_json_write_at(s->home_fd, &j, 0, 0, &need);
+        if (r >= 0) {
+                if (s->fault == SLOT_FAULT_SLOTS_DIR && !s->start_blocked)
+                        slot_fault_clear(s);
+                return r;
+        }
+        if (!slot_storage_fault(r))
+                return r;
+        /* The room it lacked, kept for the retry to reserve. */
+        s->json_reserve = MAX(s->json_reserve, need);
+        s->json_dirty = true;
+        return slot_fault(s, SLOT_FAULT_SLOTS_DIR, r, "cannot write %s/server.json: %m", s->home);
+}
+
+int slot_write_server_json(Slot *s) {
+        return slot_write_server_json_as(s, s->allocation_uuid, s->build_configuration);
 }
 
 void slot_reconfigure(Slot *s, bool build_changed) {
         CgroupLimits limits = slot_limits(s);
+        const char *file = NULL;
+        int r;
 
         /* The keeper holds the command line and confinement it was started with. */
         s->keeper_outdated = true;
         (void) slot_disarm(s);
-        if (s->cgroup_fd >= 0)
-                (void) cg_apply_limits(s->cgroup_fd, s->host->enforced, &limits);
+        /* A server that runs keeps running: the new limits that could not be written are
+         * written at its next start, which refuses to go on without them. */
+        if (s->cgroup_fd >= 0 &&
+            (r = cg_apply_limits(s->cgroup_fd, s->host->enforced, &limits, &file)) < 0)
+                log_slot_warning_errno(s, r, "Failed to write the new limits to %s/%s: %m",
+                                       s->cgroup_path, file);
         if (!build_changed)
                 return;
         if (slot_is_allocated(s)) {

@@ -10,6 +10,7 @@
 #include "checks.h"
 #include "probe.h"
 #include "config.h"
+#include "ratelimit.h"
 #include "slot-fsm.h"
 #include "slot-host.h"
 #include "state-file.h"
@@ -17,6 +18,20 @@
 #include "window.h"
 
 typedef struct Fleet Fleet;   /* fleet.h */
+
+/* A fault of the host that holds a slot back (SPEC §12), not the server's doing: no crash is
+ * counted; the slot retries by itself with back-off (slot-fault.c), and the manager shows the
+ * fault under its key while any slot has it. */
+typedef enum SlotFault {
+        SLOT_FAULT_NONE,
+        SLOT_FAULT_SLOTS_DIR,     /* its home or server.json cannot be written */
+        SLOT_FAULT_CGROUP,        /* its cgroup cannot be made, or a limit not written */
+        SLOT_FAULT_FORK,          /* its keeper cannot be forked (EAGAIN, ENOMEM) */
+        _SLOT_FAULT_MAX,
+} SlotFault;
+
+/* The key in the Manager's Faults: "slots_dir", "cgroup", "fork". */
+const char *slot_fault_to_string(SlotFault f);
 
 /* One server slot: its cgroup, its home, its process, its allocation. What it needs from
  * above, and what it tells it, goes through its host (slot-host.h). */
@@ -46,9 +61,9 @@ typedef struct Slot {
         char *allocation_uuid;    /* NULL = not allocated */
         char *build_configuration;    /* the one the process runs, or will run at its start */
         char *reservation_uuid;   /* NULL = not reserved */
-        usec_t reserved_until;    /* CLOCK_REALTIME */
+        usec_t reserved_until;    /* CLOCK_BOOTTIME (wallclock.h) */
         sd_event_source *reserve_timer;
-        usec_t hold_until;        /* CLOCK_REALTIME, 0 = no hold */
+        usec_t hold_until;        /* CLOCK_BOOTTIME, 0 = no hold */
         sd_event_source *hold_timer;
         bool stale;               /* runs a configuration Reload replaced: restart when free */
         bool retired;             /* its fleet or place is gone: remove when free */
@@ -64,6 +79,7 @@ typedef struct Slot {
         pid_t restored_keeper;    /* from the state file: a keeper that ran when slotd stopped */
         bool restored_ready;
         unsigned restored_keeper_restarts;
+        usec_t restored_payload_at; /* when its allocation's payload was given (CLOCK_BOOTTIME) */
         int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
         int notify_fd;            /* <state_dir>/notify.d/<id>, held by the keeper too */
         sd_event_source *notify_source;
@@ -81,11 +97,12 @@ typedef struct Slot {
         bool restart_requested;   /* start again when the process is gone */
         int exit_code;            /* of the process that just ended */
         int exit_signal;
+        int exec_errno;           /* it could not be exec'd: why (spawn.h), else 0 */
 
         unsigned restarts;
         int last_exit_code;
         int last_exit_signal;
-        usec_t started_at;        /* CLOCK_REALTIME, 0 = never */
+        usec_t started_at;        /* CLOCK_BOOTTIME, 0 = never */
         bool ready;
         char *status;
         TimeWindow crashes;
@@ -108,11 +125,39 @@ typedef struct Slot {
         uint32_t sqp_challenge;   /* the server's last SQP challenge to us, 0: none yet */
         ProbeResult *query;       /* the last valid query answer, NULL before the first */
         FailureReason pending_cause;  /* why slotd is ending the process: misbehaviour, start-timeout */
+        /* A failure of this round of the fleet's checks, held for the round's verdict (why:
+         * NULL = none), at held_index in the fleet's list (slot-checks.c); by check, then
+         * HELD_HEARTBEAT_WAITING. */
+        char *held_strike[HELD_LISTS];
+        size_t held_index[HELD_LISTS];
+        bool probe_in_sweep;         /* its query probe counts in the fleet's sweep */
+        uint64_t heartbeat_round;    /* the fleet's heartbeat round it was last counted in */
+        bool heartbeat_missed;       /* ... and missed a heartbeat in */
+        char *last_check_error;      /* LastCheckError: a check that could not be made, NULL: none */
+        CheckKind check_error_kind;  /* the cause told to the host (SlotHooks.check_error) */
+        int check_error;             /* ... a negative errno, 0: none */
+        RateLimit notify_stray_log;  /* notify datagrams from outside the slot (manager.c) */
+        RateLimit notify_garbage_log; /* malformed ones from inside it (slot-process.c) */
+        pid_t notify_stranger;       /* the last sender found outside the slot, */
+        usec_t notify_stranger_until; /* ... taken as such without a look until then */
         uint64_t oom_kills_at_start;
 
         usec_t cpu_sample_usage;  /* cpu.stat usage_usec at the last sample */
         usec_t cpu_sample_at;     /* CLOCK_MONOTONIC of that sample */
         double cpu_usage;         /* cores over the last interval */
+
+        /* Faults of the host (slot-fault.c). */
+        SlotFault fault;          /* what holds the slot back now, NONE: nothing */
+        char fault_why[256];      /* what failed, naming the file and the errno */
+        int fault_error;          /* ... the errno, negative */
+        sd_event_source *fault_timer;     /* the next retry */
+        unsigned fault_retries;   /* retries so far: the back-off's exponent */
+        bool start_blocked;       /* a start waits for the fault to clear */
+        bool json_dirty;          /* server.json is to be written again (a retry) */
+        size_t json_reserve;      /* bytes of server.json a refused allocation needed */
+        int memory_events_fd;     /* memory.events, open while limits.memory_high is set */
+        uint64_t high_events;     /* its "high" count at the last check */
+        bool throttled;           /* over memory.high at the last check */
 
         SlotState announced_state;
         ProcessState announced_process_state;
@@ -169,6 +214,8 @@ void slot_checks_watchdog(Slot *s);
 /* Why the process that just ended ended, as far as slotd knows: misbehaviour, start-timeout,
  * oom, or none. */
 FailureReason slot_checks_exit_cause(Slot *s);
+/* Frees what a fleet's check rounds hold; its slots are gone. */
+void fleet_checks_done(Fleet *f);
 unsigned slot_strike_count(const Slot *s, CheckKind k);
 /* cgroup.kill on the slot's group. */
 void slot_kill(Slot *s);
@@ -190,6 +237,10 @@ void slot_keeper_status_changed(Slot *s);
 /* The build configuration the slot runs (s->build_configuration), or the fleet's default
  * where the fleet no longer defines it. */
 const BuildConfig *slot_build_config(const Slot *s);
+
+/* limits.memory_high: whether the server was throttled there since the last check (logged
+ * once per episode; no strike comes of it). Called by the checks. */
+void slot_check_memory_high(Slot *s);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);

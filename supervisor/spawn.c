@@ -106,6 +106,21 @@ _Noreturn static void child_fail(const char *step, const char *path) {
         _exit(SPAWN_EXIT_SETUP);
 }
 
+/* The status file as the server child holds it until its exec: close-on-exec, so that only a
+ * failed exec can write to it (spawn.h, KEEPER_EXEC_OFFSET). */
+#define SERVER_STATUS_FD 3
+
+/* execve() failed: its errno goes to the status file for slotd, then the log gets it too. */
+_Noreturn static void child_exec_failed(const char *path) {
+        int error = errno;
+        char record[32];
+        int n = snprintf(record, sizeof(record), "exec %d\n", error);
+
+        (void) pwrite(SERVER_STATUS_FD, record, (size_t) n, KEEPER_EXEC_OFFSET);
+        errno = error;
+        child_fail("exec", path);
+}
+
 /* The game server, the keeper's child: confined, then the build exec'd. */
 static int server_child(void *userdata) {
         const SpawnParams *p = userdata;
@@ -126,13 +141,17 @@ static int server_child(void *userdata) {
         null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
                 child_fail("stdin", p->path);
-        (void) syscall(SYS_close_range, 3U, ~0U, 0U);
+        if (p->status_fd == SERVER_STATUS_FD)
+                (void) fcntl(SERVER_STATUS_FD, F_SETFD, FD_CLOEXEC);
+        else if (dup3(p->status_fd, SERVER_STATUS_FD, O_CLOEXEC) < 0)
+                child_fail("the status file", p->path);
+        (void) syscall(SYS_close_range, SERVER_STATUS_FD + 1U, ~0U, 0U);
         if (p->working_directory && chdir(p->working_directory) < 0)
                 child_fail("chdir to home", p->path);
         if (confine_apply(&p->confine, &step) < 0)
                 child_fail(step, p->path);
         execve(p->path, p->argv, p->envp);
-        child_fail("exec", p->path);
+        child_exec_failed(p->path);
 }
 
 /* One past the highest reserved descriptor (spawn_reserve_fds()). */
@@ -412,6 +431,19 @@ int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, 
         *ret_failed = streq(word, "failed");
         *ret_code = streq(how, "exited") ? v : 0;
         *ret_signal = streq(how, "killed") ? v : 0;
+        return 1;
+}
+
+int spawn_read_exec_failure(int status_fd, int *ret_errno) {
+        char buf[32] = {};
+        int v;
+        ssize_t size = pread(status_fd, buf, sizeof(buf) - 1, KEEPER_EXEC_OFFSET);
+
+        if (size < 0)
+                return negative_errno();
+        if (sscanf(buf, "exec %d", &v) != 1 || v <= 0)
+                return 0;
+        *ret_errno = v;
         return 1;
 }
 

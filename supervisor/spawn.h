@@ -70,6 +70,17 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
  * been made yet. The file is emptied at each keeper start. */
 #define KEEPER_READY_OFFSET 64
 
+/* Where in the status file a server whose execve() failed writes "exec ERRNO" before it exits
+ * SPAWN_EXIT_SETUP (spawn.c for the first server, keeper.c for the ones it restarts). The
+ * keeper restarts no server that exits SPAWN_EXIT_SETUP and the file is emptied at each
+ * keeper start, so a record there is always the last server's. Being in the file, it
+ * outlives slotd as the exit status does: a slotd that adopts the keeper still reads it. */
+#define KEEPER_EXEC_OFFSET 96
+
+/* The errno of the last server's failed execve(): 1 and *ret_errno when the record is there,
+ * 0 when not. */
+int spawn_read_exec_failure(int status_fd, int *ret_errno);
+
 /* Marks the server READY=1 after the keeper's 'restarts'-th restart (0: its first server). */
 int spawn_mark_ready(int status_fd, unsigned restarts);
 /* 1 if the server after the keeper's 'restarts'-th restart is marked ready, else 0. */

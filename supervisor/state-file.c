@@ -69,6 +69,8 @@ static void format_slot(Buffer *b, const SlotRecord *s) {
                 buffer_printf(b, " uuid=%s", s->allocation_uuid);
         if (s->allocation_uuid && s->ready_for_players)
                 buffer_printf(b, " ready_for_players=1");
+        if (s->allocation_uuid && s->payload_at)
+                buffer_printf(b, " payload_at=%" PRIu64, s->payload_at);
         if (s->events)
                 buffer_printf(b, " events=%" PRIu64, s->events);
         if (s->build_configuration)
@@ -91,6 +93,8 @@ static void format_slot(Buffer *b, const SlotRecord *s) {
 
 static void format_machine(Buffer *b, const StateRecord *r) {
         buffer_printf(b, "draining=%d\nidle_since=%" PRIu64 "\n", r->draining, r->idle_since);
+        if (r->boot_id[0])
+                buffer_printf(b, "clock=boottime %s %" PRIu64 "\n", r->boot_id, r->wall_offset);
         if (r->epoch)
                 buffer_printf(b, "epoch=%" PRIu64 "\n", r->epoch);
 }
@@ -136,7 +140,8 @@ static bool record_equal(const SlotRecord *a, const SlotRecord *b) {
                a->last_exit_signal == b->last_exit_signal && a->keeper == b->keeper &&
                a->keeper_restarts == b->keeper_restarts &&
                a->ready == b->ready && a->started_at == b->started_at &&
-               a->events == b->events && a->ready_for_players == b->ready_for_players;
+               a->events == b->events && a->ready_for_players == b->ready_for_players &&
+               a->payload_at == b->payload_at;
 }
 
 static int record_copy(SlotRecord *dst, const SlotRecord *src) {
@@ -325,6 +330,8 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
                         s.ready = v != 0;
                 } else if (KEY("events"))
                         r = parse_u64(val, vn, &s.events);
+                else if (KEY("payload_at"))
+                        r = parse_u64(val, vn, &s.payload_at);
                 else if (KEY("ready_for_players")) {
                         r = parse_u64(val, vn, &v);
                         s.ready_for_players = v != 0;
@@ -341,8 +348,10 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         /* Fields that mean nothing without their owner are dropped, as the writer would. */
         if (!s.reservation_uuid)
                 s.reserved_until = 0;
-        if (!s.allocation_uuid)
+        if (!s.allocation_uuid) {
                 s.ready_for_players = false;
+                s.payload_at = 0;
+        }
         if (!s.keeper) {
                 s.ready = false;
                 s.started_at = 0;
@@ -354,6 +363,44 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         }
         *ret = s;
         return 0;
+}
+
+/* "boottime <32 hex digits> <wall offset>" */
+static int parse_clock(const char *p, size_t len, StateRecord *rec) {
+        static const char kind[] = "boottime ";
+        const size_t kn = sizeof(kind) - 1, idn = sizeof(rec->boot_id) - 1;
+        uint64_t offset;
+
+        if (len < kn + idn + 2 || memcmp(p, kind, kn) != 0 || p[kn + idn] != ' ' ||
+            parse_u64(p + kn + idn + 1, len - kn - idn - 1, &offset) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < idn; i++)
+                if (!strchr("0123456789abcdef", p[kn + i]) || p[kn + i] == '\0')
+                        return -EINVAL;
+        memcpy(rec->boot_id, p + kn, idn);
+        rec->boot_id[idn] = '\0';
+        rec->wall_offset = offset;
+        return 0;
+}
+
+StateClock state_record_rebase(StateRecord *r, const char *boot_id, usec_t wall_offset) {
+        StateClock c = !r->boot_id[0] ? STATE_CLOCK_REALTIME
+                       : streq(r->boot_id, boot_id) ? STATE_CLOCK_SAME_BOOT
+                                                    : STATE_CLOCK_OTHER_BOOT;
+        usec_t from = c == STATE_CLOCK_REALTIME ? 0 : r->wall_offset;
+
+        if (c == STATE_CLOCK_SAME_BOOT)
+                return c;
+        r->idle_since = boottime_rebase(r->idle_since, from, wall_offset);
+        for (size_t i = 0; i < r->n_slots; i++) {
+                SlotRecord *s = &r->slots[i];
+
+                s->reserved_until = boottime_rebase(s->reserved_until, from, wall_offset);
+                s->hold_until = boottime_rebase(s->hold_until, from, wall_offset);
+                s->started_at = boottime_rebase(s->started_at, from, wall_offset);
+                s->payload_at = boottime_rebase(s->payload_at, from, wall_offset);
+        }
+        return c;
 }
 
 typedef struct SlotOrder {
@@ -446,7 +493,10 @@ int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_s
                 else if (len > 6 && memcmp(line, "epoch=", 6) == 0 &&
                          parse_u64(line + 6, len - 6, &v) >= 0)
                         rec.epoch = v;
-                else
+                else if (len > 6 && memcmp(line, "clock=", 6) == 0) {
+                        if (parse_clock(line + 6, len - 6, &rec) < 0)
+                                skipped++;
+                } else
                         skipped++;
         }
         r = keep_last_of_each(&rec);
@@ -460,9 +510,26 @@ int state_parse(const char *text, size_t size, StateRecord *ret, unsigned *ret_s
         return 0;
 }
 
+int state_preallocate(int fd, uint64_t offset, uint64_t length) {
+        if (offset > INT64_MAX || length > INT64_MAX - offset)
+                return -EFBIG;
+        while (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t) offset, (off_t) length) < 0)
+                if (errno != EINTR)
+                        return negative_errno();
+        return 0;
+}
+
 int state_write_atomic(int dir_fd, const char *name, const char *data, size_t size) {
+        int r = state_write_atomic_reserve(dir_fd, name, data, size, 0);
+
+        return r < 0 ? r : 0;
+}
+
+int state_write_atomic_reserve(int dir_fd, const char *name, const char *data, size_t size,
+                               uint64_t reserve) {
         char tmp[256];
         _cleanup_close_ int fd = -EBADF;
+        bool reserved = false;
         size_t done = 0;
         int r;
 
@@ -481,6 +548,13 @@ int state_write_atomic(int dir_fd, const char *name, const char *data, size_t si
                 }
                 done += (size_t) n;
         }
+        /* The space comes before the rename: a file that could not have it is not taken. */
+        if (reserve > 0) {
+                r = state_preallocate(fd, size, reserve);
+                if (r < 0 && r != -EOPNOTSUPP)
+                        goto fail;
+                reserved = r >= 0;
+        }
         if (fsync(fd) < 0) {
                 r = negative_errno();
                 goto fail;
@@ -492,7 +566,7 @@ int state_write_atomic(int dir_fd, const char *name, const char *data, size_t si
         /* The rename itself is durable only once the directory is. */
         if (fsync(dir_fd) < 0)
                 return negative_errno();
-        return 0;
+        return reserved;
 fail:
         (void) unlinkat(dir_fd, tmp, 0);
         return r;
@@ -514,6 +588,28 @@ int state_append(int fd, const char *data, size_t size) {
         if (fdatasync(fd) < 0)
                 return negative_errno();
         return 0;
+}
+
+int state_probe_write(int dir_fd, const char *name, size_t size) {
+        static const char zeros[4096];
+        _cleanup_close_ int fd = -EBADF;
+        int r = 0;
+
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        for (size_t done = 0; done < size && r >= 0;) {
+                ssize_t n = write(fd, zeros, MIN(sizeof(zeros), size - done));
+                if (n < 0 && errno != EINTR)
+                        r = negative_errno();
+                else if (n > 0)
+                        done += (size_t) n;
+        }
+        if (r >= 0 && fsync(fd) < 0)
+                r = negative_errno();
+        if (unlinkat(dir_fd, name, 0) < 0 && r >= 0)
+                r = negative_errno();
+        return r;
 }
 
 int state_read(int dir_fd, const char *name, char **ret, size_t *ret_size) {

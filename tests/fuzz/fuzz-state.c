@@ -20,7 +20,8 @@ static bool slot_equal(const SlotRecord *a, const SlotRecord *b) {
                streq_or_null(a->failure, b->failure) && a->failed == b->failed &&
                a->restarts == b->restarts && a->last_exit_code == b->last_exit_code &&
                a->last_exit_signal == b->last_exit_signal && a->keeper == b->keeper &&
-               a->ready == b->ready && a->started_at == b->started_at;
+               a->ready == b->ready && a->started_at == b->started_at &&
+               a->payload_at == b->payload_at;
 }
 
 static void assert_word(const char *s) {
@@ -33,7 +34,8 @@ static void assert_word(const char *s) {
 
 static bool state_equal(const StateRecord *a, const StateRecord *b) {
         if (a->draining != b->draining || a->idle_since != b->idle_since ||
-            a->n_slots != b->n_slots)
+            a->n_slots != b->n_slots || strcmp(a->boot_id, b->boot_id) != 0 ||
+            (a->boot_id[0] && a->wall_offset != b->wall_offset))
                 return false;
         for (size_t i = 0; i < a->n_slots; i++)
                 if (!slot_equal(&a->slots[i], &b->slots[i]))

@@ -37,6 +37,7 @@ BUS="unix:path=$T/bus"
 SLOTD_PID=
 DBUS_PID=
 PASSED=0
+BG_PIDS=()
 
 # Kill every process of the test's cgroup tree, then remove it bottom-up.
 cleanup_cgroup() {
@@ -57,8 +58,19 @@ cleanup_cgroup() {
         done
 }
 
+# Mounts a test made (track_mount DIR), taken off after slotd and the cgroup tree are gone,
+# in reverse order, before $T is removed.
+MOUNTS=()
+track_mount() { MOUNTS+=("$1"); }
+
 cleanup() {
-        local rc=$?
+        local rc=$? i
+        set +e
+        for i in "${BG_PIDS[@]}"; do
+                kill "$i" 2>/dev/null
+                wait "$i" 2>/dev/null
+        done
+        BG_PIDS=()
         if [ -n "$SLOTD_PID" ] && kill -0 "$SLOTD_PID" 2>/dev/null; then
                 kill -TERM "$SLOTD_PID" 2>/dev/null || true
                 wait "$SLOTD_PID" 2>/dev/null || true
@@ -71,6 +83,9 @@ cleanup() {
                 [ $rc -eq 0 ] && rc=1
         fi
         cleanup_cgroup
+        for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+                mountpoint -q "${MOUNTS[i]}" && umount -l "${MOUNTS[i]}"
+        done
         if [ -n "$DBUS_PID" ]; then
                 kill "$DBUS_PID" 2>/dev/null || true
                 wait "$DBUS_PID" 2>/dev/null || true
@@ -115,6 +130,7 @@ start_bus() {
 EOC
         dbus-daemon --config-file="$T/bus.conf" --nofork --nosyslog >"$T/dbus.log" 2>&1 &
         DBUS_PID=$!
+        echo "$DBUS_PID" > "$T/dbus.pid" # for a test that restarts the bus (soak_faults.py)
         wait_until 10 "the private bus socket" test -S "$T/bus"
 }
 
@@ -176,7 +192,17 @@ write_fleet() {
 }
 
 start_slotd() {
-        SLOTD_LOG_LEVEL=debug "$SLOTD" --config "$T/etc/slotd.ini" >>"$T/slotd.log" 2>&1 &
+        if [ -n "${SLOTD_NETNS:-}" ]; then
+                # SLOTD_NETNS=1: slotd (and the servers it starts) in a network namespace of
+                # their own with its loopback up, for tests that take the loopback down; the
+                # host's is not touched. D-Bus is a unix socket, unaffected. unshare execs
+                # without forking, so $! is slotd. Reach the namespace with
+                # nsenter --net=/proc/$SLOTD_PID/ns/net.
+                SLOTD_LOG_LEVEL=debug unshare --net -- sh -c 'ip link set lo up && exec "$@"' sh \
+                        "$SLOTD" --config "$T/etc/slotd.ini" >>"$T/slotd.log" 2>&1 &
+        else
+                SLOTD_LOG_LEVEL=debug "$SLOTD" --config "$T/etc/slotd.ini" >>"$T/slotd.log" 2>&1 &
+        fi
         SLOTD_PID=$!
         wait_until 20 "slotd on the bus" bus_name_owned
 }
@@ -362,7 +388,6 @@ assert_near() {
 
 # Background helpers (monitors, load): killed before the harness cleans up, keeping the
 # test's exit status.
-BG_PIDS=()
 bg_cleanup() {
         local rc=$? p
         set +e # (exit $rc) below must not end the trap before cleanup

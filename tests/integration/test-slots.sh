@@ -8,7 +8,7 @@
 MACHINE_CPUS=6 write_config
 write_fleet alpha "servers = 4" "[ports]" "game_base = 21000" "query_base = 21100"
 USAGE_CPU=0.5 USAGE_MEMORY=256M write_fleet beta "[ports]" "game_base = 22000" \
-        "query_base = 22100" "[limits]" "pids = 64" "cpu_max = 0.75"
+        "query_base = 22100" "[limits]" "pids = 64" "cpu_max = 0.75" "memory_high = 300M"
 start_slotd
 
 assert_eq "$(mprop SlotCount)" 8 "SlotCount"
@@ -89,7 +89,9 @@ check_slot 7 beta 22003 22103
 enf=$(mprop Enforcement)
 note "Enforcement: $enf"
 if enforced memory; then
-        assert_eq "$(cat "$CG/alpha/slot-0/memory.high")" $((512 * 1048576 + 200 * 1048576)) "memory.high"
+        # memory.high is off unless limits.memory_high says otherwise (SPEC §3).
+        assert_eq "$(cat "$CG/alpha/slot-0/memory.high")" max "memory.high (default off)"
+        assert_eq "$(cat "$CG/beta/slot-4/memory.high")" $((300 * 1048576)) "beta memory.high (limits.memory_high)"
         assert_eq "$(cat "$CG/alpha/slot-0/memory.max")" $((512 * 1048576 + 400 * 1048576)) "memory.max"
         assert_eq "$(cat "$CG/alpha/slot-0/memory.oom.group")" 1 "memory.oom.group"
         assert_eq "$(cat "$CG/beta/slot-4/memory.max")" $((256 * 1048576 + 400 * 1048576)) "beta memory.max"

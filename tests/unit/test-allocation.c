@@ -6,6 +6,7 @@
 
 #include "allocation.h"
 #include "macro.h"
+#include "wallclock.h"
 
 static void test_state_precedence(void **state) {
         assert_int_equal(slot_state_from_facts(&(SlotFacts){}), SLOT_AVAILABLE);
@@ -176,6 +177,29 @@ static void test_ids(void **state) {
         assert_false(alloc_id_is_valid(big));
 }
 
+/* Deadlines are CLOCK_BOOTTIME and shown in real time: the same deadline shows the same value
+ * at every read, follows a step of the wall clock at once, and matches the wall clock. */
+static void test_wall_display(void **state) {
+        usec_t o = wall_offset(), boot = now_usec(CLOCK_BOOTTIME), shown, real;
+
+        assert_int_equal(boottime_to_wall(0), 0);
+        assert_int_equal(boottime_to_wall(USEC_INFINITY), USEC_INFINITY);
+        /* Read twice, shown the same: the kept offset, not a fresh measure's jitter. */
+        shown = boottime_to_wall(boot + USEC_PER_MINUTE);
+        for (int i = 0; i < 1000; i++)
+                assert_int_equal(boottime_to_wall(boot + USEC_PER_MINUTE), shown);
+        real = now_usec(CLOCK_REALTIME);
+        assert_true(shown > real + USEC_PER_MINUTE - 50 * USEC_PER_MSEC);
+        assert_true(shown < real + USEC_PER_MINUTE + 50 * USEC_PER_MSEC);
+        /* An earlier slotd's offset of this boot is kept while it agrees with the clocks... */
+        wall_offset_seed(o + WALL_OFFSET_SLACK_USEC / 2);
+        assert_int_equal(wall_offset(), o + WALL_OFFSET_SLACK_USEC / 2);
+        /* ... and replaced once it does not: the wall clock was stepped since. */
+        wall_offset_seed(o + USEC_PER_HOUR);
+        assert_true(wall_offset() + WALL_OFFSET_SLACK_USEC > o && wall_offset() < o + WALL_OFFSET_SLACK_USEC);
+        assert_int_equal(boottime_to_wall(boot), boot + wall_offset());
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_state_precedence),
@@ -184,6 +208,7 @@ int main(void) {
                 cmocka_unit_test(test_index_moves),
                 cmocka_unit_test(test_hold_rules),
                 cmocka_unit_test(test_ttl),
+                cmocka_unit_test(test_wall_display),
                 cmocka_unit_test(test_ids),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,8 +4,12 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
+
+#include "check-tally.h"
 #include "checks.h"
 #include "macro.h"
+#include "ratelimit.h"
 
 static void test_cpu(void **state) {
         /* Multiplay's rule: within budget + 10 %. */
@@ -77,6 +81,146 @@ static void test_names(void **state) {
         assert_string_equal(check_kind_to_string(_CHECK_KIND_MAX), "invalid");
 }
 
+static CheckTally tally(unsigned checked, unsigned failing) {
+        CheckTally t = {};
+
+        for (unsigned i = 0; i < checked; i++)
+                check_tally_add(&t, i < failing);
+        assert_int_equal(t.checked, checked);
+        assert_int_equal(t.failing, failing);
+        return t;
+}
+
+static void test_machine_fault(void **state) {
+        CheckTally t;
+
+        /* More than half of the fleet: the machine. Half exactly: the servers. */
+        t = tally(4, 4);
+        assert_true(check_tally_machine_fault(&t, 0.5));
+        t = tally(4, 3);
+        assert_true(check_tally_machine_fault(&t, 0.5));
+        t = tally(4, 2);
+        assert_false(check_tally_machine_fault(&t, 0.5));
+        t = tally(4, 1);
+        assert_false(check_tally_machine_fault(&t, 0.5));
+        t = tally(1000, 501);
+        assert_true(check_tally_machine_fault(&t, 0.5));
+        t = tally(1000, 500);
+        assert_false(check_tally_machine_fault(&t, 0.5));
+        /* One failing slot is judged whatever the share: a fleet of one is still judged, and
+         * so is one of two with one failing. Two of three are a machine fault. */
+        t = tally(1, 1);
+        assert_false(check_tally_machine_fault(&t, 0.5));
+        t = tally(2, 1);
+        assert_false(check_tally_machine_fault(&t, 0.01));
+        t = tally(2, 2);
+        assert_true(check_tally_machine_fault(&t, 0.5));
+        t = tally(3, 2);
+        assert_true(check_tally_machine_fault(&t, 0.5));
+        /* Off (0): every slot alone. 100 %: never more than all. */
+        t = tally(4, 4);
+        assert_false(check_tally_machine_fault(&t, 0.0));
+        assert_false(check_tally_machine_fault(&t, 1.0));
+        t = tally(10, 3);
+        assert_true(check_tally_machine_fault(&t, 0.25));
+        assert_false(check_tally_machine_fault(&t, 0.30));
+        /* Nothing checked (only checks that could not be made): no fault. */
+        t = tally(0, 0);
+        assert_false(check_tally_machine_fault(&t, 0.5));
+}
+
+static void test_error_is_local(void **state) {
+        /* What the server did. */
+        assert_false(check_error_is_local(-ETIMEDOUT));
+        assert_false(check_error_is_local(-EBADMSG));
+        assert_false(check_error_is_local(-ECONNREFUSED));
+        assert_false(check_error_is_local(0));
+        /* What the host did. */
+        static const int local[] = { ENETUNREACH, EHOSTUNREACH, ENETDOWN, EPERM, EACCES, ENOBUFS,
+                                     EADDRNOTAVAIL, ENOMEM, EMFILE, ENFILE, EAGAIN, EBUSY, EIO };
+        for (size_t i = 0; i < ELEMENTSOF(local); i++) {
+                assert_true(check_error_is_local(-local[i]));
+                assert_true(check_error_is_local(local[i]));
+        }
+}
+
+static void test_heartbeat_round(void **state) {
+        HeartbeatRound r = {};
+        usec_t P = USEC_PER_SEC;
+        uint64_t a = 0, b = 0, c = 0;
+        bool ma = false, mb = false, mc = false;
+        CheckTally closed = { 99, 99 };
+
+        /* The first timer starts the first round; nothing closes. */
+        assert_false(heartbeat_round_advance(&r, 10 * P, P, &closed));
+        assert_int_equal(closed.checked, 99);
+        assert_false(heartbeat_round_count(&r, &a, &ma, false));
+        /* b misses: held once, however often its timer fires within the round. */
+        assert_false(heartbeat_round_advance(&r, 10 * P + P / 3, P, &closed));
+        assert_true(heartbeat_round_count(&r, &b, &mb, true));
+        assert_false(heartbeat_round_count(&r, &b, &mb, true));
+        assert_false(heartbeat_round_advance(&r, 10 * P + 2 * P / 3, P, &closed));
+        assert_true(heartbeat_round_count(&r, &c, &mc, true));
+        assert_int_equal(r.tally.checked, 3);
+        assert_int_equal(r.tally.failing, 2);
+        /* a's next timer, one period on: the round closes with its tally, a new one begins. */
+        assert_true(heartbeat_round_advance(&r, 11 * P + 1, P, &closed));
+        assert_int_equal(closed.checked, 3);
+        assert_int_equal(closed.failing, 2);
+        assert_int_equal(r.tally.checked, 0);
+        assert_false(heartbeat_round_count(&r, &a, &ma, false));
+        /* b misses again: a new round, a new held strike. */
+        assert_true(heartbeat_round_count(&r, &b, &mb, true));
+        assert_int_equal(r.tally.checked, 2);
+        assert_int_equal(r.tally.failing, 1);
+        assert_false(heartbeat_round_advance(&r, 12 * P, P, &closed));
+        assert_true(heartbeat_round_advance(&r, 12 * P + 1, P, &closed));
+        assert_int_equal(closed.checked, 2);
+}
+
+static void test_heartbeat_round_verdict(void **state) {
+        CheckTally t;
+
+        /* A round that counted one slot keeps the verdict before it. */
+        t = tally(1, 1);
+        assert_true(heartbeat_round_machine_fault(&t, 0.5, true));
+        assert_false(heartbeat_round_machine_fault(&t, 0.5, false));
+        t = tally(1, 0);
+        assert_true(heartbeat_round_machine_fault(&t, 0.5, true));
+        t = tally(0, 0);
+        assert_true(heartbeat_round_machine_fault(&t, 0.5, true));
+        assert_false(heartbeat_round_machine_fault(&t, 0.0, true));
+        /* Two or more: judged on their own. */
+        t = tally(2, 0);
+        assert_false(heartbeat_round_machine_fault(&t, 0.5, true));
+        t = tally(2, 2);
+        assert_true(heartbeat_round_machine_fault(&t, 0.5, false));
+        t = tally(4, 2);
+        assert_false(heartbeat_round_machine_fault(&t, 0.5, true));
+}
+
+static void test_ratelimit(void **state) {
+        RateLimit rl = {};
+        unsigned untold = 99;
+        usec_t s = USEC_PER_SEC;
+
+        /* The first is told; the rest of the interval is counted. */
+        assert_true(ratelimit_tell(&rl, 100 * s, 10 * s, &untold));
+        assert_int_equal(untold, 0);
+        for (int i = 0; i < 20000; i++)
+                assert_false(ratelimit_tell(&rl, 100 * s + (usec_t) i, 10 * s, &untold));
+        assert_false(ratelimit_tell(&rl, 110 * s - 1, 10 * s, &untold));
+        /* The next interval's first says how many went untold. */
+        assert_true(ratelimit_tell(&rl, 110 * s, 10 * s, &untold));
+        assert_int_equal(untold, 20001);
+        assert_true(ratelimit_tell(&rl, 200 * s, 10 * s, &untold));
+        assert_int_equal(untold, 0);
+        /* A clock at 0 works too. */
+        rl = (RateLimit) {};
+        assert_true(ratelimit_tell(&rl, 0, 10 * s, &untold));
+        assert_false(ratelimit_tell(&rl, 1, 10 * s, &untold));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpu),
@@ -84,6 +228,11 @@ int main(void) {
                 cmocka_unit_test(test_cpu_cores_used),
                 cmocka_unit_test(test_strikes),
                 cmocka_unit_test(test_names),
+                cmocka_unit_test(test_machine_fault),
+                cmocka_unit_test(test_error_is_local),
+                cmocka_unit_test(test_heartbeat_round),
+                cmocka_unit_test(test_heartbeat_round_verdict),
+                cmocka_unit_test(test_ratelimit),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@ static void test_fleet_defaults(_unused_ void **state) {
         assert_int_equal(f->memory_tolerance, UINT64_C(200) << 20);
         assert_int_equal(f->strikes, 3);
         assert_int_equal(f->strike_window, 30 * USEC_PER_MINUTE);
+        assert_true(double_eq(f->machine_fault_share, 0.5));
         assert_int_equal(f->check_signal, SIGSEGV);
         assert_int_equal(f->query, QUERY_NONE);
         assert_int_equal(f->query_timeout, 2 * USEC_PER_SEC);
@@ -41,6 +42,7 @@ static void test_fleet_defaults(_unused_ void **state) {
         assert_int_equal(f->crash_window, 30 * USEC_PER_MINUTE);
         assert_true(f->pre_recovery);
         assert_int_equal(f->memory_max, (UINT64_C(1) << 30) + 2 * (UINT64_C(200) << 20));
+        assert_true(f->memory_high == UINT64_MAX); /* off: memory.high = max */
         assert_true(f->cpu_max == 0);
         assert_int_equal(f->pids_max, 4096);
         assert_int_equal(f->build_line, 3);
@@ -256,6 +258,12 @@ static void test_fleet_bad_values(_unused_ void **state) {
                 { "checks", "signal", "SIGFOO", "expected a signal like SIGSEGV, SEGV or 11" },
                 { "checks", "signal", "0", "expected a signal like SIGSEGV, SEGV or 11" },
                 { "checks", "signal", "32", "expected a signal like SIGSEGV, SEGV or 11" },
+                { "checks", "machine_fault_share", "150%", "expected a percentage between 0% and "
+                                                           "100% like 50%, or off" },
+                { "checks", "machine_fault_share", "0.5", "expected a percentage between 0% and "
+                                                          "100% like 50%, or off" },
+                { "checks", "machine_fault_share", "no", "expected a percentage between 0% and "
+                                                         "100% like 50%, or off" },
                 { "checks", "query", "http", "expected sqp, a2s or none" },
                 { "checks", "query", "SQP", "expected sqp, a2s or none" },
                 { "checks", "query_timeout", "0", "must be greater than 0" },
@@ -273,6 +281,8 @@ static void test_fleet_bad_values(_unused_ void **state) {
                 { "crash", "pre_recovery", "2", "expected yes or no" },
                 { "limits", "memory_max", "0", "must be greater than 0" },
                 { "limits", "memory_max", "1.5G", "expected a size like 512K, 200M or 2G" },
+                { "limits", "memory_high", "0", "must be greater than 0, or 'off'" },
+                { "limits", "memory_high", "none", "expected a size like 200M or 2G, or 'off'" },
                 { "limits", "cpu_max", "none", "expected cores like 0.5 or 50%, or 'off'" },
                 { "limits", "cpu_max", "0", "must be more than 0 and at most 1000000 cores, or 'off'" },
                 { "limits", "pids", "0", "expected an integer between 1 and 4194304" },
@@ -328,6 +338,10 @@ static void test_fleet_structure_errors(_unused_ void **state) {
                 { "", "f.ini: fleet.build: required key is missing" },
                 { FLEET_MIN "[limits]\nmemory_max = 512M\n",
                   "f.ini:7: limits.memory_max: 512M is below usage.memory 1G" },
+                { FLEET_MIN "[limits]\nmemory_high = 512M\n",
+                  "f.ini:7: limits.memory_high: 512M is below usage.memory 1G" },
+                { FLEET_MIN "[limits]\nmemory_max = 2G\nmemory_high = 2G\n",
+                  "f.ini:8: limits.memory_high: 2G is not below limits.memory_max 2G" },
                 { FLEET_MIN "[limits]\ncpu_max = 0.25\n",
                   "f.ini:7: limits.cpu_max: 0.25 cores is below usage.cpu 0.5" },
                 { FLEET_MIN "[checks]\nquery = sqp\ninterval = 2s\n",
@@ -419,12 +433,36 @@ static void test_fleet_readiness(_unused_ void **state) {
         assert_int_equal((int) readiness_source_from_string(NULL), -1);
 }
 
+/* checks.machine_fault_share: a share of the checked slots, off or 0 to judge each alone. */
+static void test_fleet_machine_fault_share(_unused_ void **state) {
+        static const struct {
+                const char *value;
+                double expect;
+        } cases[] = {
+                { "50%", 0.5 }, { "25%", 0.25 }, { "100%", 1.0 }, { "0%", 0.0 },
+                { "off", 0.0 }, { "0", 0.0 }, { "12.5%", 0.125 },
+        };
+        _cleanup_(config_freep) Config *c = new_config();
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *text = NULL;
+                char name[16];
+
+                snprintf(name, sizeof(name), "m%zu.ini", i);
+                assert_true(asprintf(&text, FLEET_MIN "[checks]\nmachine_fault_share = %s\n",
+                                     cases[i].value) > 0);
+                assert_true(double_eq(parse_one_fleet(c, name, text)->machine_fault_share,
+                                      cases[i].expect));
+        }
+}
+
 static void test_fleet_cross_key_ok(_unused_ void **state) {
         _cleanup_(config_freep) Config *c = new_config();
         FleetConfig *f;
 
         f = parse_one_fleet(c, "a.ini", FLEET_MIN "[limits]\nmemory_max = 1G\ncpu_max = off\n");
         assert_int_equal(f->memory_max, UINT64_C(1) << 30);
+        assert_true(f->memory_high == UINT64_MAX);
         assert_true(f->cpu_max == 0);
 
         f = parse_one_fleet(c, "b.ini", FLEET_MIN "[checks]\nmemory_tolerance = 0\n[limits]\n"
@@ -432,13 +470,18 @@ static void test_fleet_cross_key_ok(_unused_ void **state) {
         assert_int_equal(f->memory_max, UINT64_C(1) << 30);
         assert_true(double_eq(f->cpu_max, 0.5));
 
+        f = parse_one_fleet(c, "h.ini", FLEET_MIN "[limits]\nmemory_high = 1200M\n");
+        assert_int_equal(f->memory_high, UINT64_C(1200) << 20);
+        f = parse_one_fleet(c, "o.ini", FLEET_MIN "[limits]\nmemory_high = off\n");
+        assert_true(f->memory_high == UINT64_MAX);
+
         /* a slow probe is fine when there is no probe, or no checks */
         f = parse_one_fleet(c, "c.ini", FLEET_MIN "[checks]\ninterval = 1s\nquery_timeout = 5s\n");
         assert_int_equal(f->query, QUERY_NONE);
         f = parse_one_fleet(c, "d.ini", FLEET_MIN "[checks]\nquery = sqp\ninterval = 0\n");
         assert_int_equal(f->check_interval, 0);
         assert_int_equal(f->query, QUERY_SQP);
-        assert_int_equal(c->n_fleets, 4);
+        assert_int_equal(c->n_fleets, 6);
 }
 
 static void test_fleet_names(_unused_ void **state) {
@@ -490,6 +533,7 @@ int main(void) {
                 cmocka_unit_test(test_fleet_bad_values),
                 cmocka_unit_test(test_fleet_error_format),
                 cmocka_unit_test(test_fleet_structure_errors),
+                cmocka_unit_test(test_fleet_machine_fault_share),
                 cmocka_unit_test(test_fleet_cross_key_ok),
                 cmocka_unit_test(test_fleet_names),
                 cmocka_unit_test(test_fleet_duplicate_names),

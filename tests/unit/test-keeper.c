@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -141,7 +142,7 @@ static void test_server_with_children(void **state) {
  * namespace of its own, the server's command line after its PID, the server's environment
  * as its own, the restart eventfd as fd 5. Returns the keeper's PID, or 0 when this process
  * may not make a namespace (the test is then skipped). */
-static pid_t start_restarting_keeper(const char *script, int token, int *ret_status) {
+static pid_t start_restarting_keeper_argv(char *const argv[], int token, int *ret_status) {
         sigset_t old;
         int fd = status_file_and_block(&old);
         pid_t pid;
@@ -155,7 +156,7 @@ static pid_t start_restarting_keeper(const char *script, int token, int *ret_sta
         if (pid == 0) {
                 char buf[16];
                 char *const envp[] = { (char *) "MARK=from-the-keeper", NULL };
-                char *const argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
+                char *kargv[8] = { (char *) "slotd-keeper", buf };
                 pid_t server = fork();
 
                 if (server == 0)
@@ -167,12 +168,20 @@ static pid_t start_restarting_keeper(const char *script, int token, int *ret_sta
                 if (fd < 0 || token < 0 || dup2(fd, 3) < 0 || dup2(token, 5) < 0)
                         _exit(126);
                 (void) syscall(SYS_close_range, 6U, ~0U, 0U);
-                execle(keeper, "slotd-keeper", buf, "/bin/sh", "-c", script, (char *) NULL, envp);
+                for (size_t i = 0; argv[i] && i < 5; i++)
+                        kargv[2 + i] = argv[i];
+                execve(keeper, kargv, envp);
                 _exit(125);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
         *ret_status = fd;
         return pid;
+}
+
+static pid_t start_restarting_keeper(const char *script, int token, int *ret_status) {
+        char *const argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
+
+        return start_restarting_keeper_argv(argv, token, ret_status);
 }
 
 static void read_at(int fd, off_t offset, char *buf, size_t size) {
@@ -275,6 +284,49 @@ static void test_no_restart_unarmed_or_orphans(void **state) {
         close(status);
 }
 
+/* A restart whose exec fails: the errno at offset 96 of the status file, exit 203, and no
+ * further restart though one is armed (slotd judges a build that cannot run). */
+static void test_failed_exec_not_restarted(void **state) {
+        char out[] = "/tmp/slotd-test-keeper-out.XXXXXX", build[] = "/tmp/slotd-test-keeper-build.XXXXXX";
+        char script[512], buf[64];
+        int token = eventfd(2, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE), status;
+        int o = mkstemp(out), b = mkstemp(build);
+        char *const argv[] = { build, NULL };
+        uint64_t v;
+        pid_t pid;
+
+        assert_true(token >= 0 && o >= 0 && b >= 0);
+        close(o);
+        /* Runs once, then takes its own execute bit away. */
+        snprintf(script, sizeof(script), "#!/bin/sh\necho run >> %s\nchmod 0644 %s\nexit 5\n",
+                 out, build);
+        assert_int_equal(write(b, script, strlen(script)), (ssize_t) strlen(script));
+        assert_int_equal(fchmod(b, 0755), 0);
+        close(b);
+        pid = start_restarting_keeper_argv(argv, token, &status);
+        if (pid == 0) {
+                unlink(out);
+                unlink(build);
+                close(token);
+                skip();
+        }
+        assert_int_equal(wait_exit(pid), 0);
+        assert_int_equal(count_lines(out, "run\n"), 1);
+        read_status(status, buf, sizeof(buf));
+        assert_string_equal(buf, "exited 203\n");
+        read_at(status, 96, buf, sizeof(buf));
+        assert_string_equal(buf, "exec 13\n");
+        read_at(status, 32, buf, sizeof(buf));
+        assert_true(strncmp(buf, "restart 1 exited 5 ", 19) == 0);
+        /* Of two restarts armed (one at a time: a semaphore), one is left. */
+        assert_int_equal(read(token, &v, sizeof(v)), sizeof(v));
+        assert_int_equal(v, 1);
+        unlink(out);
+        unlink(build);
+        close(token);
+        close(status);
+}
+
 static void test_bad_arguments(void **state) {
         char *const argv[] = { (char *) "/bin/true", NULL };
         const char *bad[] = { "", "x", "12x", "1", "99999999999999999999" };
@@ -294,6 +346,7 @@ int main(void) {
                 cmocka_unit_test(test_server_with_children),
                 cmocka_unit_test(test_restarts_once_when_armed),
                 cmocka_unit_test(test_no_restart_unarmed_or_orphans),
+                cmocka_unit_test(test_failed_exec_not_restarted),
                 cmocka_unit_test(test_bad_arguments),
         };
 

@@ -182,6 +182,7 @@ static void test_error_status(_unused_ void **state) {
         assert_int_equal(request_error_status("draining"), 409);
         assert_int_equal(request_error_status("unavailable"), 503);
         assert_int_equal(request_error_status("failed"), 500);
+        assert_int_equal(request_error_status("state-unwritable"), 503);
         assert_int_equal(request_error_status("made-up"), 500);
         assert_int_equal(request_error_status(NULL), 500);
 }

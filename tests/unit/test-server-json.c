@@ -103,7 +103,7 @@ static void test_write_in_place_and_refuse_links(_unused_ void **state) {
         assert_true(dfd >= 0);
         snprintf(path, sizeof(path), "%s/server.json", dir);
 
-        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid()), 0);
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid(), NULL), 0);
         assert_int_equal(stat(path, &before), 0);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         n = read(fd, buf, sizeof(buf) - 1);
@@ -114,7 +114,7 @@ static void test_write_in_place_and_refuse_links(_unused_ void **state) {
         /* Rewritten in place: same inode, new shorter content, no stale tail. */
         ServerJson j = sample;
         j.allocated_uuid = "";
-        assert_int_equal(server_json_write_at(dfd, &j, getuid(), getgid()), 0);
+        assert_int_equal(server_json_write_at(dfd, &j, getuid(), getgid(), NULL), 0);
         assert_int_equal(stat(path, &after), 0);
         assert_int_equal(before.st_ino, after.st_ino);
         n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -127,14 +127,14 @@ static void test_write_in_place_and_refuse_links(_unused_ void **state) {
         snprintf(victim, sizeof(victim), "%s/victim", dir);
         close(open(victim, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
         assert_int_equal(symlink(victim, path), 0);
-        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid()), -ELOOP);
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid(), NULL), -ELOOP);
         assert_int_equal(stat(victim, &after), 0);
         assert_int_equal(after.st_size, 0);
 
         /* Nor is a hard link to another file truncated. */
         assert_int_equal(unlink(path), 0);
         assert_int_equal(link(victim, path), 0);
-        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid()), -EPERM);
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid(), NULL), -EPERM);
         assert_int_equal(stat(victim, &after), 0);
         assert_int_equal(after.st_size, 0);
 

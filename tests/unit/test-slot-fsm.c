@@ -93,6 +93,7 @@ static void test_names(_unused_ void **state) {
         assert_string_equal(failure_reason_to_string(FAILURE_MISBEHAVIOUR), "misbehaviour");
         assert_string_equal(failure_reason_to_string(FAILURE_START_TIMEOUT), "start-timeout");
         assert_string_equal(failure_reason_to_string(FAILURE_OOM), "oom");
+        assert_string_equal(failure_reason_to_string(FAILURE_EXEC), "exec");
 }
 
 static void test_exit_zero_deallocates_and_restarts_on_provision(_unused_ void **state) {
@@ -232,8 +233,33 @@ static void test_cause_makes_a_crash(_unused_ void **state) {
         assert_int_equal(v.reason, FAILURE_NONE);
 }
 
+/* A build that cannot be executed fails at once, whatever crash.restarts allows: a restart a
+ * few microseconds later meets the same file. Pre-recovery of an allocated slot and requests
+ * still come first; the crash never keeps the keeper from restarting on its own (it never
+ * restarts such a server: keeper.c). */
+static void test_exec_fails_at_once(_unused_ void **state) {
+        ExitVerdict v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_EXEC, .crashes_in_window = 1,
+                                                       .crash_restarts = 63, .start_on_provision = true });
+        assert_int_equal(v.decision, EXIT_DECISION_FAIL);
+        assert_int_equal(v.reason, FAILURE_EXEC);
+        assert_false(v.deallocate);
+
+        v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_EXEC, .crashes_in_window = 5,
+                                           .crash_restarts = 1 });
+        assert_int_equal(v.reason, FAILURE_EXEC);
+        v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_EXEC, .allocated = true,
+                                           .pre_recovery = true, .crashes_in_window = 1 });
+        assert_int_equal(v.decision, EXIT_DECISION_STOP);
+        assert_int_equal(v.reason, FAILURE_PRE_RECOVERY);
+        v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_EXEC, .restart_requested = true });
+        assert_int_equal(v.decision, EXIT_DECISION_RESTART);
+        v = slot_exit_policy(&(ExitInput){ .cause = FAILURE_EXEC, .stop_requested = true });
+        assert_int_equal(v.decision, EXIT_DECISION_STOP);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exec_fails_at_once),
                 cmocka_unit_test(test_every_pair_is_decided),
                 cmocka_unit_test(test_start_spawns_from_stopped_and_failed),
                 cmocka_unit_test(test_ready_moves_starting_to_running),

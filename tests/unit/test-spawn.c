@@ -71,8 +71,34 @@ static void test_ready_mark_errors(_unused_ void **state) {
         assert_int_equal(spawn_mark_ready(fd, 0), -EBADF);
 }
 
+/* A failed exec's record at KEEPER_EXEC_OFFSET: read back, and disturbed by none of the other
+ * records (nor they by it). */
+static void test_exec_failure_record(_unused_ void **state) {
+        int fd = status_file(), code, sig, error = 0;
+
+        assert_int_equal(spawn_read_exec_failure(fd, &error), 0);
+        put(fd, "exited 203\n", 0);
+        assert_int_equal(spawn_read_exec_failure(fd, &error), 0);
+        put(fd, "exec 13\n", KEEPER_EXEC_OFFSET);
+        assert_int_equal(spawn_read_exec_failure(fd, &error), 1);
+        assert_int_equal(error, EACCES);
+        assert_int_equal(spawn_read_status(fd, &code, &sig), 1);
+        assert_int_equal(code, 203);
+        assert_int_equal(spawn_mark_ready(fd, 0), 0);
+        assert_int_equal(spawn_read_exec_failure(fd, &error), 1);
+        assert_int_equal(spawn_marked_ready(fd, 0), 1);
+        /* Anything else there is no record; 0 is no errno. */
+        put(fd, "exec 0\n", KEEPER_EXEC_OFFSET);
+        assert_int_equal(spawn_read_exec_failure(fd, &error), 0);
+        put(fd, "garbage", KEEPER_EXEC_OFFSET);
+        assert_int_equal(spawn_read_exec_failure(fd, &error), 0);
+        close(fd);
+        assert_int_equal(spawn_read_exec_failure(fd, &error), -EBADF);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exec_failure_record),
                 cmocka_unit_test(test_ready_mark),
                 cmocka_unit_test(test_ready_mark_errors),
         };

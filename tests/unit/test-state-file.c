@@ -198,9 +198,120 @@ static void test_format_cached(void **state) {
         state_cache_done(&cache);
 }
 
+/* The clock line and payload_at come back as written; what has no owner is dropped. */
+static void test_clock_round_trip(void **state) {
+        SlotRecord slots[2] = {
+                { .id = 0, .fleet = (char *) "a", .allocation_uuid = (char *) "u", .payload_at = 7,
+                  .hold_until = 9 },
+                { .id = 1, .fleet = (char *) "a", .payload_at = 8 },
+        };
+        StateRecord in = { .idle_since = 5, .wall_offset = 1700000000000000, .slots = slots,
+                           .n_slots = 2 }, out;
+        _cleanup_free_ char *text = NULL;
+        unsigned skipped = 1;
+        int n;
+
+        strcpy(in.boot_id, "0123456789abcdef0123456789abcdef");
+        n = state_format(&in, &text);
+        assert_true(n > 0);
+        assert_non_null(strstr(text, "\nclock=boottime 0123456789abcdef0123456789abcdef "
+                                     "1700000000000000\n"));
+        assert_non_null(strstr(text, " payload_at=7"));
+        assert_null(strstr(text, " payload_at=8"));
+        assert_int_equal(state_parse(text, (size_t) n, &out, &skipped), 0);
+        assert_int_equal(skipped, 0);
+        assert_string_equal(out.boot_id, in.boot_id);
+        assert_int_equal(out.wall_offset, in.wall_offset);
+        assert_int_equal(out.slots[0].payload_at, 7);
+        assert_int_equal(out.slots[1].payload_at, 0);
+        state_record_done(&out);
+
+        /* A file without the line is an older slotd's: no boot, real time. */
+        in.boot_id[0] = '\0';
+        text = mfree(text);
+        n = state_format(&in, &text);
+        assert_null(strstr(text, "clock="));
+        assert_int_equal(state_parse(text, (size_t) n, &out, &skipped), 0);
+        assert_string_equal(out.boot_id, "");
+        state_record_done(&out);
+
+        /* Clock lines that do not parse are skipped; the file is then taken as real time. */
+        const char *bad[] = {
+                "slotd-state 1\nclock=boottime 0123456789abcdef0123456789abcde 5\n",   /* 31 */
+                "slotd-state 1\nclock=boottime 0123456789ABCDEF0123456789abcdef 5\n",
+                "slotd-state 1\nclock=boottime 0123456789abcdef0123456789abcdef\n",
+                "slotd-state 1\nclock=boottime 0123456789abcdef0123456789abcdef x\n",
+                "slotd-state 1\nclock=monotonic 0123456789abcdef0123456789abcdef 5\n",
+                "slotd-state 1\nclock=boottime 0123456789abcdef0123456789abcdef 5 6\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(state_parse(bad[i], strlen(bad[i]), &out, &skipped), 0);
+                assert_int_equal(skipped, 1);
+                assert_string_equal(out.boot_id, "");
+                state_record_done(&out);
+        }
+}
+
+#define BOOT_A "0123456789abcdef0123456789abcdef"
+#define BOOT_B "fedcba9876543210fedcba9876543210"
+
+/* Every time of a record moves to this boot's CLOCK_BOOTTIME: not at all within the same
+ * boot, through the wall clock across a reboot, from real time for an older slotd's file. */
+static void test_clock_rebase(void **state) {
+        const usec_t s = USEC_PER_SEC, wall_now = 1700000000 * s;
+        /* Real time = boottime + offset. Boot A started at wall_now − 1000 s, boot B (this
+         * one) at wall_now − 100 s. */
+        const usec_t off_a = wall_now - 1000 * s, off_b = wall_now - 100 * s;
+        const char legacy[] =
+                "slotd-state 1\ndraining=0\nidle_since=1699999950000000\n"
+                "slot id=1 fleet=a uuid=u payload_at=1699999990000000 reserved=r "
+                "reserved_until=1700000060000000 hold_until=1700000030000000 keeper=5 ready=1 "
+                "started=1699999000000000 failed=0 restarts=0 exit_code=0 exit_signal=0\n";
+        StateRecord r;
+        unsigned skipped;
+
+        /* An older slotd's file: real time − this boot's offset; before the boot → 1. */
+        assert_int_equal(state_parse(legacy, sizeof(legacy) - 1, &r, &skipped), 0);
+        assert_int_equal(skipped, 0);
+        assert_int_equal(state_record_rebase(&r, BOOT_B, off_b), STATE_CLOCK_REALTIME);
+        assert_int_equal(r.idle_since, 50 * s);
+        assert_int_equal(r.slots[0].payload_at, 90 * s);
+        assert_int_equal(r.slots[0].reserved_until, 160 * s);
+        assert_int_equal(r.slots[0].hold_until, 130 * s);
+        assert_int_equal(r.slots[0].started_at, 1);
+        state_record_done(&r);
+
+        /* The same boot: nothing moves, whatever the wall clock did. */
+        SlotRecord slot = { .id = 1, .fleet = (char *) "a", .hold_until = 1030 * s,
+                            .reserved_until = 1060 * s, .started_at = 10 * s };
+        r = (StateRecord){ .idle_since = 950 * s, .wall_offset = off_a, .slots = &slot,
+                           .n_slots = 1 };
+        strcpy(r.boot_id, BOOT_A);
+        assert_int_equal(state_record_rebase(&r, BOOT_A, off_a + 3600 * s), STATE_CLOCK_SAME_BOOT);
+        assert_int_equal(r.idle_since, 950 * s);
+        assert_int_equal(slot.hold_until, 1030 * s);
+
+        /* A reboot: boot A's times through the wall clock into boot B's. The hold and the
+         * reservation keep their wall-clock deadlines (30 s and 60 s from now); the machine
+         * idle since 50 s ago counts from its boot's start; the start of the old server was
+         * before this boot. */
+        assert_int_equal(state_record_rebase(&r, BOOT_B, off_b), STATE_CLOCK_OTHER_BOOT);
+        assert_int_equal(slot.hold_until, 130 * s);
+        assert_int_equal(slot.reserved_until, 160 * s);
+        assert_int_equal(r.idle_since, 50 * s);
+        assert_int_equal(slot.started_at, 1);
+
+        /* None stays none; infinity stays. */
+        assert_int_equal(boottime_rebase(0, off_a, off_b), 0);
+        assert_int_equal(boottime_rebase(USEC_INFINITY, off_a, off_b), USEC_INFINITY);
+        assert_int_equal(boottime_rebase(5, 0, 10), 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
+                cmocka_unit_test(test_clock_round_trip),
+                cmocka_unit_test(test_clock_rebase),
                 cmocka_unit_test(test_hostile),
                 cmocka_unit_test(test_journal),
                 cmocka_unit_test(test_write_atomic),

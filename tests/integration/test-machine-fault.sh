@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Mass-failure protection (SPEC §6, §12): when more than checks.machine_fault_share of a
+# fleet's checked slots fail the same check in one round, the machine is the likely cause:
+# that round counts no strikes, the fault check:<check>:<fleet> is raised (Faults, one log
+# line, the MachineFault signal), and it clears by itself with the first round under the
+# share. Both sides: every server of the fleet silent at once (SIGSTOP: no query answers, no
+# WATCHDOG=1) is struck by nobody; one silent server among healthy ones is struck out as
+# before.
+. "$(dirname "$0")/lib.sh"
+SIGS="$T/signals.json"
+
+MACHINE_CPUS=4 write_config
+# A check round a second (3 s in the TCG VM); the heartbeat a little shorter. The CPU check
+# is out of the way (an idle server is far under 1000 %), memory too (a few MB of 64M + 20M).
+IV=$((1000 * TIME_SCALE))
+HB=$((800 * TIME_SCALE))
+D=$((30 * TIME_SCALE)) # deadline for a handful of rounds
+USAGE_CPU=0.5 USAGE_MEMORY=64M write_fleet mf "servers = 4" \
+        "[ports]" "game_base = 33000" "query_base = 33050" \
+        "[checks]" "interval = ${IV}ms" "query = sqp" "query_timeout = $((400 * TIME_SCALE))ms" \
+        "heartbeat = ${HB}ms" "cpu_tolerance = 1000%" "memory_tolerance = 20M" \
+        "machine_fault_share = 50%" "strikes = 3" "window = 10m" \
+        "[crash]" "restarts = 5" "window = 10m"
+start_slotd
+start_monitor "$SIGS"
+for id in 0 1 2 3; do
+        wait_prop $id ProcessState running
+        wait_server $id
+        wait_prop $id QueryMap test-map "$D"
+done
+assert_eq "$(mprop Faults)" "0" "Faults of a healthy machine"
+
+# fault_rounds CHECK: the rounds of fleet mf's CHECK judged a machine fault so far.
+fault_rounds() {
+        grep -c "Fleet mf: [0-9]* of [0-9]* checked slots failed check $1 in one round: a machine fault" \
+                "$T/slotd.log" || true
+}
+fault_rounds_ge() { [ "$(fault_rounds "$1")" -ge "$2" ]; }
+has_fault() { mprop Faults | grep -q "\"check:$1:mf: "; }
+no_fault() { ! has_fault "$1"; }
+stopped() { [ "$(sed -E 's/^.*\) (.) .*$/\1/' "/proc/$1/stat")" = T ]; }
+
+# ---- a. Every server silent at once: no strike, no SIGSEGV, a machine fault ----
+pids=()
+for id in 0 1 2 3; do pids+=("$(sprop $id MainPID)"); done
+kill -STOP "${pids[@]}"
+for p in "${pids[@]}"; do assert_ok "server $p stopped" stopped "$p"; done
+wait_until "$D" "MachineFault(mf, query, 4, 4)" has_sig "$SIGS" MachineFault "mf query 4 4"
+wait_until "$D" "MachineFault(mf, heartbeat, ...)" \
+        bash -c "grep -q '\"member\":\"MachineFault\".*\"mf\",\"heartbeat\"' '$SIGS'"
+# Four silent rounds of each: three strikes would have sent SIGSEGV.
+wait_until "$D" "four query rounds judged a machine fault" fault_rounds_ge query 4
+wait_until "$D" "four heartbeat rounds judged a machine fault" fault_rounds_ge heartbeat 4
+faults=$(mprop Faults)
+note "Faults: $faults"
+assert_ok "Faults lists check:query:mf ($faults)" grep -q '"check:query:mf: 4 of 4 checked slots of fleet mf failed the query check in one round' <<<"$faults"
+assert_ok "Faults lists check:heartbeat:mf ($faults)" grep -q '"check:heartbeat:mf: ' <<<"$faults"
+assert_eq "$(sig_count "$SIGS" MachineFault mf)" 2 "MachineFault signals (one per check, when raised)"
+assert_eq "$(grep -c 'Host fault check:query:mf: ' "$T/slotd.log")" 1 "log lines raising check:query:mf"
+assert_eq "$(grep -c 'Host fault check:heartbeat:mf: ' "$T/slotd.log")" 1 "log lines raising check:heartbeat:mf"
+assert_eq "$(signal_count "$SIGS" Misbehaved)" 0 "Misbehaved signals while all were silent"
+assert_eq "$(signal_count "$SIGS" Crashed)" 0 "Crashed signals while all were silent"
+for id in 0 1 2 3; do
+        assert_eq "$(sprops $id MainPID ProcessState Strikes)" "${pids[$id]}|running|0" \
+                "slot $id MainPID|ProcessState|Strikes while all were silent"
+done
+assert_ok "no strike in the log" bash -c "! grep -q 'Check [a-z]* failed' '$T/slotd.log'"
+
+# ---- a'. They answer again: the faults clear by themselves, the same servers run on ----
+kill -CONT "${pids[@]}"
+wait_until "$D" "check:query:mf cleared" no_fault query
+wait_until "$D" "check:heartbeat:mf cleared" no_fault heartbeat
+assert_eq "$(grep -c 'Host fault check:query:mf cleared after' "$T/slotd.log")" 1 "log lines clearing check:query:mf"
+assert_eq "$(grep -c 'Host fault check:heartbeat:mf cleared after' "$T/slotd.log")" 1 "log lines clearing check:heartbeat:mf"
+# Three rounds more (a heartbeat miss of the last silent period waits a round for its verdict;
+# any strike left would show now).
+wait_rounds 0 3 "$D"
+assert_eq "$(signal_count "$SIGS" Misbehaved)" 0 "Misbehaved signals after the servers came back"
+assert_eq "$(signal_count "$SIGS" Crashed)" 0 "Crashed signals after the servers came back"
+for id in 0 1 2 3; do
+        assert_eq "$(sprops $id MainPID ProcessState Strikes)" "${pids[$id]}|running|0" \
+                "slot $id MainPID|ProcessState|Strikes after the servers came back"
+done
+assert_eq "$(mprop Faults)" "0" "Faults after recovery"
+
+# ---- b. One silent server among healthy ones: struck out as before ----
+control 1 "query off"
+wait_sig "$SIGS" Misbehaved "1 query 1" "$D"
+wait_sig "$SIGS" Crashed "1 0 11 misbehaviour" "$D"
+assert_eq "$(sig_args "$SIGS" Misbehaved | paste -sd,)" "1 query 1,1 query 2,1 query 3" \
+        "Misbehaved signals: slot 1's three query strikes, nobody else's"
+assert_ok "log: three strikes, SIGSEGV" grep -q \
+        "slot 1 (mf): 3 strikes of check query: sending SEGV to process ${pids[1]}" "$T/slotd.log"
+wait_new_pid 1 "${pids[1]}"
+wait_prop 1 ProcessState running
+assert_eq "$(sprop 1 FailureReason)" misbehaviour "FailureReason of slot 1"
+assert_eq "$(sig_count "$SIGS" MachineFault mf)" 2 "MachineFault signals: none for one silent server"
+for id in 0 2 3; do
+        assert_eq "$(sprops $id MainPID Strikes)" "${pids[$id]}|0" "slot $id MainPID|Strikes"
+done
+assert_eq "$(mprop Faults)" "0" "Faults with one silent server"
+finish
