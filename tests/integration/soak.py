@@ -37,6 +37,9 @@ import sys
 import time
 import uuid
 
+from soak_faults import Faults
+from soak_proc import cg_relative, fd_sample, our_processes, ppid_of, proc_state, read
+
 ENV = os.environ
 BUS = ENV["BUS"]
 T = ENV["T"]
@@ -247,6 +250,8 @@ EXIT0 = collections.defaultdict(list)    # slot -> times an `exit 0` was written
 CONTROLLED = collections.defaultdict(list)  # slot -> times any control command was written
 RESERVATIONS = {}                        # uuid -> dict(slot, fleet, until, t)
 BUSY = set()                             # UUIDs with a call in flight
+# Refusals for a fault of the host (SPEC §12), not for the rules: the change was not made.
+REFUSED_BY_FAULT = {"StateUnwritable"}
 COUNTS = collections.Counter()           # "op outcome" -> n
 EPOCH = 0                                # bumped by every SIGKILL of slotd
 
@@ -444,6 +449,11 @@ def finish_op(op):
     log(f"{op.kind} (t={op.t:.3f}) {getattr(a, 'uuid', getattr(op, 'uuid', ''))} -> "
         f"{name}{'' if slot is None else f' slot {slot}'}")
 
+    if not ok and name in REFUSED_BY_FAULT:
+        # A fault of the host (soak_faults.py): the change must not be in effect anywhere.
+        if op.kind in ("alloc", "alloc-reserved"):
+            a.status, a.why = "refused", f"refused with {name} at t={now():.3f}"
+        return
     if op.kind == "alloc":
         if ok:
             a.slot, a.status = slot, "live"
@@ -585,20 +595,7 @@ def check_allocations(slots, final):
             violation(f"{a.uuid} is allocated on {on} but {a.why}", slots=on, uuids=[a.uuid])
 
 
-# ---- /proc ----
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def ppid_of(pid):
-    return int(read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[1])
-
-
-def proc_state(pid):
-    return read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[0]
-
+# ---- /proc (and soak_proc.py) ----
 
 def cgroup_procs(slot):
     return {int(x) for x in read(os.path.join(cgroup_of(slot), "cgroup.procs")).split()}
@@ -626,88 +623,6 @@ def slot_process_problem(slot, pstate, main_pid):
     except (OSError, ValueError, IndexError) as e:
         return f"{pstate}, MainPID {main_pid}: {e}"
     return None
-
-
-def our_processes():
-    """Every live test server and keeper of this test, wherever it is: servers by their HOME
-    (under $T), keepers (a binary of their own, with no trace of $T) by being in this test's
-    cgroup tree or the parent of one of its servers."""
-    servers, keepers, candidates = {}, {}, {}
-    rel = cg_relative()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        pid = int(d)
-        try:
-            comm = read(f"/proc/{pid}/comm").strip()
-            if comm not in ("slotd-test-serv", "slotd-keeper"):
-                continue
-            if proc_state(pid) == "Z":
-                continue
-            cg = read(f"/proc/{pid}/cgroup")
-            cg = next((l[3:] for l in cg.splitlines() if l.startswith("0::")), "?")
-            if comm == "slotd-keeper":
-                candidates[pid] = cg
-            else:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = f.read().split(b"\0")
-                if any(e.startswith(f"HOME={T}/".encode()) for e in env):
-                    servers[pid] = cg
-        except (OSError, IndexError):
-            continue
-    parents = set()
-    for pid in servers:
-        try:
-            parents.add(ppid_of(pid))
-        except (OSError, IndexError, ValueError):
-            pass
-    for pid, cg in candidates.items():
-        if cg == rel or cg.startswith(rel + "/") or pid in parents:
-            keepers[pid] = cg
-    return servers, keepers
-
-
-def cg_relative():
-    mount = read("/proc/self/mountinfo")
-    mnt = next(l.split()[4] for l in mount.splitlines() if l.split(" - ")[1].startswith("cgroup2 "))
-    return CG[len(mnt):] or "/"
-
-
-def fd_sample(pid):
-    """slotd's fds by kind: per slot (cgroup dir, home dir, exit status file, pidfd of a
-    keeper, the keeper's restart eventfd) and the rest, with numbers blanked so that the rest compares as a multiset."""
-    kinds, other = collections.Counter(), collections.Counter()
-    slot_cg = re.compile(re.escape(CG) + r"/[^/]+/slot-\d+$")
-    slot_home = re.compile(re.escape(T) + r"/slots/[^/]+/slot-\d+$")
-    status = re.compile(re.escape(T) + r"/state/exit/\d+$")
-    # Each running slot's notify socket (bound under state/notify.d) is a per-slot fd too.
-    notify_inodes = set()
-    for line in read("/proc/net/unix").splitlines()[1:]:
-        f = line.split()
-        if len(f) >= 8 and f[7].startswith(T + "/state/notify.d/"):
-            notify_inodes.add(f[6])
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target == "anon_inode:[pidfd]":
-            kinds["keeper pidfd"] += 1
-        elif target == "anon_inode:[eventfd]":
-            kinds["keeper restart eventfd"] += 1
-        elif target.startswith("socket:[") and target[8:-1] in notify_inodes:
-            kinds["slot notify socket"] += 1
-        elif slot_cg.match(target):
-            kinds["slot cgroup"] += 1
-        elif slot_home.match(target):
-            kinds["slot home"] += 1
-        elif status.match(target):
-            kinds["exit status"] += 1
-        else:
-            kinds["other"] += 1
-            other[re.sub(r"\d+", "N", target)] += 1
-    rss = int(re.search(r"^VmRSS:\s+(\d+) kB", read(f"/proc/{pid}/status"), re.M).group(1))
-    return kinds, other, rss
 
 
 def quiet_fd_sample(pid):
@@ -785,6 +700,27 @@ def report_moving(moving, what):
 
 # ---- main ----
 
+class FaultHooks:
+    """What soak_faults.Faults needs of the soak."""
+    t0 = T0
+
+    def log(self, msg):
+        mark(msg)
+
+    def count(self, key):
+        COUNTS[key] += 1
+
+    def new_epoch(self):
+        global EPOCH
+        EPOCH += 1
+
+    def bus_ok(self):
+        return busctl("status", DEST, check=False).returncode == 0
+
+    def poll_until(self, timeout, what, fn):
+        return poll_until(timeout * SCALE, what, fn)
+
+
 def main():
     """The soak, then, with every slot settled, the invariants:
     1. every acknowledged allocation not deallocated is on its slot (unless it ended by
@@ -832,11 +768,14 @@ def main():
     kill_at = None
     restarts = 0
     ops_after_a = 0
+    faults = Faults(rng, SCALE, FaultHooks())
+    faults.schedule(now())
     while True:
         reap()
         t = now()
         if t >= end:
             break
+        faults.tick(t, kill_at is not None or (next_kill is not None and next_kill - t < 3 * SCALE))
         if next_kill is not None and t >= next_kill and kill_at is None:
             # Some servers end just before the SIGKILL, so that their successors are starting
             # when slotd dies; calls go on meanwhile, so that some are in flight at the kill.
@@ -860,6 +799,7 @@ def main():
             next_kill = nk if nk < kills_until else None
             continue
         if sample_a is None and t >= sample_at:
+            faults.settle()
             reap(block=True)
             slots, moving = settle(60, holds_too=True)
             report_moving(moving, "before sample A")
@@ -870,14 +810,16 @@ def main():
             # However long the quiet point took, the load goes on as long as planned.
             end = max(end, now() + 0.7 * last)
             continue
-        if len(IN_FLIGHT) < MAX_IN_FLIGHT:
+        if len(IN_FLIGHT) < MAX_IN_FLIGHT and not faults.bus_down():
             launch(rng)
             if sample_a is not None:
                 ops_after_a += 1
         # Load shape: a random gap between two launches (pacing, not a wait for a result).
         time.sleep(rng.uniform(0, PACE))
 
-    # The end: every call answered, then a quiet period until every slot has settled.
+    # The end: the last fault cleared, every call answered, then a quiet period until every
+    # slot has settled.
+    faults.settle()
     reap(block=True)
     soak_end = now()
     slots, moving = settle(60, holds_too=True)
@@ -993,7 +935,9 @@ def main():
     live = sum(1 for a in ALLOCS.values() if a.status == "live")
     note(f"allocations at the end: {live} live (checked on their slots), "
          f"{sum(1 for a in ALLOCS.values() if a.status == 'gone')} deallocated, "
-         f"{sum(1 for a in ALLOCS.values() if a.status == 'lost')} ended by exit 0")
+         f"{sum(1 for a in ALLOCS.values() if a.status == 'lost')} ended by exit 0, "
+         f"{sum(1 for a in ALLOCS.values() if a.status == 'refused')} refused for a fault "
+         f"(checked absent)")
     note(f"slots at the end: {dict(sorted(states.items()))}")
     if STUCK:
         note(f"slots stuck in starting (READY=1 sent, never seen by slotd): {sorted(STUCK)}")
