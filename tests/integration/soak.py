@@ -775,7 +775,7 @@ def main():
         t = now()
         if t >= end:
             break
-        faults.tick(t, kill_at is not None or (next_kill is not None and next_kill - t < 3 * SCALE))
+        faults.tick(t, kill_at is not None or (next_kill is not None and next_kill - t < 1.0))
         if next_kill is not None and t >= next_kill and kill_at is None:
             # Some servers end just before the SIGKILL, so that their successors are starting
             # when slotd dies; calls go on meanwhile, so that some are in flight at the kill.
@@ -784,6 +784,7 @@ def main():
             kill_at = t + rng.uniform(0, 0.2) * SCALE
         if kill_at is not None and t >= kill_at:
             kill_at = None
+            faults.settle()  # a fault never spans a SIGKILL: slotd starts on a sound host
             slotd.kill()
             EPOCH += 1
             # While slotd is away some servers end: its successor finds out how.
