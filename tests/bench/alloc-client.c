@@ -28,36 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEST  "org.slotd.Supervisor1"
-#define PATH  "/org/slotd/Supervisor1"
-#define IFACE "org.slotd.Supervisor1.Manager"
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static sd_bus *connect_bus(const char *address) {
-        sd_bus *bus = NULL;
-        int r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
-        if (r < 0) {
-                fprintf(stderr, "alloc-client: cannot connect to %s: %s\n", address, strerror(-r));
-                exit(1);
-        }
-        return bus;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
+#include "bench-bus.h"
 
 /* Nearest-rank percentile of n sorted values. */
 static uint64_t pct(const uint64_t *v, size_t n, double p) {
@@ -96,7 +67,7 @@ static int deallocate(sd_bus *bus, const char *uuid) {
 }
 
 static int mode_rtt(const char *address, const char *fleet, size_t k) {
-        sd_bus *bus = connect_bus(address);
+        sd_bus *bus = connect_bus("alloc-client", address);
         uint64_t *pair = calloc(k, sizeof(uint64_t)), *al = calloc(k, sizeof(uint64_t)),
                  *de = calloc(k, sizeof(uint64_t));
         char uuid[64];
@@ -150,7 +121,7 @@ static int mode_load(const char *address, const char *fleet, double seconds, int
                         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                         if (getppid() == 1)
                                 _exit(1);
-                        bus = connect_bus(address);
+                        bus = connect_bus("alloc-client", address);
                         unsigned long long n = 0, err = 0;
                         char uuid[64], line[64];
                         uint64_t now;
@@ -192,7 +163,7 @@ static int mode_load(const char *address, const char *fleet, double seconds, int
 }
 
 static int mode_list(const char *address, size_t k) {
-        sd_bus *bus = connect_bus(address);
+        sd_bus *bus = connect_bus("alloc-client", address);
         uint64_t *t = calloc(k, sizeof(uint64_t));
         unsigned slots = 0;
 
@@ -232,7 +203,7 @@ static int mode_list(const char *address, size_t k) {
 }
 
 static int mode_ping(const char *address, double timeout_s) {
-        sd_bus *bus = connect_bus(address);
+        sd_bus *bus = connect_bus("alloc-client", address);
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *m = NULL;
         uint64_t t0;

@@ -39,33 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEST "org.slotd.Supervisor1"
-#define PATH "/org/slotd/Supervisor1"
-#define IFACE "org.slotd.Supervisor1.Manager"
-#define SLOT_IFACE "org.slotd.Supervisor1.Slot"
-#define SLOT_PREFIX "/org/slotd/Supervisor1/slot/"
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static sd_bus *connect_bus(const char *address) {
-        sd_bus *bus = NULL;
-        int r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, address);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
-        if (r < 0) {
-                fprintf(stderr, "proxy-alloc: cannot connect to %s: %s\n", address, strerror(-r));
-                exit(1);
-        }
-        return bus;
-}
+#include "bench-bus.h"
 
 /* ---- the watcher ---- */
 
@@ -137,7 +111,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 
 /* Runs until 'ctl' reaches its end, then prints what it heard. */
 static void watcher(const char *address, int ready_fd, int ctl) {
-        sd_bus *bus = connect_bus(address);
+        sd_bus *bus = connect_bus("proxy-alloc", address);
         int r;
 
         r = sd_bus_add_match(bus, NULL,
@@ -240,7 +214,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "proxy-alloc: the watcher did not start\n");
                 return 1;
         }
-        bus = connect_bus(address);
+        bus = connect_bus("proxy-alloc", address);
         for (size_t done = 0; done < k;) {
                 size_t n = k - done < batch ? k - done : batch;
                 for (int phase = 0; phase < (argc == 7 ? 1 : 2); phase++)
