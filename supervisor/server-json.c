@@ -104,3 +104,28 @@ int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid,
         }
         return 0;
 }
+
+int server_json_same_at(int dirfd, const ServerJson *j) {
+        _cleanup_free_ char *want = NULL, *have = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int n = server_json_format(j, &want);
+        ssize_t got;
+
+        if (n < 0)
+                return n;
+        fd = openat(dirfd, "server.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || st.st_size != n)
+                return 0;
+        have = malloc((size_t) n + 1);
+        if (!have)
+                return -ENOMEM;
+        got = pread(fd, have, (size_t) n + 1, 0);
+        if (got < 0)
+                return negative_errno();
+        return got == n && memcmp(have, want, (size_t) n) == 0;
+}

@@ -46,3 +46,7 @@ int server_json_format(const ServerJson *j, char **ret);
  * the room the write needed. */
 int server_json_write_at(int dirfd, const ServerJson *j, uid_t uid, gid_t gid,
                          size_t *ret_need);
+
+/* 1 when dirfd/server.json (a regular file, not through a symlink) holds exactly what
+ * server_json_write_at() would write for j, 0 when it differs or is missing, <0 on error. */
+int server_json_same_at(int dirfd, const ServerJson *j);

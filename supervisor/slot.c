@@ -296,6 +296,27 @@ static void slot_provision_ended(Slot *s) {
         slot_keeper_exited(s, 0, SIGKILL);
 }
 
+/* The state file is the truth: an earlier slotd may have rewritten server.json for a change
+ * it was killed before making durable (a Deallocate whose reply never left). The server it
+ * started or kept, adopted now, reads what the state says. */
+static ServerJson slot_server_json(Slot *s, const char *uuid, const char *build_configuration,
+                                   char port[static 8], char query_port[static 8]);
+
+static void slot_reconcile_server_json(Slot *s) {
+        char port[8], query_port[8];
+        ServerJson j = slot_server_json(s, s->allocation_uuid, s->build_configuration, port,
+                                        query_port);
+        int r = server_json_same_at(s->home_fd, &j);
+
+        if (r != 0)
+                return; /* the same; or unreadable, and the start's write says why */
+        if (faccessat(s->home_fd, "server.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                log_slot_notice(s, "%s/server.json did not say what the state says "
+                                "(allocation %s): rewritten", s->home,
+                                s->allocation_uuid ?: "none");
+        (void) slot_write_server_json(s);
+}
+
 int slot_provision(Slot *s) {
         int r;
 
@@ -306,6 +327,8 @@ int slot_provision(Slot *s) {
                 log_slot_error_errno(s, r, "Failed to set up cgroup %s: %m", s->cgroup_path);
         else if (slot_setup_home(s) < 0)
                 s->home_fd = safe_close(s->home_fd);
+        else
+                slot_reconcile_server_json(s);
 
         if (r >= 0 && cg_is_populated_at(s->cgroup_fd) > 0)
                 return slot_provision_populated(s);
@@ -327,12 +350,16 @@ const BuildConfig *slot_build_config(const Slot *s) {
         return fleet_config_find_build(f, s->build_configuration) ?: &f->build_configs[0];
 }
 
-int slot_write_server_json_as(Slot *s, const char *uuid, const char *build_configuration) {
-        char port[8], query_port[8];
+/* The content of the slot's server.json; port and query_port are the caller's buffers. */
+static ServerJson slot_server_json(Slot *s, const char *uuid, const char *build_configuration,
+                                   char port[static 8], char query_port[static 8]) {
         const FleetConfig *f = s->fleet->config;
         const BuildConfig *bc = fleet_config_find_build(f, build_configuration) ?:
                                 &f->build_configs[0];
-        ServerJson j = {
+
+        snprintf(port, 8, "%u", s->port);
+        snprintf(query_port, 8, "%u", s->query_port);
+        return (ServerJson){
                 .server_id = s->id_string,
                 .allocated_uuid = uuid,
                 .machine_id = s->host->machine_id,
@@ -351,11 +378,14 @@ int slot_write_server_json_as(Slot *s, const char *uuid, const char *build_confi
                 .n_variables = bc->n_variables,
                 .reserve = s->json_reserve,
         };
+}
+
+int slot_write_server_json_as(Slot *s, const char *uuid, const char *build_configuration) {
+        char port[8], query_port[8];
+        ServerJson j = slot_server_json(s, uuid, build_configuration, port, query_port);
         size_t need = 0;
         int r;
 
-        snprintf(port, sizeof(port), "%u", s->port);
-        snprintf(query_port, sizeof(query_port), "%u", s->query_port);
         r = server_json_write_at(s->home_fd, &j, 0, 0, &need);
         if (r >= 0) {
                 if (s->fault == SLOT_FAULT_SLOTS_DIR && !s->start_blocked)

@@ -34,6 +34,11 @@ assert_ok "held slot's server marked ready in its status file" \
         grep -qa "ready 0" "$T/state/exit/$h"
 sed -i -E "s/^(slot id=$h .*)ready=1/\1ready=0/" "$T/state/state"
 assert_ok "state file says slot $h is not ready" grep -qE "^slot id=$h .*ready=0" "$T/state/state"
+# Slot $r's server.json written for an allocation the state never got (slotd killed before
+# its commit): the state is the truth, and the server adopted reads it.
+sed -i 's/"allocatedUUID": ""/"allocatedUUID": "u-never-durable"/' "$T/slots/game/slot-$r/server.json"
+assert_ok "slot $r's server.json says the undurable UUID" \
+        grep -q u-never-durable "$T/slots/game/slot-$r/server.json"
 # While it is away, one server exits 0 and the allocated one crashes.
 echo "exit 0" >> "$T/slots/game/slot-$e/test-server.control"
 echo "crash" >> "$T/slots/game/slot-$a/test-server.control"
@@ -51,6 +56,10 @@ assert_eq "$(sprop $h ProcessState)" running "held slot: ready, from its status 
 assert_ok "log says the mark was used" grep -q "slot $h .*READY=1, as marked before slotd went away" "$T/slotd.log"
 assert_eq "$(sprop $h HoldUntilUSec)" "$hold_until" "hold deadline"
 assert_eq "$(sprop $r State)" reserved "reserved slot"
+assert_ok "slot $r's server.json rewritten from the state" \
+        grep -q '"allocatedUUID": "",' "$T/slots/game/slot-$r/server.json"
+assert_ok "log says server.json was rewritten" \
+        grep -q "slot $r .*server.json did not say what the state says (allocation none): rewritten" "$T/slotd.log"
 # exit 0 while away: the session is over, the slot restarted (start_on_provision).
 wait_new_pid $e "${pid[$e]}"
 wait_prop $e ProcessState running

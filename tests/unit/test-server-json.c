@@ -143,6 +143,34 @@ static void test_write_in_place_and_refuse_links(_unused_ void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* What an earlier slotd wrote and never made durable is told from what the state says. */
+static void test_same_at(_unused_ void **state) {
+        char dir[] = "/tmp/test-server-json-XXXXXX", path[256];
+        _cleanup_close_ int dfd = -EBADF;
+        ServerJson j = sample;
+
+        assert_non_null(mkdtemp(dir));
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        snprintf(path, sizeof(path), "%s/server.json", dir);
+
+        assert_int_equal(server_json_same_at(dfd, &sample), 0); /* missing */
+        assert_int_equal(server_json_write_at(dfd, &sample, getuid(), getgid(), NULL), 0);
+        assert_int_equal(server_json_same_at(dfd, &sample), 1);
+        j.allocated_uuid = "";
+        assert_int_equal(server_json_same_at(dfd, &j), 0); /* shorter */
+        assert_int_equal(server_json_write_at(dfd, &j, getuid(), getgid(), NULL), 0);
+        assert_int_equal(server_json_same_at(dfd, &j), 1);
+        assert_int_equal(server_json_same_at(dfd, &sample), 0); /* longer */
+        j.allocated_uuid = "00000000-0000-4000-8000-000000000000";
+        assert_int_equal(strlen(j.allocated_uuid), strlen(sample.allocated_uuid));
+        assert_int_equal(server_json_write_at(dfd, &j, getuid(), getgid(), NULL), 0);
+        assert_int_equal(server_json_same_at(dfd, &sample), 0); /* same length, other UUID */
+
+        unlink(path);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format_exact),
@@ -150,6 +178,7 @@ int main(void) {
                 cmocka_unit_test(test_format_variables),
                 cmocka_unit_test(test_format_invalid_utf8),
                 cmocka_unit_test(test_write_in_place_and_refuse_links),
+                cmocka_unit_test(test_same_at),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
