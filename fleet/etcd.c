@@ -1,0 +1,763 @@
+/* SPDX-License-Identifier: MIT */
+/* The etcd client (etcd.h): libcurl's multi interface on sd-event. One easy handle per request
+ * or watch; the multi handle's connection cache keeps the HTTP/1.1 connections alive between
+ * requests. No user callback ever runs inside a libcurl callback: curl's callbacks only
+ * collect bytes, and the answers are dispatched once curl_multi_socket_action() returned, so
+ * a callback may start, cancel or free anything, the Etcd included. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "etcd-json.h"
+#include "etcd.h"
+#include "list.h"
+#include "macro.h"
+#include "time-util.h"
+
+#define ETCD_TIMEOUT_DEFAULT (2 * USEC_PER_SEC)
+#define ETCD_MAXCONNECTS 64L
+
+typedef enum TransferKind {
+        TRANSFER_REQUEST,
+        TRANSFER_WATCH,
+} TransferKind;
+
+/* What a transfer (request or watch) has in common; first member of both. */
+typedef struct Transfer {
+        TransferKind kind;
+        Etcd *etcd;
+        CURL *easy;
+        char *body;
+        const char *path;
+        size_t endpoint; /* index into etcd->endpoints */
+        size_t tries;    /* endpoints tried without sending anything */
+        bool in_multi;
+        CURLcode result;
+        char errbuf[CURL_ERROR_SIZE];
+} Transfer;
+
+struct EtcdRequest {
+        Transfer t;
+        LIST_FIELDS(EtcdRequest, list); /* in etcd->active, or etcd->completed once done */
+        bool completed; /* in etcd->completed, not etcd->active */
+        bool dispatching;
+        EtcdAnswerKind answer_kind;
+        EtcdLineBuffer answer;
+        usec_t deadline;
+        etcd_callback_t cb;
+        void *userdata;
+};
+
+struct EtcdWatch {
+        Transfer t;
+        LIST_FIELDS(EtcdWatch, watches);
+        unsigned n_ref;
+        bool pending; /* bytes or the end arrived, not yet dispatched */
+        bool ended;   /* the transfer is over */
+        bool over;    /* the callback had its error, or the watch was freed */
+        int buffer_error;
+        int64_t revision;
+        EtcdLineBuffer lines;
+        etcd_watch_callback_t cb;
+        void *userdata;
+};
+
+struct Etcd {
+        unsigned n_ref;
+        bool freed;
+        sd_event *event;
+        sd_event_source *timer;
+        CURLM *multi;
+        char **endpoints;
+        size_t n_endpoints, current;
+        usec_t timeout;
+        char *ca_file, *cert_file, *key_file;
+        struct curl_slist *headers, *watch_headers;
+        EtcdRequest *active;
+        EtcdRequest *completed, *completed_tail;
+        EtcdWatch *watches;
+};
+
+/* ---- lists ---- */
+
+static void request_unlink(EtcdRequest *req) {
+        Etcd *e = req->t.etcd;
+
+        if (!req->completed) {
+                LIST_REMOVE(list, e->active, req);
+                return;
+        }
+        if (e->completed_tail == req)
+                e->completed_tail = req->list_prev;
+        LIST_REMOVE(list, e->completed, req);
+        req->completed = false;
+}
+
+/* Done: to the end of the queue of answers to dispatch, which keeps their order. */
+static void request_complete(EtcdRequest *req, CURLcode result) {
+        Etcd *e = req->t.etcd;
+
+        LIST_REMOVE(list, e->active, req);
+        req->t.result = result;
+        req->completed = true;
+        req->list_prev = e->completed_tail;
+        req->list_next = NULL;
+        if (e->completed_tail)
+                e->completed_tail->list_next = req;
+        else
+                e->completed = req;
+        e->completed_tail = req;
+}
+
+/* ---- transfers ---- */
+
+static void transfer_stop(Transfer *t) {
+        if (t->in_multi) {
+                (void) curl_multi_remove_handle(t->etcd->multi, t->easy);
+                t->in_multi = false;
+        }
+}
+
+static void transfer_done(Transfer *t) {
+        transfer_stop(t);
+        if (t->easy)
+                curl_easy_cleanup(t->easy);
+        t->easy = NULL;
+        t->body = mfree(t->body);
+}
+
+static int transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t, void *),
+                          struct curl_slist *headers) {
+        Etcd *e = t->etcd;
+        CURL *c = curl_easy_init();
+
+        if (!c)
+                return -ENOMEM;
+        t->easy = c;
+        t->endpoint = e->current;
+        if (curl_easy_setopt(c, CURLOPT_PRIVATE, t) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, t->body) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long) strlen(t->body)) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_WRITEDATA, t) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, t->errbuf) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 5L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 2L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK)
+                return -ENOMEM;
+        if ((e->ca_file && curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file) != CURLE_OK) ||
+            (e->cert_file && curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert_file) != CURLE_OK) ||
+            (e->key_file && curl_easy_setopt(c, CURLOPT_SSLKEY, e->key_file) != CURLE_OK))
+                return -ENOMEM;
+        return 0;
+}
+
+/* (Re)starts t on its endpoint with timeout_usec for the whole transfer (0: none, a watch)
+ * and connect_usec for the connection. */
+static int transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec) {
+        Etcd *e = t->etcd;
+        _cleanup_free_ char *url = NULL;
+
+        if (asprintf(&url, "%s%s", e->endpoints[t->endpoint], t->path) < 0)
+                return -ENOMEM;
+        t->errbuf[0] = '\0';
+        if (curl_easy_setopt(t->easy, CURLOPT_URL, url) != CURLE_OK ||
+            curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS,
+                             (long) ((timeout_usec + 999) / USEC_PER_MSEC)) != CURLE_OK ||
+            curl_easy_setopt(t->easy, CURLOPT_CONNECTTIMEOUT_MS,
+                             (long) MAX((connect_usec + 999) / USEC_PER_MSEC, 1)) != CURLE_OK)
+                return -ENOMEM;
+        if (curl_multi_add_handle(e->multi, t->easy) != CURLM_OK)
+                return -ENOMEM;
+        t->in_multi = true;
+        return 0;
+}
+
+/* After a failure that sent nothing, the next endpoint, unless every one was tried. */
+static bool transfer_failover(Transfer *t) {
+        Etcd *e = t->etcd;
+        long sent = 0;
+
+        if (t->result == CURLE_WRITE_ERROR || t->result == CURLE_OUT_OF_MEMORY)
+                return false;
+        if (curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0)
+                return false;
+        if (++t->tries >= e->n_endpoints)
+                return false;
+        if (e->current == t->endpoint)
+                e->current = (t->endpoint + 1) % e->n_endpoints;
+        t->endpoint = (t->endpoint + 1) % e->n_endpoints;
+        return true;
+}
+
+/* A request that failed after it was sent makes the next requests try the next endpoint: the
+ * member may be cut off or hung. */
+static void transfer_demote_endpoint(Transfer *t) {
+        Etcd *e = t->etcd;
+
+        if (e->n_endpoints > 1 && e->current == t->endpoint)
+                e->current = (t->endpoint + 1) % e->n_endpoints;
+}
+
+static int curl_error_to_errno(CURLcode c) {
+        switch (c) {
+        case CURLE_OK:
+                return 0;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+                return -ECONNREFUSED;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        case CURLE_WRITE_ERROR:
+                return -EBADMSG;
+        case CURLE_GOT_NOTHING:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_PARTIAL_FILE:
+                return -ECONNRESET;
+        default:
+                return -EIO;
+        }
+}
+
+static void transfer_describe(Transfer *t, char *buf, size_t size) {
+        (void) snprintf(buf, size, "POST %s%s", t->etcd->endpoints[t->endpoint], t->path);
+}
+
+/* ---- requests ---- */
+
+static size_t on_request_data(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        EtcdRequest *req = userdata;
+        size_t n = size * nmemb;
+
+        return etcd_line_buffer_append(&req->answer, ptr, n) < 0 ? 0 : n;
+}
+
+static EtcdRequest *request_free(EtcdRequest *req) {
+        if (!req)
+                return NULL;
+        transfer_done(&req->t);
+        etcd_line_buffer_done(&req->answer);
+        return mfree(req);
+}
+
+static usec_t request_remaining(EtcdRequest *req) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        return req->deadline > now ? req->deadline - now : 0;
+}
+
+static int request_restart(EtcdRequest *req) {
+        usec_t left = MAX(request_remaining(req), USEC_PER_MSEC);
+        return transfer_start(&req->t, left, left);
+}
+
+static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, etcd_callback_t cb,
+                          void *userdata, EtcdRequest **ret) {
+        _cleanup_free_ char *b = body;
+        EtcdRequest *req;
+        int r;
+
+        if (!e || e->freed || !cb)
+                return -EINVAL;
+        req = new0(EtcdRequest, 1);
+        if (!req)
+                return -ENOMEM;
+        req->t = (Transfer) { .kind = TRANSFER_REQUEST, .etcd = e, .body = TAKE_PTR(b),
+                              .path = etcd_answer_path(kind) };
+        req->answer_kind = kind;
+        req->cb = cb;
+        req->userdata = userdata;
+        req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
+        r = transfer_setup(&req->t, on_request_data, e->headers);
+        if (r >= 0)
+                r = transfer_start(&req->t, e->timeout, e->timeout);
+        if (r < 0) {
+                request_free(req);
+                return r;
+        }
+        LIST_PREPEND(list, e->active, req);
+        if (ret)
+                *ret = req;
+        return 0;
+}
+
+static void request_finished(EtcdRequest *req, CURLcode result) {
+        req->t.result = result;
+        if (result != CURLE_OK && request_remaining(req) > 0 && transfer_failover(&req->t) &&
+            request_restart(req) >= 0)
+                return;
+        request_complete(req, result);
+}
+
+static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
+        char what[512];
+        long status = 0;
+
+        transfer_describe(&req->t, what, sizeof(what));
+        if (req->t.result != CURLE_OK) {
+                transfer_demote_endpoint(&req->t);
+                etcd_answer_fail(a, curl_error_to_errno(req->t.result), what,
+                                 req->t.errbuf[0] ? req->t.errbuf
+                                                  : curl_easy_strerror(req->t.result));
+                return;
+        }
+        (void) curl_easy_getinfo(req->t.easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 500)
+                transfer_demote_endpoint(&req->t);
+        if (etcd_answer_parse(req->answer_kind, status, req->answer.data ?: "",
+                              req->answer.size, a) < 0) {
+                _cleanup_free_ char *m = a->message ? strdup(a->message) : NULL;
+                int error = a->response.error;
+                etcd_answer_fail(a, error, what, m);
+        }
+}
+
+static void request_dispatch(EtcdRequest *req) {
+        Etcd *e = req->t.etcd;
+        EtcdAnswer a = { .response.message = "" };
+
+        request_unlink(req);
+        request_answer(req, &a);
+        req->dispatching = true;
+        req->cb(e, &a.response, req->userdata);
+        etcd_answer_done(&a);
+        request_free(req);
+}
+
+void etcd_request_cancel(EtcdRequest *req) {
+        if (!req || req->dispatching)
+                return;
+        request_unlink(req);
+        request_free(req);
+}
+
+/* ---- watches ---- */
+
+static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        EtcdWatch *w = userdata;
+        size_t n = size * nmemb;
+        int r;
+
+        r = etcd_line_buffer_append(&w->lines, ptr, n);
+        if (r < 0) {
+                w->buffer_error = r;
+                return 0;
+        }
+        w->pending = true;
+        return n;
+}
+
+static void watch_unref(EtcdWatch *w) {
+        if (!w || --w->n_ref > 0)
+                return;
+        transfer_done(&w->t);
+        etcd_line_buffer_done(&w->lines);
+        free(w);
+}
+
+static void watch_end(EtcdWatch *w, int error, int64_t compact_revision) {
+        Etcd *e = w->t.etcd;
+
+        w->over = true;
+        transfer_stop(&w->t);
+        w->cb(e, w, NULL, 0, w->revision, error, compact_revision, w->userdata);
+}
+
+static void watch_handle_line(EtcdWatch *w, const char *line, size_t size) {
+        EtcdWatchMessage m;
+        int r;
+
+        r = etcd_watch_message_parse(line, size, &m);
+        if (r < 0) {
+                watch_end(w, r == -ENOMEM ? -ENOMEM : -EBADMSG, 0);
+                return;
+        }
+        if (m.revision > w->revision)
+                w->revision = m.revision;
+        if (m.compact_revision > 0)
+                watch_end(w, -ESTALE, m.compact_revision);
+        else if (m.canceled || m.error)
+                watch_end(w, -ECONNRESET, 0);
+        else
+                w->cb(w->t.etcd, w, m.events, m.n_events, m.revision, 0, 0, w->userdata);
+        etcd_watch_message_done(&m);
+}
+
+static void watch_dispatch(EtcdWatch *w) {
+        const char *line;
+        size_t size;
+
+        w->n_ref++;
+        w->pending = false;
+        /* The last message of a stream that ended may lack its newline (an error body). */
+        if (w->ended && w->buffer_error == 0 && w->lines.size > w->lines.start)
+                (void) etcd_line_buffer_append(&w->lines, "\n", 1);
+        while (!w->over && (line = etcd_line_buffer_next(&w->lines, &size)))
+                watch_handle_line(w, line, size);
+        if (!w->over && w->buffer_error != 0)
+                watch_end(w, w->buffer_error == -ENOMEM ? -ENOMEM : -EBADMSG, 0);
+        else if (!w->over && w->ended)
+                watch_end(w, -ECONNRESET, 0);
+        watch_unref(w);
+}
+
+static void watch_finished(EtcdWatch *w, CURLcode result) {
+        w->t.result = result;
+        if (result != CURLE_OK && w->lines.size == 0 && transfer_failover(&w->t) &&
+            transfer_start(&w->t, 0, w->t.etcd->timeout) >= 0)
+                return;
+        w->ended = true;
+        w->pending = true;
+}
+
+int etcd_watch(Etcd *e, const char *key, const char *range_end, int64_t start_revision,
+               etcd_watch_callback_t cb, void *userdata, EtcdWatch **ret) {
+        _cleanup_free_ char *body = NULL;
+        EtcdWatch *w;
+        int r;
+
+        if (!e || e->freed || !cb)
+                return -EINVAL;
+        r = etcd_json_watch(key, range_end, start_revision, &body);
+        if (r < 0)
+                return r;
+        w = new0(EtcdWatch, 1);
+        if (!w)
+                return -ENOMEM;
+        w->t = (Transfer) { .kind = TRANSFER_WATCH, .etcd = e, .body = TAKE_PTR(body),
+                            .path = "/v3/watch" };
+        w->n_ref = 1;
+        w->cb = cb;
+        w->userdata = userdata;
+        r = transfer_setup(&w->t, on_watch_data, e->watch_headers);
+        if (r >= 0)
+                r = transfer_start(&w->t, 0, e->timeout);
+        if (r < 0) {
+                watch_unref(w);
+                return r;
+        }
+        LIST_PREPEND(watches, e->watches, w);
+        if (ret)
+                *ret = w;
+        return 0;
+}
+
+EtcdWatch *etcd_watch_free(EtcdWatch *w) {
+        if (!w || (w->over && !w->t.etcd))
+                return NULL;
+        transfer_stop(&w->t);
+        w->over = true;
+        LIST_REMOVE(watches, w->t.etcd->watches, w);
+        w->t.etcd = NULL; /* marks it freed */
+        watch_unref(w);
+        return NULL;
+}
+
+/* ---- the loop ---- */
+
+static Etcd *etcd_ref(Etcd *e) {
+        e->n_ref++;
+        return e;
+}
+
+static void etcd_unref(Etcd *e) {
+        if (!e || --e->n_ref > 0)
+                return;
+        /* Every transfer is gone: the cache's connections close (the socket callback runs). */
+        if (e->multi)
+                (void) curl_multi_cleanup(e->multi);
+        sd_event_source_disable_unref(e->timer);
+        sd_event_unref(e->event);
+        for (size_t i = 0; i < e->n_endpoints; i++)
+                free(e->endpoints[i]);
+        free(e->endpoints);
+        free(e->ca_file);
+        free(e->cert_file);
+        free(e->key_file);
+        curl_slist_free_all(e->headers);
+        curl_slist_free_all(e->watch_headers);
+        free(e);
+}
+
+/* The transfers curl finished: requests to e->completed (or restarted on the next endpoint),
+ * watches marked ended. Nothing is dispatched here. */
+static void etcd_collect(Etcd *e) {
+        CURLMsg *msg;
+        int left;
+
+        while ((msg = curl_multi_info_read(e->multi, &left))) {
+                CURL *easy = msg->easy_handle;
+                CURLcode result = msg->data.result;
+                Transfer *t = NULL;
+
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                (void) curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **) &t);
+                if (!t)
+                        continue;
+                transfer_stop(t);
+                if (t->kind == TRANSFER_REQUEST)
+                        request_finished((EtcdRequest *) t, result);
+                else
+                        watch_finished((EtcdWatch *) t, result);
+        }
+}
+
+static EtcdWatch *etcd_next_pending_watch(Etcd *e) {
+        for (EtcdWatch *w = e->watches; w; w = w->watches_next)
+                if (w->pending && !w->over)
+                        return w;
+        return NULL;
+}
+
+static void etcd_process(Etcd *e) {
+        EtcdWatch *w;
+
+        etcd_ref(e);
+        etcd_collect(e);
+        while (!e->freed && (w = etcd_next_pending_watch(e)))
+                watch_dispatch(w);
+        while (!e->freed && e->completed)
+                request_dispatch(e->completed);
+        etcd_unref(e);
+}
+
+static int on_curl_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Etcd *e = userdata;
+        int flags = 0, running;
+
+        if (revents & EPOLLIN)
+                flags |= CURL_CSELECT_IN;
+        if (revents & EPOLLOUT)
+                flags |= CURL_CSELECT_OUT;
+        if (revents & (EPOLLERR | EPOLLHUP))
+                flags |= CURL_CSELECT_ERR;
+        (void) curl_multi_socket_action(e->multi, fd, flags, &running);
+        etcd_process(e);
+        return 0;
+}
+
+static int on_curl_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Etcd *e = userdata;
+        int running;
+
+        (void) curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        etcd_process(e);
+        return 0;
+}
+
+/* CURLMOPT_SOCKETFUNCTION: one sd-event I/O source per socket curl uses. */
+static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
+        Etcd *e = userp;
+        sd_event_source *s = socketp;
+        uint32_t events = 0;
+
+        if (what == CURL_POLL_REMOVE) {
+                if (s) {
+                        (void) curl_multi_assign(e->multi, fd, NULL);
+                        sd_event_source_disable_unref(s);
+                }
+                return 0;
+        }
+        if (what & CURL_POLL_IN)
+                events |= EPOLLIN;
+        if (what & CURL_POLL_OUT)
+                events |= EPOLLOUT;
+        if (s) {
+                if (sd_event_source_set_io_events(s, events) < 0 ||
+                    sd_event_source_set_enabled(s, SD_EVENT_ON) < 0)
+                        return -1;
+                return 0;
+        }
+        if (sd_event_add_io(e->event, &s, fd, events, on_curl_io, e) < 0)
+                return -1;
+        (void) sd_event_source_set_description(s, "etcd-curl-io");
+        if (curl_multi_assign(e->multi, fd, s) != CURLM_OK) {
+                sd_event_source_disable_unref(s);
+                return -1;
+        }
+        return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: the one timer curl asks for, as an sd-event timer. */
+static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
+        Etcd *e = userp;
+
+        if (timeout_ms < 0)
+                return sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
+        if (sd_event_source_set_time(e->timer, now_usec(CLOCK_MONOTONIC) +
+                                                       (usec_t) timeout_ms * USEC_PER_MSEC) < 0 ||
+            sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT) < 0)
+                return -1;
+        return 0;
+}
+
+/* ---- set-up ---- */
+
+static int etcd_copy_endpoints(Etcd *e, char **endpoints) {
+        size_t n = 0;
+
+        while (endpoints && endpoints[n])
+                n++;
+        if (n == 0)
+                return -EINVAL;
+        e->endpoints = new0(char *, n + 1);
+        if (!e->endpoints)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t len;
+
+                if (strncmp(endpoints[i], "http://", 7) != 0 &&
+                    strncmp(endpoints[i], "https://", 8) != 0)
+                        return -EINVAL;
+                e->endpoints[i] = strdup(endpoints[i]);
+                if (!e->endpoints[i])
+                        return -ENOMEM;
+                e->n_endpoints = i + 1;
+                len = strlen(e->endpoints[i]);
+                while (len > 0 && e->endpoints[i][len - 1] == '/')
+                        e->endpoints[i][--len] = '\0';
+        }
+        return 0;
+}
+
+static int etcd_setup_curl(Etcd *e) {
+        static bool initialized = false;
+
+        if (!initialized) {
+                if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                        return -ENOMEM;
+                initialized = true;
+        }
+        e->multi = curl_multi_init();
+        if (!e->multi)
+                return -ENOMEM;
+        if (curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
+            curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e) != CURLM_OK ||
+            curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
+            curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e) != CURLM_OK ||
+            curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, ETCD_MAXCONNECTS) != CURLM_OK)
+                return -ENOMEM;
+        /* No "Expect: 100-continue": it would hold a big txn back a round trip (or 1 s). The
+         * watch asks etcd to cancel it when its member loses the leader ("hasleader", gRPC
+         * metadata through the gateway), so a member cut off from the quorum ends it. */
+        e->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (e->headers)
+                e->headers = curl_slist_append(e->headers, "Expect:");
+        e->watch_headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (e->watch_headers)
+                e->watch_headers = curl_slist_append(e->watch_headers, "Expect:");
+        if (e->watch_headers)
+                e->watch_headers = curl_slist_append(e->watch_headers,
+                                                     "Grpc-Metadata-hasleader: true");
+        return e->headers && e->watch_headers ? 0 : -ENOMEM;
+}
+
+int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config) {
+        Etcd *e;
+        int r;
+
+        if (!ret || !event || !config)
+                return -EINVAL;
+        e = new0(Etcd, 1);
+        if (!e)
+                return -ENOMEM;
+        e->n_ref = 1;
+        e->event = sd_event_ref(event);
+        e->timeout = config->timeout_usec > 0 ? config->timeout_usec : ETCD_TIMEOUT_DEFAULT;
+        r = etcd_copy_endpoints(e, config->endpoints);
+        if (r >= 0 && ((config->ca_file && !(e->ca_file = strdup(config->ca_file))) ||
+                       (config->cert_file && !(e->cert_file = strdup(config->cert_file))) ||
+                       (config->key_file && !(e->key_file = strdup(config->key_file)))))
+                r = -ENOMEM;
+        if (r >= 0)
+                r = sd_event_add_time(event, &e->timer, CLOCK_MONOTONIC, 0, 1, on_curl_timer, e);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(e->timer, "etcd-curl-timer");
+                r = sd_event_source_set_enabled(e->timer, SD_EVENT_OFF);
+        }
+        if (r >= 0)
+                r = etcd_setup_curl(e);
+        if (r < 0) {
+                etcd_unref(e);
+                return r;
+        }
+        *ret = e;
+        return 0;
+}
+
+Etcd *etcd_free(Etcd *e) {
+        if (!e || e->freed)
+                return NULL;
+        e->freed = true;
+        while (e->active)
+                etcd_request_cancel(e->active);
+        while (e->completed)
+                etcd_request_cancel(e->completed);
+        while (e->watches)
+                (void) etcd_watch_free(e->watches);
+        etcd_unref(e);
+        return NULL;
+}
+
+/* ---- the calls ---- */
+
+int etcd_range(Etcd *e, const char *key, const char *range_end, int64_t limit,
+               etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_range(key, range_end, limit, &body);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_RANGE, body, cb, userdata, ret);
+}
+
+int etcd_put(Etcd *e, const char *key, const char *value, int64_t lease, etcd_callback_t cb,
+             void *userdata, EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_put(key, value, lease, &body);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_PUT, body, cb, userdata, ret);
+}
+
+int etcd_delete(Etcd *e, const char *key, const char *range_end, etcd_callback_t cb,
+                void *userdata, EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_delete(key, range_end, &body);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_DELETE, body, cb, userdata, ret);
+}
+
+int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+             size_t n_success, const EtcdOp *failure, size_t n_failure, etcd_callback_t cb,
+             void *userdata, EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_txn(compare, n_compare, success, n_success, failure, n_failure, &body);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_TXN, body, cb, userdata, ret);
+}
+
+int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
+                     EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_lease_grant(ttl_sec, &body);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_LEASE_GRANT, body, cb, userdata, ret);
+}
+
+int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
+                         EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_lease_id(lease_id, &body);
+        return r < 0 ? r
+                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, body, cb, userdata, ret);
+}
+
+int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
+                      EtcdRequest **ret) {
+        char *body = NULL;
+        int r = etcd_json_lease_id(lease_id, &body);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, body, cb, userdata, ret);
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A client of etcd v3's JSON gateway (/v3/kv/range, put, deleterange, txn; /v3/lease/grant,
+ * keepalive, revoke; /v3/watch), on libcurl's multi interface driven by one sd-event loop,
+ * with jansson. Every call is asynchronous: it returns at once and its callback runs from the
+ * loop, exactly once (unless the request is cancelled with etcd_request_cancel()). No call
+ * blocks.
+ *
+ * Endpoints: a request goes to the current endpoint; a failure to connect (nothing was sent)
+ * moves to the next endpoint and retries there within the request's timeout. A failure after
+ * the request was sent (timeout, reset, HTTP 5xx) is reported to the caller, who decides:
+ * the outcome of a write is then unknown. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+typedef struct Etcd Etcd;
+typedef struct EtcdRequest EtcdRequest;
+typedef struct EtcdWatch EtcdWatch;
+
+typedef struct EtcdConfig {
+        char **endpoints;      /* "http://127.0.0.1:2379", ...; NULL-terminated, at least one */
+        uint64_t timeout_usec; /* per request (watches excluded); 0 = 2 s */
+        const char *ca_file;   /* TLS to etcd: CA, client certificate and key; NULL = none */
+        const char *cert_file;
+        const char *key_file;
+} EtcdConfig;
+
+typedef struct EtcdKv {
+        char *key;
+        char *value; /* NUL-terminated (the length excludes it) */
+        size_t value_len;
+        int64_t create_revision, mod_revision, version, lease;
+} EtcdKv;
+
+typedef enum EtcdEventType {
+        ETCD_EVENT_PUT,
+        ETCD_EVENT_DELETE,
+} EtcdEventType;
+
+typedef struct EtcdEvent {
+        EtcdEventType type;
+        EtcdKv kv; /* a DELETE has the key and mod_revision only */
+} EtcdEvent;
+
+/* The answer to one request. error is 0 or a negative errno: -ETIMEDOUT (no answer in
+ * time), -ECONNREFUSED (no endpoint took the connection), -ECONNRESET (the connection broke
+ * after the request was sent), -EIO (HTTP or gateway error, message says which), -EBADMSG
+ * (an answer that is not what the gateway sends), -ENOMEM.
+ * Everything points into memory the client frees after the callback returns. */
+typedef struct EtcdResponse {
+        int error;
+        const char *message; /* etcd's or curl's words, "" when error is 0 */
+        int64_t revision;    /* the store's revision the answer was made at */
+        /* range, and a txn's range ops (responses[i]) */
+        EtcdKv *kvs;
+        size_t n_kvs;
+        bool more;
+        int64_t count;
+        /* txn */
+        bool succeeded;
+        struct EtcdResponse *responses; /* one per op of the branch taken */
+        size_t n_responses;
+        /* put with prev_kv; deleterange */
+        int64_t deleted;
+        /* lease grant / keepalive */
+        int64_t lease_id;
+        int64_t ttl; /* seconds; a keepalive of an expired lease answers ttl <= 0 */
+} EtcdResponse;
+
+typedef void (*etcd_callback_t)(Etcd *e, const EtcdResponse *r, void *userdata);
+
+typedef enum EtcdCompareTarget {
+        ETCD_TARGET_VERSION,
+        ETCD_TARGET_CREATE,
+        ETCD_TARGET_MOD,
+        ETCD_TARGET_VALUE,
+        ETCD_TARGET_LEASE,
+} EtcdCompareTarget;
+
+typedef enum EtcdCompareResult {
+        ETCD_EQUAL,
+        ETCD_GREATER,
+        ETCD_LESS,
+        ETCD_NOT_EQUAL,
+} EtcdCompareResult;
+
+typedef struct EtcdCompare {
+        const char *key;
+        EtcdCompareTarget target;
+        EtcdCompareResult result;
+        int64_t number;    /* VERSION, CREATE, MOD, LEASE */
+        const char *value; /* VALUE (NUL-terminated) */
+} EtcdCompare;
+
+typedef enum EtcdOpType {
+        ETCD_OP_RANGE,
+        ETCD_OP_PUT,
+        ETCD_OP_DELETE,
+} EtcdOpType;
+
+typedef struct EtcdOp {
+        EtcdOpType type;
+        const char *key;
+        const char *range_end; /* RANGE, DELETE: NULL = the key alone */
+        const char *value;     /* PUT, NUL-terminated */
+        int64_t lease;         /* PUT: 0 = none */
+        int64_t limit;         /* RANGE: 0 = all */
+} EtcdOp;
+
+/* The watch's callback: events (n may be 0: the first call, once etcd created the watch, and
+ * progress notifications), or the end of the watch with error < 0 (-ECONNRESET: the stream
+ * broke, its member died or lost the leader, or etcd cancelled the watch; -ESTALE:
+ * start_revision was compacted, compact_revision says from where to read anew; -EBADMSG: a
+ * message that is not the gateway's). After an error the watch is over: free it (from the
+ * callback too) and, usually, range and watch again. */
+typedef void (*etcd_watch_callback_t)(Etcd *e, EtcdWatch *w, const EtcdEvent *events, size_t n,
+                                      int64_t revision, int error, int64_t compact_revision,
+                                      void *userdata);
+
+int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config);
+/* Cancels every request and frees every watch (no callback; their pointers are then invalid).
+ * Any callback may call it. */
+Etcd *etcd_free(Etcd *e);
+
+/* The range_end that makes key a prefix (etcd's "key + 1"); free it. "" (a prefix of only
+ * 0xff bytes) is etcd's "\0": every key from key on; a range_end of "" means that everywhere. */
+char *etcd_prefix_end(const char *prefix);
+
+/* ret (may be NULL) is for etcd_request_cancel() only; it is gone once the callback ran. */
+int etcd_range(Etcd *e, const char *key, const char *range_end, int64_t limit,
+               etcd_callback_t cb, void *userdata, EtcdRequest **ret);
+int etcd_put(Etcd *e, const char *key, const char *value, int64_t lease, etcd_callback_t cb,
+             void *userdata, EtcdRequest **ret);
+int etcd_delete(Etcd *e, const char *key, const char *range_end, etcd_callback_t cb,
+                void *userdata, EtcdRequest **ret);
+int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+             size_t n_success, const EtcdOp *failure, size_t n_failure, etcd_callback_t cb,
+             void *userdata, EtcdRequest **ret);
+int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
+                     EtcdRequest **ret);
+int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
+                         EtcdRequest **ret);
+int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
+                      EtcdRequest **ret);
+void etcd_request_cancel(EtcdRequest *req);
+
+/* Watches key (with range_end: the range) from start_revision (0 = now) on a streaming
+ * request of its own. */
+int etcd_watch(Etcd *e, const char *key, const char *range_end, int64_t start_revision,
+               etcd_watch_callback_t cb, void *userdata, EtcdWatch **ret);
+EtcdWatch *etcd_watch_free(EtcdWatch *w);

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The etcd client (fleet/etcd.h, issue 15) against a real 3-member etcd cluster: put, range,
+# prefix range, txn (both branches; create, mod, value and version compares), leases (grant,
+# keepalive, expiry), watches (order, history, a compacted start -> ESTALE, a member killed ->
+# ECONNRESET), failover with one member killed, quorum lost (ETIMEDOUT within the timeout, no
+# hang) and quorum back. One etcd-drive process (one Etcd, one sd-event loop) lives through it
+# all, driven as a coprocess so that members die between its commands.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/etcd-lib.sh"
+: "${ETCD_DRIVE:?ETCD_DRIVE must name the etcd-drive binary}"
+command -v etcdctl >/dev/null || skip "etcdctl is not installed (Debian's etcd-client)"
+
+etcd_cluster_start 3
+TIMEOUT_MS=$((1000 * TIME_SCALE))
+LOG=$T/drive.log
+
+coproc DRIVE { ETCD_TIMEOUT_MS=$TIMEOUT_MS exec "$ETCD_DRIVE" 2>"$T/drive.err"; }
+drive_pid=$DRIVE_PID
+BG_PIDS+=("$drive_pid")
+# Our own copies of the coprocess's pipes (bash forgets DRIVE when it exits); the originals
+# closed, so that closing DRIVE_IN is its end of input.
+drive_r=${DRIVE[0]} drive_w=${DRIVE[1]}
+exec {DRIVE_OUT}<&"$drive_r" {DRIVE_IN}>&"$drive_w"
+eval "exec $drive_r<&- $drive_w>&-"
+
+# d COMMAND: sends COMMAND to etcd-drive and reads up to its result line (the one ending in
+# " ms=N"): R is that line, OUT every line read (kvs, and watch events that came meanwhile).
+# Everything goes to $LOG too.
+d() {
+        local line
+        OUT=()
+        echo "$*" >&"$DRIVE_IN"
+        echo "> $*" >>"$LOG"
+        while :; do
+                IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT" ||
+                        fail "etcd-drive gave no answer to '$*'; its log: $(tail -n 20 "$LOG"; cat "$T/drive.err")"
+                echo "$line" >>"$LOG"
+                OUT+=("$line")
+                [[ $line =~ \ ms=[0-9]+$ ]] && break
+        done
+        R=$line
+}
+# field NAME: NAME=value of R.
+field() { sed -nE "s/^(.* )?$1=([^ ]*).*/\2/p" <<<"$R"; }
+# kv_lines: the kv lines of OUT, without their revisions: "KEY VALUE".
+kv_lines() { printf '%s\n' "${OUT[@]}" | sed -nE 's/^ *kv ([^ ]*) ([^ ]*) .*/\1 \2/p' | paste -sd,; }
+ok_result() { [[ $R == ok* ]] || fail "expected ok, got: $R"; PASSED=$((PASSED + 1)); }
+# events NAME: the events watch NAME printed so far, "TYPE KEY VALUE" joined by commas.
+events() { sed -nE "s/^event $1 ([A-Z]*) ([^ ]*) ([^ ]*) .*/\1 \2 \3/p" "$LOG" | paste -sd,; }
+
+# ---- put, range, prefix range ----
+d put /it/a/1 one
+ok_result
+rev_a1=$(field rev)
+d put /it/a/2 two
+d put /it/b x
+d get /it/a/1
+assert_eq "$(kv_lines)" "/it/a/1 one" "get /it/a/1"
+assert_ok "its revisions" grep -q "^kv /it/a/1 one c=$rev_a1 m=$rev_a1 v=1 l=0\$" <<<"${OUT[0]}"
+d prefix /it/a/
+assert_eq "$(kv_lines)" "/it/a/1 one,/it/a/2 two" "prefix /it/a/"
+assert_eq "$(field count) $(field more)" "2 0" "prefix count and more"
+d prefix /it/a/ 1
+assert_eq "$(kv_lines)" "/it/a/1 one" "prefix /it/a/ limit 1"
+assert_eq "$(field count) $(field more)" "2 1" "limited prefix count and more"
+d get /it/none
+ok_result
+assert_eq "$(kv_lines)" "" "a missing key"
+d delprefix /it/a/
+assert_eq "$(field deleted)" 2 "keys deleted by prefix"
+
+# ---- txn: both branches, revision compares ----
+d txn create:/it/t:=:0 then put:/it/t:v1 get:/it/t else get:/it/t
+assert_eq "$(field succeeded)" 1 "txn on a new key"
+created=$(field rev)
+assert_eq "$(kv_lines)" "/it/t v1" "the txn's own range sees its put"
+d txn create:/it/t:=:0 then put:/it/t:v2 else get:/it/t
+assert_eq "$(field succeeded)" 0 "txn create_revision = 0 on an existing key"
+assert_eq "$(field rev)" "$created" "a failed txn writes nothing"
+assert_eq "$(kv_lines)" "/it/t v1" "the failure branch's range"
+d txn mod:/it/t:=:"$created" create:/it/t:=:"$created" then put:/it/t:v3 else get:/it/t
+assert_eq "$(field succeeded)" 1 "txn mod_revision unchanged"
+d txn mod:/it/t:=:"$created" then put:/it/t:v4 else get:/it/t
+assert_eq "$(field succeeded)" 0 "txn on a stale mod_revision"
+assert_eq "$(kv_lines)" "/it/t v3" "the value the stale txn did not overwrite"
+d txn value:/it/t:=:v3 version:/it/t:=:2 then del:/it/t else get:/it/t
+assert_eq "$(field succeeded)" 1 "txn value and version compares"
+assert_eq "$(printf '%s\n' "${OUT[@]}" | sed -nE 's/^resp 0 .* deleted=([0-9]+)$/\1/p')" 1 \
+        "the txn's delete"
+d get /it/t
+assert_eq "$(kv_lines)" "" "the key the txn deleted"
+
+# ---- leases: keepalive keeps keys past their TTL; without it they vanish ----
+ttl=$((2 * TIME_SCALE))
+d grant "$ttl"
+lease=$(field id)
+granted=$(field ttl)
+assert_ok "a lease granted ($R)" [ "$lease" -gt 0 ] && [ "$granted" -ge "$ttl" ]
+d put /it/l/1 a @lease
+d put /it/l/2 b @lease
+d keepalive-for $((2 * granted)) $((granted * 1000 / 4))
+assert_ok "keepalives for twice the TTL ($R)" [ "$(field n)" -ge 4 ] && [ "$(field ttl)" -gt 0 ]
+d prefix /it/l/
+assert_eq "$(kv_lines)" "/it/l/1 a,/it/l/2 b" "keys under the kept lease, twice its TTL later"
+keys_gone() { d prefix /it/l/; [ -z "$(kv_lines)" ]; }
+t0=$(date +%s%N)
+wait_until $((3 * granted + 5 * TIME_SCALE)) "the lease's keys gone" keys_gone
+gone_ms=$((($(date +%s%N) - t0) / 1000000))
+note "lease keys gone ${gone_ms} ms after the last keepalive (TTL ${granted} s)"
+d keepalive "$lease"
+assert_eq "$(field ttl)" 0 "keepalive of the expired lease"
+d grant "$ttl"
+d revoke
+ok_result
+
+# ---- watches: order, history, compaction ----
+d watch w prefix:/it/w/
+assert_ok "watch created ($R)" grep -q "^watch w created" <<<"$R"
+d put /it/w/1 a
+first=$(field rev)
+d put /it/w/2 b
+d del /it/w/1
+d wait w 3 $((10 * TIME_SCALE))
+assert_eq "$(field events)" 3 "events seen by the watch"
+assert_eq "$(events w)" "PUT /it/w/1 a,PUT /it/w/2 b,DELETE /it/w/1 -" "the events, in order"
+d watch h /it/w/1 "$first"
+d wait h 2 $((10 * TIME_SCALE))
+assert_eq "$(events h)" "PUT /it/w/1 a,DELETE /it/w/1 -" "a watch from a past revision replays it"
+d unwatch h
+d put /it/w/3 c
+now_rev=$(field rev)
+ectl compact "$now_rev" >/dev/null
+d watch old prefix:/it/w/ "$first"
+d wait old 1 $((10 * TIME_SCALE))
+assert_ok "a watch from a compacted revision ends with ESTALE ($(grep '^watch-error old' "$LOG"))" \
+        grep -q "^watch-error old ESTALE c=$now_rev\$" "$LOG"
+assert_eq "$(events old)" "" "no events from the compacted watch"
+d unwatch old
+
+# ---- one member killed: requests go on through the others, the watch on it breaks ----
+d watch m prefix:/it/m/
+d put /it/m/1 before
+ok_result
+d wait m 1 $((10 * TIME_SCALE))
+# Member 1 (the client's first endpoint, where it is connected) dies while member 3 leads: no
+# election, so every request must succeed at its first try, through another endpoint.
+etcd_make_leader 3
+etcd_kill 1
+d put /it/m/2 after
+ok_result
+d get /it/m/2
+assert_eq "$(kv_lines)" "/it/m/2 after" "a read with member 1 dead"
+d wait m 2 $((10 * TIME_SCALE))
+assert_ok "the watch on the killed member ends with ECONNRESET ($R)" \
+        grep -q "^watch-error m ECONNRESET" "$LOG"
+d watch m2 prefix:/it/m/
+assert_ok "a new watch on a live member ($R)" grep -q "^watch m2 created" <<<"$R"
+d txn create:/it/m/3:=:0 then put:/it/m/3:x
+assert_eq "$(field succeeded)" 1 "a txn with member 1 dead"
+d wait m2 1 $((10 * TIME_SCALE))
+assert_eq "$(events m2)" "PUT /it/m/3 x" "the new watch's event"
+
+# ---- quorum lost: every request fails within its timeout, none hangs ----
+# A second client, on member 3 alone, watches: member 3 survives but loses its leader, and
+# etcd ends the watch for that ("hasleader"), which a client must see rather than wait on a
+# silent stream forever.
+printf 'watch q prefix:/it/\nwait q 1 %s\n' $((60 * TIME_SCALE)) |
+        ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[3]}") "$ETCD_DRIVE" >"$T/q.out" 2>&1 &
+q_pid=$!
+bg_track "$q_pid"
+wait_until $((10 * TIME_SCALE)) "the watch on member 3 created" grep -q "^watch q created" "$T/q.out"
+etcd_kill 2
+for cmd in "put /it/q/1 x" "get /it/m/2" "txn create:/it/q/2:=:0 then put:/it/q/2:y"; do
+        d $cmd
+        assert_ok "'$cmd' without quorum fails with ETIMEDOUT ($R)" grep -q "^error ETIMEDOUT" <<<"$R"
+        assert_between "$(field ms)" $((TIMEOUT_MS - 50)) $((TIMEOUT_MS + 1000 * TIME_SCALE)) \
+                "ms before '$cmd' failed"
+done
+d wait m2 2 $((10 * TIME_SCALE))
+assert_ok "the watch ends when its member died or lost the quorum ($R)" \
+        grep -q "^watch-error m2 ECONNRESET" "$LOG"
+
+wait_until $((30 * TIME_SCALE)) "the watch on member 3 ended for want of a leader" \
+        grep -q "^watch-error q ECONNRESET" "$T/q.out"
+assert_ok "the watch on member 3 saw no event ($(cat "$T/q.out"))" grep -q "^watch q ended events=0" "$T/q.out"
+wait "$q_pid"
+bg_untrack "$q_pid"
+
+# ---- quorum back: the same client succeeds again ----
+etcd_start_member 2
+etcd_wait_healthy 2 3
+quorum_back() { d put /it/q/1 back; [[ $R == ok* ]]; }
+wait_until $((20 * TIME_SCALE)) "a put through the same client after the quorum returned" quorum_back
+d get /it/m/3
+assert_eq "$(kv_lines)" "/it/m/3 x" "what was written before the quorum was lost"
+d get /it/q/2
+assert_eq "$(kv_lines)" "" "the txn that timed out without quorum was not applied"
+
+exec {DRIVE_IN}>&-
+wait "$drive_pid" || fail "etcd-drive exited with $?: $(cat "$T/drive.err")"
+bg_untrack "$drive_pid"
+[ ! -s "$T/drive.err" ] || fail "etcd-drive's stderr: $(cat "$T/drive.err")"
+finish
