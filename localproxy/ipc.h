@@ -30,6 +30,8 @@
  *                        (EVENT as in "event" below, without "type"; "last" is the slot's
  *                        latest allocation event: the one at "offset")
  *   S: unix seconds (CLOCK_REALTIME).
+ *   {"type":"metrics","id":M}     a scrape of metrics.listen (SPEC §14), answered by
+ *                                 "metrics" parts below. M counts apart from requests' ids.
  *
  * slotd → proxy
  *   {"type":"reply","id":R,"result":{…}}
@@ -42,7 +44,15 @@
  *   {"type":"event","server":N,"epoch":"E","offset":O,"event_type":"AllocateEventType" or
  *    "DeallocateEventType","event_id":"UUID","allocation":"UUID"}
  *        every allocation and deallocation of every slot, once it is durable, in order per
- *        slot; offsets grow by one per event of a slot and survive slotd's restarts. */
+ *        slot; offsets grow by one per event of a slot and survive slotd's restarts.
+ *   {"type":"metrics","id":M,"text":"…","more":true|false}
+ *        the exposition text of one scrape in parts, in order, each at most IPC_METRICS_PART
+ *        bytes of text and ending at a line's end; "more" is false on the last. Or
+ *   {"type":"metrics","id":M,"error":"…"}   no text could be made. */
+
+/* A part of the metrics' text: even with every byte escaped by JSON (\u00XX at worst) it fits
+ * in a message. */
+#define IPC_METRICS_PART (16 * 1024)
 
 #define IPC_MESSAGE_MAX (128 * 1024)
 

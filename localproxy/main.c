@@ -16,12 +16,14 @@
 static int arg_ipc_fd = -1;
 static int arg_listen_fds[LISTEN_FDS_MAX];
 static size_t arg_n_listen;
+static int arg_metrics_fd = -1;
 
 static void help(void) {
         printf("slotd-proxy - the local proxy of Multiplay game servers, run by slotd\n\n"
-               "Usage: slotd-proxy --ipc-fd N --listen-fd N [--listen-fd N ...]\n\n"
+               "Usage: slotd-proxy --ipc-fd N [--listen-fd N ...] [--metrics-fd N]\n\n"
                "  --ipc-fd N      the SOCK_SEQPACKET socket to slotd\n"
                "  --listen-fd N   a listening TCP socket to serve (up to %d)\n"
+               "  --metrics-fd N  a listening TCP socket to serve GET /metrics on\n"
                "  -h --help       show this help\n", LISTEN_FDS_MAX);
 }
 
@@ -38,10 +40,11 @@ static int parse_fd(const char *s, int *ret) {
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_IPC_FD = 0x100, ARG_LISTEN_FD };
+        enum { ARG_IPC_FD = 0x100, ARG_LISTEN_FD, ARG_METRICS_FD };
         static const struct option options[] = {
                 { "ipc-fd", required_argument, NULL, ARG_IPC_FD },
                 { "listen-fd", required_argument, NULL, ARG_LISTEN_FD },
+                { "metrics-fd", required_argument, NULL, ARG_METRICS_FD },
                 { "help", no_argument, NULL, 'h' },
                 {}
         };
@@ -63,6 +66,11 @@ static int parse_argv(int argc, char *argv[]) {
                                 return r;
                         arg_n_listen++;
                         break;
+                case ARG_METRICS_FD:
+                        r = parse_fd(optarg, &arg_metrics_fd);
+                        if (r < 0)
+                                return r;
+                        break;
                 case 'h':
                         help();
                         return 0;
@@ -72,8 +80,9 @@ static int parse_argv(int argc, char *argv[]) {
         if (optind < argc)
                 return log_error_errno(EINVAL, "Unexpected argument '%s'; see --help",
                                        argv[optind]);
-        if (arg_ipc_fd < 0 || arg_n_listen == 0)
-                return log_error_errno(EINVAL, "--ipc-fd and at least one --listen-fd are needed");
+        if (arg_ipc_fd < 0 || (arg_n_listen == 0 && arg_metrics_fd < 0))
+                return log_error_errno(EINVAL, "--ipc-fd and at least one --listen-fd or "
+                                       "--metrics-fd are needed");
         return 1;
 }
 
@@ -106,6 +115,8 @@ static int run(void) {
         r = check_fd(arg_ipc_fd, SOCK_SEQPACKET, false);
         for (size_t i = 0; r >= 0 && i < arg_n_listen; i++)
                 r = check_fd(arg_listen_fds[i], SOCK_STREAM, true);
+        if (r >= 0 && arg_metrics_fd >= 0)
+                r = check_fd(arg_metrics_fd, SOCK_STREAM, true);
         if (r < 0)
                 return r;
         /* Every send says MSG_NOSIGNAL; this is for what a library might not. */
@@ -125,7 +136,7 @@ static int run(void) {
                 sd_event_unref(event);
                 return log_error_errno(r, "Failed to watch signals: %m");
         }
-        r = proxy_new(event, arg_ipc_fd, arg_listen_fds, arg_n_listen, &p);
+        r = proxy_new(event, arg_ipc_fd, arg_listen_fds, arg_n_listen, arg_metrics_fd, &p);
         if (r >= 0) {
                 log_debug("Serving %zu listening sockets", arg_n_listen);
                 r = sd_event_loop(event);

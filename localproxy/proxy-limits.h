@@ -47,6 +47,16 @@
 /* Events held for a subscription while slotd's answer to it is awaited; more closes it. */
 #define PROXY_WS_HELD_EVENTS_MAX 64
 
+/* metrics.listen (SPEC §14), which may face the network: open connections (and per client
+ * address), scrapes a second for all clients together (PROXY_METRICS_BURST deep; 429 over
+ * it), the largest text kept from slotd. Scrapes that arrive while slotd is asked share its
+ * answer: slotd makes at most one text at a time. */
+#define PROXY_METRICS_CONNECTIONS 32
+#define PROXY_METRICS_CONNECTIONS_PER_IP 8
+#define PROXY_METRICS_RATE_PER_SEC 10
+#define PROXY_METRICS_BURST 20
+#define PROXY_METRICS_TEXT_MAX (16 * 1024 * 1024)
+
 /* "conn" and "close" messages waiting for room on the IPC socket; past this they are dropped
  * (and logged): slotd is then not reading at all. */
 #define PROXY_CONTROL_QUEUE_MAX 4096

@@ -394,6 +394,8 @@ static void handle_message(Proxy *p, json_t *m) {
                 handle_reply(p, m);
         else if (streq(type, "event"))
                 ws_event(p, m);
+        else if (streq(type, "metrics"))
+                metrics_on_message(p, m);
         else
                 log_debug("Unknown IPC message type \"%s\", ignoring", type);
 }
@@ -430,9 +432,6 @@ static size_t no_unescape(void *cls, struct MHD_Connection *connection, char *s)
 }
 
 static int daemon_start(Proxy *p, ProxyDaemon *d, int listen_fd, unsigned max_conns) {
-        const union MHD_DaemonInfo *info;
-        int r;
-
         d->proxy = p;
         d->mhd = MHD_start_daemon(
                 MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
@@ -448,6 +447,14 @@ static int daemon_start(Proxy *p, ProxyDaemon *d, int listen_fd, unsigned max_co
                 MHD_OPTION_END);
         if (!d->mhd)
                 return log_error_errno(EINVAL, "Failed to start microhttpd on fd %d", listen_fd);
+        return proxy_daemon_watch(p, d);
+}
+
+int proxy_daemon_watch(Proxy *p, ProxyDaemon *d) {
+        const union MHD_DaemonInfo *info;
+        int r;
+
+        d->proxy = p;
         info = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info)
                 return log_error_errno(EINVAL, "microhttpd has no epoll fd");
@@ -471,7 +478,7 @@ static unsigned connections_per_daemon(size_t n_listen) {
 }
 
 int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_listen,
-              Proxy **ret) {
+              int metrics_fd, Proxy **ret) {
         Proxy *p;
         int r;
 
@@ -481,7 +488,7 @@ int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_liste
         p->event = sd_event_ref(event);
         p->ipc_fd = ipc_fd;
         p->control_queue = json_array();
-        p->daemons = new0(ProxyDaemon, n_listen);
+        p->daemons = new0(ProxyDaemon, n_listen + 1);
         if (!p->control_queue || !p->daemons) {
                 proxy_free(p);
                 return log_oom();
@@ -508,6 +515,15 @@ int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_liste
                         return r;
                 }
         }
+        if (metrics_fd >= 0) {
+                r = metrics_daemon_start(p, &p->daemons[p->n_daemons], metrics_fd);
+                if (p->daemons[p->n_daemons].mhd)
+                        p->n_daemons++;
+                if (r < 0) {
+                        proxy_free(p);
+                        return r;
+                }
+        }
         rearm_mhd_timer(p);
         *ret = p;
         return 0;
@@ -523,6 +539,7 @@ Proxy *proxy_free(Proxy *p) {
         /* microhttpd refuses to stop with connections suspended or upgraded: end the sessions,
          * then fail whatever waits, which resumes it. */
         ws_done(p);
+        metrics_done(p);
         while (p->pending_list)
                 pending_finish(p->pending_list, NULL);
         for (Conn *c = p->conns_list; c; c = c->conns_next)

@@ -21,6 +21,7 @@ typedef struct Conn Conn;
 typedef struct Pending Pending;
 typedef struct Request Request;   /* http.c */
 typedef struct Session Session;   /* ws.c */
+typedef struct Scrape Scrape;     /* metrics.c */
 
 /* Connections and the rate of requests are limited per slot. */
 typedef struct SlotLimits {
@@ -52,11 +53,22 @@ typedef struct ProxyDaemon {
         sd_event_source *source;
 } ProxyDaemon;
 
+/* metrics.listen (metrics.c): the text asked of slotd for the scrapes waiting for it. */
+typedef struct MetricsFetch {
+        uint64_t id;           /* the "metrics" message in flight, 0: none */
+        uint64_t next_id;
+        char *text;            /* its parts so far */
+        size_t size, allocated;
+        sd_event_source *timer;
+        Scrape *waiting;       /* suspended scrapes that get the text */
+        TokenBucket bucket;
+} MetricsFetch;
+
 struct Proxy {
         sd_event *event;
         int ipc_fd;
         sd_event_source *ipc_source;
-        ProxyDaemon *daemons;
+        ProxyDaemon *daemons;  /* localproxy.listen's, then metrics.listen's */
         size_t n_daemons;
         sd_event_source *mhd_timer;
         sd_event_source *mhd_kick;
@@ -72,14 +84,16 @@ struct Proxy {
         SlotLimits outside;    /* callers outside any slot */
         Hashmap channels;      /* server id → ws.c's Channel */
         json_t *control_queue; /* "conn" and "close" messages waiting for room */
+        MetricsFetch metrics;
 };
 
 /* An IPC request in flight: exactly one of a reply or the timeout ends it. The handler gets
  * the reply message, or NULL on timeout or cancellation; the Pending is freed after. */
 typedef void (*pending_handler_t)(Proxy *p, void *userdata, json_t *reply);
 
+/* metrics_fd: metrics.listen's socket, or -1. */
 int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_listen,
-              Proxy **ret);
+              int metrics_fd, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
 
 /* Adds "type", "id" and "conn" to 'message' and sends it. -EAGAIN: the IPC socket is full. */
@@ -87,6 +101,9 @@ int proxy_request(Proxy *p, Conn *c, json_t *message, pending_handler_t handler,
                   void *userdata, Pending **ret);
 /* Ends a Pending without calling its handler. */
 void pending_cancel(Proxy *p, Pending *pend);
+
+/* Runs d's microhttpd whenever its epoll descriptor is readable. */
+int proxy_daemon_watch(Proxy *p, ProxyDaemon *d);
 
 /* Runs microhttpd soon, outside any of its callbacks (after a resume, an upgraded socket's
  * close, a shutdown). */
@@ -115,6 +132,13 @@ void ws_session_close(Session *s);
 /* An "event" from slotd: to every session subscribed to its server. */
 void ws_event(Proxy *p, json_t *event);
 void ws_done(Proxy *p);
+
+/* metrics.c: GET /metrics on metrics.listen, with the text asked of slotd; anything else 404. */
+int metrics_daemon_start(Proxy *p, ProxyDaemon *d, int listen_fd);
+/* A "metrics" message from slotd: a part of the text, or why there is none. */
+void metrics_on_message(Proxy *p, json_t *message);
+/* The proxy is going: every waiting scrape gets 503. */
+void metrics_done(Proxy *p);
 
 /* One {"error":"…"} response. */
 enum MHD_Result http_respond_error(struct MHD_Connection *connection, unsigned status,

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "allocation.h"
+#include "checks.h"
+#include "hashmap.h"
+#include "ops.h"
+#include "prom-text.h"
+#include "slot-fsm.h"
+#include "time-util.h"
+
+/* slotd's metrics (SPEC §14) as plain counters and gauges, kept as events happen, each in
+ * O(1): no scrape and no event walks the slots. Pure: no I/O, no logging. The manager feeds
+ * it (manager-metrics.c) and asks for the text when the local proxy's metrics listener is
+ * scraped. */
+
+/* The doors a request of an allocation comes through, and what it asks for. */
+typedef enum MetricsDoor {
+        METRICS_DOOR_DBUS,
+        METRICS_DOOR_LOCALPROXY,
+        _METRICS_DOOR_MAX,
+} MetricsDoor;
+
+typedef enum MetricsRequest {
+        METRICS_REQUEST_ALLOCATE,    /* Allocate, AllocateWithOptions (Manager and Slot) */
+        METRICS_REQUEST_RESERVE,     /* Manager.Reserve, the local proxy's reservations */
+        _METRICS_REQUEST_MAX,
+} MetricsRequest;
+
+/* What one fleet's slots and events add up to. Kept for as long as slotd runs, also after
+ * a Reload removed the fleet, so that its counters never go back. */
+typedef struct FleetMetrics {
+        char *name;
+        uint64_t slots[_SLOT_STATE_MAX][_PROCESS_STATE_MAX];      /* gauges */
+        uint64_t requests[_METRICS_REQUEST_MAX][_OPS_ERROR_MAX];  /* by result */
+        uint64_t deallocations;
+        uint64_t restarts;
+        uint64_t crashes[_FAILURE_REASON_MAX];                    /* by cause */
+        uint64_t strikes[_CHECK_KIND_MAX];
+        PromHistogram sweep;         /* seconds from a check sweep's start to its verdict */
+} FleetMetrics;
+
+typedef struct Metrics {
+        Hashmap fleets;              /* name → FleetMetrics */
+        FleetMetrics **list;         /* the same, in the order they came */
+        size_t n_list;
+        FleetMetrics unknown;        /* requests naming no fleet slotd has: fleet="" */
+        PromHistogram latency[_METRICS_DOOR_MAX][_METRICS_REQUEST_MAX];
+} Metrics;
+
+/* What the metrics count a slot as, kept in the slot: the gauge cell it is in, and what
+ * tells a deallocation or a restart from the previous look. fleet NULL: not counted. */
+typedef struct SlotMetricsMark {
+        FleetMetrics *fleet;
+        SlotState state;
+        ProcessState process_state;
+        bool allocated;
+        unsigned restarts;
+} SlotMetricsMark;
+
+/* What the metrics read of a slot at each change. */
+typedef struct SlotMetricsView {
+        SlotState state;
+        ProcessState process_state;
+        bool allocated;
+        unsigned restarts;           /* the slot's Restarts: only grows while slotd runs */
+} SlotMetricsView;
+
+void metrics_init(Metrics *mx);
+void metrics_done(Metrics *mx);
+
+/* The fleet's metrics, made at first sight; NULL on OOM. find never makes one. */
+FleetMetrics *metrics_fleet(Metrics *mx, const char *name);
+FleetMetrics *metrics_fleet_find(const Metrics *mx, const char *name);
+
+/* A slot of fleet f changed (or is seen for the first time, when mark->fleet is NULL: then
+ * only counted, its earlier restarts and allocation are not events). */
+void metrics_slot_update(FleetMetrics *f, SlotMetricsMark *mark, const SlotMetricsView *v);
+/* The slot is gone: out of the gauges. */
+void metrics_slot_remove(SlotMetricsMark *mark);
+
+/* A request of an allocation or reservation, by result (OPS_OK or the error); f NULL when it
+ * named no fleet slotd has. */
+void metrics_request(Metrics *mx, FleetMetrics *f, MetricsRequest request, OpsErrorCode result);
+/* From the request's arrival to its durable reply. */
+void metrics_latency(Metrics *mx, MetricsDoor door, MetricsRequest request, usec_t duration);
+void metrics_crash(FleetMetrics *f, FailureReason cause);
+void metrics_strike(FleetMetrics *f, CheckKind check);
+void metrics_sweep(FleetMetrics *f, usec_t duration);
+
+/* The label values as SPEC §14 names them. */
+const char *metrics_result_to_string(OpsErrorCode c);   /* "ok", "NoCapacity", … */
+const char *metrics_cause_to_string(FailureReason r);   /* "exit", "oom", …; NULL: no cause */
+const char *metrics_door_to_string(MetricsDoor d);
+const char *metrics_request_to_string(MetricsRequest r);
+
+/* Every family above (slotd_slots, slotd_allocations_total, …), O(fleets). */
+void metrics_format(const Metrics *mx, PromText *t);
