@@ -81,6 +81,10 @@ static inline bool isempty(const char *s) {
         return !s || *s == '\0';
 }
 
+/* Two addresses of localproxy.listen or metrics.listen that one machine cannot listen on both:
+ * the same port of the same address, or of a wildcard address of the family. */
+bool proxy_listen_overlaps(const ProxyListen *a, const ProxyListen *b);
+
 /* config.c: messages, the INI reader and the dispatch of keys to their parsers. */
 const char *config_quote(const char *s, char buf[static QUOTE_BUF]);
 _printf_(5, 6)
@@ -120,6 +124,14 @@ int parse_build_id_key(ParseContext *ctx, const ConfigKey *k, const char *value,
 /* Valid UTF-8 (checked before any parser runs) without C0 or C1 control characters or DEL:
  * what may go into server.json and messages as it is. */
 bool text_is_printable(const char *s);
+
+/* config-etcd.c: slotd.ini's [fleet] section (the fleet layer, SPEC §13). */
+bool etcd_endpoint_is_valid(const char *s);
+int parse_etcd_endpoints_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+int parse_etcd_prefix_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+int parse_lease_ttl_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+int fleet_layer_init(FleetLayerConfig *f);
+void fleet_layer_done(FleetLayerConfig *f);
 
 /* config-machine.c and config-fleet.c: one file each, appended to c. */
 int parse_machine_data(Config *c, const char *name, const char *data, size_t size,

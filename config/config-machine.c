@@ -54,7 +54,7 @@ static void localproxy_listen_done(LocalProxyConfig *p) {
 
 /* Two sockets cannot listen on the same port of the same address, and a wildcard address
  * (0.0.0.0, ::) takes the port on every address of its family. */
-static bool listen_overlaps(const ProxyListen *a, const ProxyListen *b) {
+bool proxy_listen_overlaps(const ProxyListen *a, const ProxyListen *b) {
         static const uint8_t any[sizeof(struct in6_addr)];
         size_t n = a->family == AF_INET ? sizeof(struct in_addr) : sizeof(struct in6_addr);
 
@@ -83,7 +83,7 @@ static int listen_add(ParseContext *ctx, const ConfigKey *k, const char *value,
 
                 if (streq(other->text, l->text))
                         return key_error(ctx, k, value, -EINVAL, "%s is listed twice", l->text);
-                if (listen_overlaps(other, l))
+                if (proxy_listen_overlaps(other, l))
                         return key_error(ctx, k, value, -EADDRINUSE,
                                          "%s and %s overlap: a wildcard address takes its port "
                                          "on every address", other->text, l->text);
@@ -122,6 +122,28 @@ static int parse_listen_key(ParseContext *ctx, const ConfigKey *k, const char *v
         p->n_listen = parsed.n_listen;
         parsed.n_listen = 0;
         p->enabled = p->n_listen > 0;
+        return 0;
+}
+
+/* metrics.listen: "off", or one address; served by the local proxy's process (SPEC §14). */
+static int parse_metrics_listen_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                   void *data) {
+        ProxyListen *l = data, parsed = {};
+        char q[QUOTE_BUF];
+        int r;
+
+        if (!streq(value, "off")) {
+                r = proxy_listen_from_string(value, &parsed);
+                if (r == -ENOMEM)
+                        return ctx_oom(ctx);
+                if (r < 0)
+                        return key_error(ctx, k, value, -EINVAL,
+                                         "expected one address like 127.0.0.1:9187 or "
+                                         "[::1]:9187, or off; '%s' is not",
+                                         config_quote(value, q));
+        }
+        free(l->text);
+        *l = parsed;
         return 0;
 }
 
@@ -165,6 +187,12 @@ static const ConfigKey machine_keys[] = {
         MACHINE_KEY("localproxy", "payload_ttl", parse_duration_key, localproxy.payload_ttl, true),
         MACHINE_KEY("localproxy", "user", parse_string_key, localproxy.user, false),
         MACHINE_KEY("localproxy", "group", parse_string_key, localproxy.group, false),
+        MACHINE_KEY("metrics", "listen", parse_metrics_listen_key, metrics_listen, false),
+        MACHINE_KEY("fleet", "etcd_endpoints", parse_etcd_endpoints_key, fleet.etcd_endpoints, false),
+        MACHINE_KEY("fleet", "prefix", parse_etcd_prefix_key, fleet.prefix, false),
+        MACHINE_KEY("fleet", "lease_ttl", parse_lease_ttl_key, fleet.lease_ttl, true),
+        MACHINE_KEY("fleet", "etcd_timeout", parse_duration_key, fleet.etcd_timeout, true),
+        MACHINE_KEY("fleet", "registry_user", parse_string_key, fleet.registry_user, false),
 };
 
 _Static_assert(ELEMENTSOF(machine_keys) <= KEYS_MAX, "raise KEYS_MAX");
@@ -172,7 +200,7 @@ _Static_assert(ELEMENTSOF(machine_keys) <= KEYS_MAX, "raise KEYS_MAX");
 static const ConfigSchema machine_schema = {
         .keys = machine_keys,
         .n_keys = ELEMENTSOF(machine_keys),
-        .sections = "slotd.ini has [machine], [supervisor] and [localproxy]",
+        .sections = "slotd.ini has [machine], [supervisor], [localproxy], [fleet] and [metrics]",
 };
 
 Config *config_new(void) {
@@ -186,7 +214,8 @@ Config *config_new(void) {
         c->state_dir = strdup("/var/lib/slotd");
         c->slots_dir = strdup("/var/lib/slotd/slots");
         c->bus = strdup("system");
-        if (!c->state_dir || !c->slots_dir || !c->bus || localproxy_init(&c->localproxy) < 0)
+        if (!c->state_dir || !c->slots_dir || !c->bus || localproxy_init(&c->localproxy) < 0 ||
+            fleet_layer_init(&c->fleet) < 0)
                 return NULL;
 
         return TAKE_PTR(c);
@@ -209,6 +238,8 @@ Config *config_free(Config *c) {
         localproxy_listen_done(&c->localproxy);
         free(c->localproxy.user);
         free(c->localproxy.group);
+        free(c->metrics_listen.text);
+        fleet_layer_done(&c->fleet);
         for (size_t i = 0; i < c->n_fleets; i++)
                 config_fleet_done(&c->fleets[i]);
         free(c->fleets);
@@ -231,6 +262,7 @@ static int machine_finalize(ParseContext *ctx, Config *c) {
         c->reserved_cpus_line = key_line(ctx, "machine", "reserved_cpus");
         c->reserved_memory_line = key_line(ctx, "machine", "reserved_memory");
         c->localproxy_listen_line = key_line(ctx, "localproxy", "listen");
+        c->metrics_listen_line = key_line(ctx, "metrics", "listen");
         return 0;
 }
 

@@ -152,6 +152,33 @@ static int validate_proxy_ports(const Config *c, char **ret_error) {
         return 0;
 }
 
+/* metrics.listen: a port of its own, neither the local proxy's nor a game server's. */
+static int validate_metrics_port(const Config *c, char **ret_error) {
+        const ProxyListen *l = &c->metrics_listen;
+        const char *file = c->config_file ?: "slotd.ini";
+
+        if (l->family == AF_UNSPEC)
+                return 0;
+        for (size_t j = 0; c->localproxy.enabled && j < c->localproxy.n_listen; j++)
+                if (proxy_listen_overlaps(&c->localproxy.listen[j], l))
+                        return config_set_error(ret_error, -EADDRINUSE, file,
+                                                c->metrics_listen_line,
+                                                "metrics.listen: %s overlaps localproxy.listen %s",
+                                                l->text, c->localproxy.listen[j].text);
+        for (size_t i = 0; i < c->n_fleets * 2; i++) {
+                PortRange b = port_range(&c->fleets[i / 2], i % 2 == 1);
+
+                if (l->port >= b.first && l->port <= b.last)
+                        return config_set_error(ret_error, -EADDRINUSE, file,
+                                                c->metrics_listen_line,
+                                                "metrics.listen: port %u is in ports %u-%u of "
+                                                "fleet %s (%s in %s)",
+                                                (unsigned) l->port, b.first, b.last,
+                                                b.fleet->name, b.key, b.fleet->file);
+        }
+        return 0;
+}
+
 int config_validate(Config *c, char **ret_error) {
         int r;
 
@@ -174,6 +201,9 @@ int config_validate(Config *c, char **ret_error) {
         }
 
         r = validate_ports(c, ret_error);
+        if (r < 0)
+                return r;
+        r = validate_metrics_port(c, ret_error);
         if (r < 0)
                 return r;
         return validate_proxy_ports(c, ret_error);

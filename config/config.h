@@ -158,6 +158,17 @@ typedef struct LocalProxyConfig {
         char *group;               /* default "nogroup" */
 } LocalProxyConfig;
 
+/* [fleet] of slotd.ini: the fleet layer (SPEC §13), read by slotd-registry. */
+typedef struct FleetLayerConfig {
+        char **etcd_endpoints;     /* "http://127.0.0.1:2379", ...; NULL = the fleet layer is
+                                    * off (the default) */
+        char *prefix;              /* every key's prefix; default "/slotd/v1" */
+        usec_t lease_ttl;          /* whole seconds; default 5s */
+        usec_t etcd_timeout;       /* per request to etcd; default 2s */
+        char *registry_user;       /* the identity slotd-registry drops to when started as
+                                    * root; default "slotd-registry" */
+} FleetLayerConfig;
+
 typedef struct Config {
         char *config_file;         /* path of slotd.ini (may not exist: then all defaults) */
         char *fleets_dir;          /* path of fleets.d */
@@ -182,10 +193,18 @@ typedef struct Config {
         /* [localproxy] */
         LocalProxyConfig localproxy; /* default: listen 127.0.0.1:8086 [::1]:8086 */
 
+        /* [fleet] */
+        FleetLayerConfig fleet;    /* default: off */
+
+        /* [metrics] */
+        ProxyListen metrics_listen; /* metrics.listen, served by the local proxy's process;
+                                     * family 0 (AF_UNSPEC) = off, the default */
+
         /* Lines of machine.reserved_cpus/reserved_memory for density messages; 0 = not set. */
         unsigned reserved_cpus_line;
         unsigned reserved_memory_line;
         unsigned localproxy_listen_line; /* 0 = the default */
+        unsigned metrics_listen_line;    /* 0 = not set */
 
         FleetConfig *fleets;       /* in file-name order */
         size_t n_fleets;

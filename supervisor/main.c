@@ -203,6 +203,7 @@ static int print_plan(const Config *c, const MachineResources *res) {
                        c->localproxy.user, c->localproxy.group);
         } else
                 printf("localproxy: off\n");
+        printf("metrics: %s\n", c->metrics_listen.text ?: "off");
 
         r = manager_resolve_cgroup_root(c, false, &mount, &root);
         if (r < 0) {

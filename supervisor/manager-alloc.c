@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "manager-metrics.h"
 #include "wallclock.h"
 
 Fleet *manager_find_fleet(Manager *m, const char *name) {
@@ -99,6 +100,7 @@ void manager_slot_changed(Manager *m, Slot *s, bool durable) {
         else
                 alloc_index_set(&s->fleet->index, &s->alloc_entry, alloc_class_from_facts(&f));
         manager_set_busy(m, s, f.allocated || f.reserved);
+        manager_metrics_slot_changed(m, s);
         manager_track_allocation(m, s);
         if (durable)
                 manager_state_slot_changed(m, s);

@@ -150,6 +150,20 @@ static int property_get_enforcement(sd_bus *bus, const char *path, const char *i
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+static int property_get_ipv4(sd_bus *bus, const char *path, const char *interface,
+                             const char *property, sd_bus_message *reply, void *userdata,
+                             sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->ip);
+}
+
+static int property_get_ipv6(sd_bus *bus, const char *path, const char *interface,
+                             const char *property, sd_bus_message *reply, void *userdata,
+                             sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->ipv6);
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface,
                                 const char *property, sd_bus_message *reply, void *userdata,
                                 sd_bus_error *error) {
@@ -167,6 +181,20 @@ int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s) {
         if (r < 0)
                 return r;
         return manager_reply_durable(m, msg, reply);
+}
+
+/* bus_reply_slot_durable() for a request the metrics time from its arrival at 'started'. */
+static int reply_slot_timed(sd_bus_message *msg, Manager *m, Slot *s, MetricsRequest request,
+                            usec_t started) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "uo", s->id, s->object_path);
+        if (r < 0)
+                return r;
+        return manager_reply_durable_timed(m, msg, reply, request, started);
 }
 
 int bus_reply_empty_durable(sd_bus_message *msg, Manager *m) {
@@ -214,6 +242,7 @@ int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_erro
 
 static int allocate(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
                     bool with_options, sd_bus_error *error) {
+        usec_t started = now_usec(CLOCK_MONOTONIC);
         OpsAllocation a = {};
         const char *fleet;
         OpsCaller c;
@@ -231,7 +260,7 @@ static int allocate(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t ha
         r = ops_allocate(m, &c, fleet, &a, &s, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        return bus_reply_slot_durable(msg, m, s);
+        return reply_slot_timed(msg, m, s, METRICS_REQUEST_ALLOCATE, started);
 }
 
 static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -261,6 +290,7 @@ static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *
 }
 
 static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        usec_t started = now_usec(CLOCK_MONOTONIC);
         Manager *m = userdata;
         const char *fleet, *uuid;
         uint64_t timeout;
@@ -277,7 +307,7 @@ static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = ops_reserve(m, &c, fleet, uuid, timeout, &s, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        return bus_reply_slot_durable(msg, m, s);
+        return reply_slot_timed(msg, m, s, METRICS_REQUEST_RESERVE, started);
 }
 
 static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -331,6 +361,8 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("MachineID", "s", property_get_machine_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("IPv4", "s", property_get_ipv4, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("IPv6", "s", property_get_ipv6, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("CPUs", "d", property_get_cpus, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("MemoryBytes", "t", property_get_memory, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

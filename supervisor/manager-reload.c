@@ -131,6 +131,9 @@ int manager_reload(Manager *m, char **ret_error) {
                 return refuse(ret_error, "supervisor.bus", m->config->bus, c->bus);
         if (!localproxy_listen_equal(&c->localproxy, &m->config->localproxy))
                 return refuse(ret_error, "localproxy.listen", "(the running one)", "(the new one)");
+        if (!streq(strempty(c->metrics_listen.text), strempty(m->config->metrics_listen.text)))
+                return refuse(ret_error, "metrics.listen", m->config->metrics_listen.text ?: "off",
+                              c->metrics_listen.text ?: "off");
         if (!streq(c->localproxy.user, m->config->localproxy.user) ||
             !streq(c->localproxy.group, m->config->localproxy.group))
                 return refuse(ret_error, "localproxy.user/group", m->config->localproxy.user,

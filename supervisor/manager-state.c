@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-metrics.h"
 #include "state-file.h"
 
 /* A snapshot that failed (for space: the new file needs its own) is tried again after this;
@@ -80,6 +81,8 @@ int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata
 typedef struct BusReply {
         sd_bus_message *call;
         sd_bus_message *reply;
+        MetricsRequest request;
+        usec_t started;              /* 0: not timed */
 } BusReply;
 
 static void bus_reply_done(Manager *m, int error, void *userdata) {
@@ -88,20 +91,28 @@ static void bus_reply_done(Manager *m, int error, void *userdata) {
         if (error < 0)
                 (void) sd_bus_reply_method_errnof(b->call, error,
                                                   "Failed to make the change durable: %m");
-        else if (error == 0)
+        else if (error == 0) {
                 (void) sd_bus_send(NULL, b->reply, NULL);
+                if (b->started > 0)
+                        manager_metrics_replied(m, METRICS_DOOR_DBUS, b->request, b->started);
+        }
         sd_bus_message_unref(b->call);
         sd_bus_message_unref(b->reply);
         free(b);
 }
 
 int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply) {
+        return manager_reply_durable_timed(m, call, reply, 0, 0);
+}
+
+int manager_reply_durable_timed(Manager *m, sd_bus_message *call, sd_bus_message *reply,
+                                MetricsRequest request, usec_t started) {
         BusReply *b = new0(BusReply, 1);
         int r;
 
         if (!b)
                 return -ENOMEM;
-        *b = (BusReply){ sd_bus_message_ref(call), sd_bus_message_ref(reply) };
+        *b = (BusReply){ sd_bus_message_ref(call), sd_bus_message_ref(reply), request, started };
         r = manager_when_durable(m, bus_reply_done, b);
         if (r < 0) {
                 sd_bus_message_unref(b->call);
@@ -459,6 +470,7 @@ void manager_retire_slot(Manager *m, Slot *s) {
         log_slot_info(s, "Removed: its fleet or its place is gone from the configuration");
         alloc_index_remove(&f->index, &s->alloc_entry);
         manager_set_busy(m, s, false);
+        manager_metrics_slot_removed(m, s);
         if (s->id < m->n_slots && m->slots[s->id] == s)
                 m->slots[s->id] = NULL;
         for (size_t i = 0; i < f->n_slots; i++)

@@ -15,6 +15,7 @@
 #include "slotd-config.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-metrics.h"
 #include "proxy.h"
 #include "notify.h"
 #include "spawn.h"
@@ -38,6 +39,7 @@ static void on_slot_retire(Slot *s, void *userdata) {
 }
 
 static void on_slot_crashed(Slot *s, const char *reason, void *userdata) {
+        manager_metrics_crashed(userdata, s, reason);
         manager_bus_slot_crashed(userdata, s, reason);
 }
 
@@ -49,6 +51,7 @@ static void on_slot_properties_changed(Slot *s, const char *const names[SLOT_PRO
 }
 
 static void on_slot_misbehaved(Slot *s, CheckKind check, unsigned strikes, void *userdata) {
+        manager_metrics_strike(userdata, s, check);
         manager_bus_misbehaved(userdata, s, check, strikes);
 }
 
@@ -60,6 +63,10 @@ static void on_slot_check_error(Slot *s, CheckKind check, int error, const char 
 static void on_fleet_check_verdict(Fleet *f, CheckKind check, unsigned failing, unsigned checked,
                                    bool machine_fault, void *userdata) {
         manager_check_verdict(userdata, f, check, failing, checked, machine_fault);
+}
+
+static void on_fleet_sweep_done(Fleet *f, usec_t duration, void *userdata) {
+        manager_metrics_sweep(userdata, f, duration);
 }
 
 static void on_slot_hold_started(Slot *s, usec_t until, void *userdata) {
@@ -100,6 +107,7 @@ static const SlotHooks slot_hooks = {
         .misbehaved = on_slot_misbehaved,
         .check_error = on_slot_check_error,
         .check_verdict = on_fleet_check_verdict,
+        .sweep_done = on_fleet_sweep_done,
         .hold_started = on_slot_hold_started,
         .hold_ended = on_slot_hold_ended,
         .receive_notify = on_slot_receive_notify,
@@ -146,6 +154,7 @@ int manager_new(Config *config, Manager **ret) {
                 return r;
         }
         m->config = config;
+        metrics_init(&m->metrics);
         manager_update_slot_host(m);
         *ret = m;
         return 0;
@@ -194,6 +203,7 @@ Manager *manager_free(Manager *m) {
         manager_bus_callers_done(m);
         manager_faults_done(m);
         manager_checks_done(m);
+        metrics_done(&m->metrics);
         state_cache_done(&m->state_cache);
         free(m->state_changed);
         sd_event_source_disable_unref(m->graveyard_source);

@@ -99,6 +99,7 @@ typedef struct Manager {
         struct CheckErrorCause *check_errors; /* checks the host keeps from being made
                                                * (manager-checks.c) */
         size_t n_check_errors;
+        Metrics metrics;             /* counters and gauges of SPEC §14 (manager-metrics.c) */
 
         Slot **graveyard;            /* retired slots, freed outside their callbacks */
         size_t n_graveyard;
@@ -163,6 +164,10 @@ int manager_reload(Manager *m, char **ret_error);
 /* Sends 'reply' to 'call' once the state is durable (group commit); takes both refs. On a
  * failed commit the caller gets an error instead. */
 int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply);
+/* The same for a request the metrics time (SPEC §14): once replied, the time since 'started'
+ * (CLOCK_MONOTONIC) goes into the latency histogram of 'request'. */
+int manager_reply_durable_timed(Manager *m, sd_bus_message *call, sd_bus_message *reply,
+                                MetricsRequest request, usec_t started);
 void manager_state_dirty(Manager *m);
 /* A slot's record changed: its line goes into the next commit. */
 void manager_state_slot_changed(Manager *m, Slot *s);

@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "manager-metrics.h"
 #include "ops.h"
 #include "wallclock.h"
 
@@ -162,8 +163,8 @@ static void undo_payload(Manager *m, const OpsAllocation *a) {
                 payload_store_drop(&m->payloads, a->uuid);
 }
 
-int ops_allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAllocation *a,
-                 Slot **ret, OpsStatus *st) {
+static int allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAllocation *a,
+                    Slot **ret, OpsStatus *st) {
         Slot *s = NULL;
         int r;
 
@@ -196,8 +197,28 @@ int ops_allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAll
         return 0;
 }
 
-int ops_slot_allocate(Manager *m, const OpsCaller *c, unsigned slot_id, const OpsAllocation *a,
-                      OpsStatus *st) {
+/* The metrics count every request of an allocation or reservation by its result (SPEC §14). */
+static void count_request(Manager *m, const char *fleet, MetricsRequest q, int r,
+                          const OpsStatus *st) {
+        manager_metrics_request(m, fleet, q, r < 0 ? st->code : OPS_OK);
+}
+
+static const char *slot_fleet_name(Manager *m, unsigned slot_id) {
+        Slot *s = manager_get_slot(m, slot_id);
+
+        return s ? s->fleet->config->name : NULL;
+}
+
+int ops_allocate(Manager *m, const OpsCaller *c, const char *fleet, const OpsAllocation *a,
+                 Slot **ret, OpsStatus *st) {
+        int r = allocate(m, c, fleet, a, ret, st);
+
+        count_request(m, fleet, METRICS_REQUEST_ALLOCATE, r, st);
+        return r;
+}
+
+static int slot_allocate_op(Manager *m, const OpsCaller *c, unsigned slot_id,
+                            const OpsAllocation *a, OpsStatus *st) {
         const char *bc = a->build_configuration && *a->build_configuration ? a->build_configuration
                                                                            : NULL;
         Slot *s = NULL, *other;
@@ -232,6 +253,14 @@ int ops_slot_allocate(Manager *m, const OpsCaller *c, unsigned slot_id, const Op
         if (r < 0)
                 return fail_errno(st, r, "Allocate");
         return 0;
+}
+
+int ops_slot_allocate(Manager *m, const OpsCaller *c, unsigned slot_id, const OpsAllocation *a,
+                      OpsStatus *st) {
+        int r = slot_allocate_op(m, c, slot_id, a, st);
+
+        count_request(m, slot_fleet_name(m, slot_id), METRICS_REQUEST_ALLOCATE, r, st);
+        return r;
 }
 
 int ops_deallocate(Manager *m, const OpsCaller *c, const char *uuid, OpsStatus *st) {
@@ -276,8 +305,8 @@ static int check_timeout(const char *what, usec_t timeout, usec_t *ret, OpsStatu
         return 0;
 }
 
-int ops_reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *uuid,
-                usec_t timeout, Slot **ret, OpsStatus *st) {
+static int reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *uuid,
+                   usec_t timeout, Slot **ret, OpsStatus *st) {
         int r;
 
         if ((r = ops_check_admin(c, st)) < 0 ||
@@ -292,6 +321,14 @@ int ops_reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *u
         if (r < 0)
                 return fail_errno(st, r, "Reserve");
         return 0;
+}
+
+int ops_reserve(Manager *m, const OpsCaller *c, const char *fleet, const char *uuid,
+                usec_t timeout, Slot **ret, OpsStatus *st) {
+        int r = reserve(m, c, fleet, uuid, timeout, ret, st);
+
+        count_request(m, fleet, METRICS_REQUEST_RESERVE, r, st);
+        return r;
 }
 
 /* A reservation UUID of our own making, in the canonical form of a version 4 UUID. */
@@ -309,8 +346,8 @@ static int new_uuid(char ret[static 37]) {
         return 0;
 }
 
-int ops_slot_reserve(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout,
-                     Slot **ret, OpsStatus *st) {
+static int slot_reserve_op(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout,
+                           Slot **ret, OpsStatus *st) {
         char uuid[37];
         Slot *s = NULL;
         int r;
@@ -338,6 +375,14 @@ int ops_slot_reserve(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t ti
                 return fail_errno(st, r, "Reserve");
         *ret = s;
         return 0;
+}
+
+int ops_slot_reserve(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout,
+                     Slot **ret, OpsStatus *st) {
+        int r = slot_reserve_op(m, c, slot_id, timeout, ret, st);
+
+        count_request(m, slot_fleet_name(m, slot_id), METRICS_REQUEST_RESERVE, r, st);
+        return r;
 }
 
 int ops_slot_unreserve(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {

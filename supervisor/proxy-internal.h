@@ -23,6 +23,7 @@ struct Proxy {
         Manager *manager;
         int *listen_fds;
         size_t n_listen;
+        int metrics_fd;              /* metrics.listen (SPEC §14), -EBADF: off */
         int ipc_fd;                  /* our end of the socketpair, -EBADF while none runs */
         sd_event_source *ipc_source;
         pid_t pid;

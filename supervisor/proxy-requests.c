@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "manager-metrics.h"
 #include "proxy-internal.h"
 #include "token.h"
 
@@ -19,6 +20,7 @@ typedef struct PendingReply {
         uint64_t generation;
         json_int_t id;
         json_t *result;
+        usec_t started;              /* a reservation the metrics time (CLOCK_MONOTONIC), 0: none */
 } PendingReply;
 
 static void send_result(Proxy *p, json_int_t id, json_t *result) {
@@ -47,8 +49,12 @@ static void pending_done(Manager *m, int error, void *userdata) {
                 if (error < 0)
                         send_error(p, r->id, OPS_ERROR_UNAVAILABLE,
                                    "Failed to make the change durable");
-                else
+                else {
                         send_result(p, r->id, r->result);
+                        if (r->started > 0)
+                                manager_metrics_replied(m, METRICS_DOOR_LOCALPROXY,
+                                                        METRICS_REQUEST_RESERVE, r->started);
+                }
         }
         json_decref(r->result);
         free(r);
@@ -56,16 +62,20 @@ static void pending_done(Manager *m, int error, void *userdata) {
 
 /* Takes result. The waiter is complete before it is registered: registering may commit at
  * once (a change left waiting too long is written on the spot) and so call it back. */
-static void reply_durable(Proxy *p, json_int_t id, json_t *result) {
+static void reply_durable_timed(Proxy *p, json_int_t id, json_t *result, usec_t started) {
         PendingReply *r = new0(PendingReply, 1);
 
         if (r)
-                *r = (PendingReply){ p, proxy_generation(p), id, result };
+                *r = (PendingReply){ p, proxy_generation(p), id, result, started };
         if (!r || manager_when_durable(proxy_manager(p), pending_done, r) < 0) {
                 free(r);
                 json_decref(result);
                 send_error(p, id, OPS_ERROR_FAILED, "Out of memory");
         }
+}
+
+static void reply_durable(Proxy *p, json_int_t id, json_t *result) {
+        reply_durable_timed(p, id, result, 0);
 }
 
 static void format_rfc3339(usec_t realtime, char ret[static 32]) {
@@ -83,6 +93,7 @@ typedef struct Request {
         json_int_t id;
         OpsCaller caller;
         unsigned server;             /* "server", OPS_NO_SLOT when absent */
+        usec_t arrived;              /* CLOCK_MONOTONIC */
 } Request;
 
 static void op_ready(Request *q, OpsStatus *st) {
@@ -130,18 +141,19 @@ static void op_release_hold(Request *q, OpsStatus *st) {
 }
 
 static void op_reserve(Request *q, OpsStatus *st) {
+        json_t *result;
         char now[32];
         Slot *s;
 
         if (ops_slot_reserve(q->manager, &q->caller, q->server, 0, &s, st) < 0)
                 return;
         format_rfc3339(now_usec(CLOCK_REALTIME), now);
-        reply_durable(q->proxy, q->id,
-                      json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "reservation_id",
-                                s->reservation_uuid, "build_configuration_id",
-                                s->build_configuration, "game_port", (int) s->port, "ipv4",
-                                strempty(q->manager->ip), "ipv6", strempty(q->manager->ipv6),
-                                "requested", now, "created", now, "fulfilled", now));
+        result = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "reservation_id",
+                           s->reservation_uuid, "build_configuration_id", s->build_configuration,
+                           "game_port", (int) s->port, "ipv4", strempty(q->manager->ip), "ipv6",
+                           strempty(q->manager->ipv6), "requested", now, "created", now,
+                           "fulfilled", now);
+        reply_durable_timed(q->proxy, q->id, result, q->arrived);
 }
 
 static void op_unreserve(Request *q, OpsStatus *st) {
@@ -233,7 +245,7 @@ static const struct {
 void proxy_handle_request(Proxy *p, json_t *msg) {
         Request q = { .proxy = p, .manager = proxy_manager(p), .msg = msg,
                       .id = json_integer_value(json_object_get(msg, "id")),
-                      .server = OPS_NO_SLOT };
+                      .server = OPS_NO_SLOT, .arrived = now_usec(CLOCK_MONOTONIC) };
         json_int_t conn = json_integer_value(json_object_get(msg, "conn"));
         const char *op = json_string_value(json_object_get(msg, "op"));
         json_t *server = json_object_get(msg, "server");

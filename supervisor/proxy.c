@@ -180,6 +180,8 @@ static void proxy_dispatch(Proxy *p, json_t *msg) {
                 handle_close(p, msg);
         else if (streq(type, "request"))
                 proxy_handle_request(p, msg);
+        else if (streq(type, "metrics"))
+                proxy_handle_metrics(p, msg);
         else
                 log_debug("Local proxy: unknown message type '%s', ignoring", type);
 }
@@ -216,7 +218,7 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
         _cleanup_(json_decrefp) json_t *msg = NULL;
         char event_id[37], epoch[24];
 
-        if (p->ipc_fd < 0)
+        if (p->ipc_fd < 0 || p->n_listen == 0) /* running for metrics.listen alone */
                 return;
         alloc_event_id(p->manager->epoch, e->slot_id, e->offset, event_id);
         (void) snprintf(epoch, sizeof(epoch), "%" PRIx64, p->manager->epoch);
@@ -283,45 +285,70 @@ static int proxy_bind(Proxy *p) {
                                                lp->listen[i].text);
                 p->listen_fds[p->n_listen++] = fd;
         }
+        if (p->manager->config->metrics_listen.family != AF_UNSPEC) {
+                p->metrics_fd = bind_one(&p->manager->config->metrics_listen);
+                if (p->metrics_fd < 0)
+                        return log_error_errno(p->metrics_fd,
+                                               "Failed to listen on %s (metrics.listen): %m",
+                                               p->manager->config->metrics_listen.text);
+        }
+        return 0;
+}
+
+/* In the child: every fd the proxy gets is first copied above all the numbers they are then
+ * placed at (3, 4, ...), so that no placement overwrites one still to come. */
+static int place_fds(Proxy *p, int child_fd, int ret_placed[static 19], size_t *ret_n) {
+        int high[19];
+        size_t n = 0;
+
+        high[n++] = fcntl(child_fd, F_DUPFD, 64);
+        for (size_t i = 0; i < p->n_listen && i < 16; i++)
+                high[n++] = fcntl(p->listen_fds[i], F_DUPFD, 64);
+        if (p->metrics_fd >= 0)
+                high[n++] = fcntl(p->metrics_fd, F_DUPFD, 64);
+        high[n++] = fcntl(p->exe_fd, F_DUPFD, 64);
+        for (size_t i = 0; i < n; i++) {
+                if (high[i] < 0 || dup2(high[i], 3 + (int) i) < 0)
+                        return -1;
+                ret_placed[i] = 3 + (int) i;
+        }
+        *ret_n = n;
         return 0;
 }
 
 /* In the child, between fork and exec: the channel as fd 3, the listening sockets from fd 4,
- * nothing else; then the identity and the filter of a game server. */
+ * then metrics.listen's, nothing else; then the identity and the filter of a game server. */
 _noreturn_ static void proxy_exec_child(Proxy *p, int child_fd) {
         const char *step = "dup";
-        char fds[16][16];
-        char *argv[3 + 2 * 16 + 1] = { (char *) "slotd-proxy", (char *) "--ipc-fd", (char *) "3" };
+        char fds[17][16];
+        char *argv[3 + 2 * 17 + 1] = { (char *) "slotd-proxy", (char *) "--ipc-fd", (char *) "3" };
         char *envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL, NULL };
         const char *level = getenv("SLOTD_LOG_LEVEL");
         char level_env[64];
-        size_t argc = 3;
+        int placed[19], exe;
+        size_t argc = 3, n;
         sigset_t all;
-        int target = 3;
 
         (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
         (void) sigemptyset(&all);
         (void) sigprocmask(SIG_SETMASK, &all, NULL);
         for (int sig = 1; sig < _NSIG; sig++)
                 (void) signal(sig, SIG_DFL);
-        /* Above every fd we place, so that dup2 never overwrites one still to come. */
-        int high = fcntl(child_fd, F_DUPFD, 64);
-        if (high < 0 || dup2(high, target++) < 0)
+        if (place_fds(p, child_fd, placed, &n) < 0)
                 goto fail;
-        for (size_t i = 0; i < p->n_listen && i < 16; i++) {
-                int h = fcntl(p->listen_fds[i], F_DUPFD, 64 + 1 + (int) i);
-                if (h < 0 || dup2(h, target) < 0)
-                        goto fail;
-                (void) snprintf(fds[i], sizeof(fds[i]), "%d", target++);
-                argv[argc++] = (char *) "--listen-fd";
-                argv[argc++] = fds[i];
+        for (size_t i = 1; i + 1 < n; i++) {
+                bool metrics = p->metrics_fd >= 0 && i + 2 == n;
+
+                (void) snprintf(fds[i - 1], sizeof(fds[i - 1]), "%d", placed[i]);
+                argv[argc++] = (char *) (metrics ? "--metrics-fd" : "--listen-fd");
+                argv[argc++] = fds[i - 1];
         }
         argv[argc] = NULL;
         /* The program itself, to exec by descriptor: no path lookup as another user. */
-        int exe = fcntl(p->exe_fd, F_DUPFD, 64 + 1 + 16);
-        if (exe < 0 || dup2(exe, target) < 0 || fcntl(target, F_SETFD, FD_CLOEXEC) < 0)
+        exe = placed[n - 1];
+        if (fcntl(exe, F_SETFD, FD_CLOEXEC) < 0)
                 goto fail;
-        (void) close_range((unsigned) target + 1, ~0U, 0);
+        (void) close_range((unsigned) exe + 1, ~0U, 0);
         if (level && snprintf(level_env, sizeof(level_env), "SLOTD_LOG_LEVEL=%s", level) <
                              (int) sizeof(level_env))
                 envp[1] = level_env;
@@ -330,13 +357,20 @@ _noreturn_ static void proxy_exec_child(Proxy *p, int child_fd) {
                           &step) < 0)
                 goto fail;
         step = "execve";
-        (void) execveat(target, "", argv, envp, AT_EMPTY_PATH);
+        (void) execveat(exe, "", argv, envp, AT_EMPTY_PATH);
 fail:
         dprintf(STDERR_FILENO, "slotd: local proxy: %s failed: %s\n", step, strerror(errno));
         _exit(EXIT_FAILURE);
 }
 
 static int proxy_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata);
+
+/* Beyond net.core.wmem_max (208 KiB by default) where slotd may: a burst of events, or a
+ * scrape's text in its parts (proxy-metrics.c), waits in it rather than being dropped. */
+static void set_send_buffer(int fd, int size) {
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
 
 static int proxy_spawn(Proxy *p) {
         int pair[2];
@@ -345,8 +379,8 @@ static int proxy_spawn(Proxy *p) {
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
                 return negative_errno();
-        (void) setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-        (void) setsockopt(pair[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+        set_send_buffer(pair[0], size);
+        set_send_buffer(pair[1], size);
         pid = fork();
         if (pid < 0) {
                 r = negative_errno();
@@ -370,7 +404,9 @@ static int proxy_spawn(Proxy *p) {
                 proxy_stop_process(p);
                 return r;
         }
-        log_info("Local proxy started as process %d on %zu addresses", (int) pid, p->n_listen);
+        log_info("Local proxy started as process %d on %zu addresses%s%s", (int) pid, p->n_listen,
+                 p->metrics_fd >= 0 ? ", metrics on " : "",
+                 p->metrics_fd >= 0 ? p->manager->config->metrics_listen.text : "");
         return 0;
 }
 
@@ -442,8 +478,9 @@ static int proxy_setup(Proxy *p) {
 
         p->exe_fd = open_proxy_exe(&path);
         if (p->exe_fd < 0)
-                return log_error_errno(p->exe_fd, "Cannot run the local proxy %s: %m "
-                                       "(localproxy.listen = off turns it off)", path ?: "slotd-proxy");
+                return log_error_errno(p->exe_fd, "Cannot run the local proxy %s: %m (it serves "
+                                       "localproxy.listen and metrics.listen)",
+                                       path ?: "slotd-proxy");
         if ((r = proxy_identity(p)) < 0)
                 return r;
         p->diag_fd = sockdiag_open();
@@ -467,13 +504,14 @@ int proxy_new(Manager *m, Proxy **ret) {
         int r;
 
         *ret = NULL;
-        if (!m->config->localproxy.enabled || m->config->localproxy.n_listen == 0)
+        if ((!m->config->localproxy.enabled || m->config->localproxy.n_listen == 0) &&
+            m->config->metrics_listen.family == AF_UNSPEC)
                 return 0;
         p = new0(Proxy, 1);
         if (!p)
                 return log_oom();
         *p = (Proxy){ .manager = m, .ipc_fd = -EBADF, .diag_fd = -EBADF, .mount_fd = -EBADF,
-                      .exe_fd = -EBADF };
+                      .exe_fd = -EBADF, .metrics_fd = -EBADF };
         r = proxy_setup(p);
         if (r >= 0) {
                 r = proxy_spawn(p);
@@ -498,6 +536,7 @@ Proxy *proxy_free(Proxy *p) {
         for (size_t i = 0; i < p->n_listen; i++)
                 safe_close(p->listen_fds[i]);
         free(p->listen_fds);
+        safe_close(p->metrics_fd);
         safe_close(p->diag_fd);
         safe_close(p->mount_fd);
         safe_close(p->exe_fd);

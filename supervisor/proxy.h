@@ -16,11 +16,15 @@
 typedef struct Manager Manager;
 typedef struct Proxy Proxy;
 
-/* Binds the listening sockets (localproxy.listen) and starts the proxy. *ret stays NULL
- * when the proxy is off. Errors name the address. */
+/* Binds the listening sockets (localproxy.listen, metrics.listen) and starts the proxy. *ret
+ * stays NULL when both are off: the process also runs for metrics.listen alone. Errors name
+ * the address. */
 int proxy_new(Manager *m, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
 void proxy_send_event(Proxy *p, const AllocEvent *e);
+
+/* proxy-metrics.c: the proxy's scrape of metrics.listen, answered with the text (ipc.h). */
+void proxy_handle_metrics(Proxy *p, json_t *request);
 
 /* proxy-requests.c: one request of the proxy, answered with exactly one reply. */
 void proxy_handle_request(Proxy *p, json_t *request);

@@ -14,6 +14,7 @@
         }
 
 DEFINE_SLOT_GETTER(fleet, "s", s->fleet->config->name)
+DEFINE_SLOT_GETTER(region_id, "s", s->fleet->config->region_id)
 DEFINE_SLOT_GETTER(state, "s", slot_state_to_string(slot_state(s)))
 DEFINE_SLOT_GETTER(process_state, "s", process_state_to_string(s->process_state))
 DEFINE_SLOT_GETTER(failure_reason, "s", failure_reason_to_string(s->failure))
@@ -59,6 +60,8 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
 
 static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
                     bool with_options, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        usec_t started = now_usec(CLOCK_MONOTONIC);
         OpsAllocation a = {};
         OpsCaller c;
         OpsStatus st;
@@ -74,7 +77,11 @@ static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handl
         r = ops_slot_allocate(slot_manager(s), &c, s->id, &a, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        return bus_reply_empty_durable(msg, slot_manager(s));
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        return manager_reply_durable_timed(slot_manager(s), msg, reply, METRICS_REQUEST_ALLOCATE,
+                                           started);
 }
 
 static int method_allocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -194,6 +201,9 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Id", "u", NULL, offsetof(Slot, id), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Fleet", "s", property_get_fleet, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        /* A new region restarts the fleet's servers (Reload), which announces it. */
+        SD_BUS_PROPERTY("RegionID", "s", property_get_region_id, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ProcessState", "s", property_get_process_state, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

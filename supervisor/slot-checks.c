@@ -195,6 +195,9 @@ static void fleet_sweep_verdict(Fleet *f) {
         if (!f->verdict_due)
                 return;
         f->verdict_due = false;
+        if (f->sweep_checked)
+                f->host->hooks->sweep_done(f, now_usec(CLOCK_MONOTONIC) - f->sweep_started,
+                                           f->host->userdata);
         for (size_t i = 0; i < ELEMENTSOF(swept); i++) {
                 CheckTally t = f->tally[swept[i]];
 

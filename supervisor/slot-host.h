@@ -47,6 +47,8 @@ typedef struct SlotHooks {
          * or not. */
         void (*check_verdict)(Fleet *f, CheckKind check, unsigned failing, unsigned checked,
                               bool machine_fault, void *userdata);
+        /* A round of a fleet's check sweep is over (its verdict given): how long it took. */
+        void (*sweep_done)(Fleet *f, usec_t duration, void *userdata);
         /* The slot's fault of the host (s->fault, s->fault_why) is now what it is; 'old' is
          * what it was (slot.h, SlotFault). */
         void (*fault_changed)(Slot *s, int old, void *userdata);

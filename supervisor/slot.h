@@ -8,6 +8,7 @@
 #include "allocation.h"
 #include "cgroup.h"
 #include "checks.h"
+#include "metrics.h"
 #include "probe.h"
 #include "config.h"
 #include "ratelimit.h"
@@ -167,6 +168,8 @@ typedef struct Slot {
         uint64_t events;          /* allocation events announced, the offset of the latest */
         char *announced_allocation;   /* the allocation of the latest event, NULL: none */
         char *last_deallocation;  /* the allocation the latest Deallocate event ended */
+
+        SlotMetricsMark metrics;  /* what the machine's metrics count it as (manager-metrics.c) */
 } Slot;
 
 int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret);

@@ -98,6 +98,9 @@ static void fuzz_config(char *files[], size_t n_files) {
         }
         FUZZ_ASSERT(!error);
         FUZZ_ASSERT(c->state_dir && c->slots_dir && c->bus);
+        /* metrics.listen: off, or one address that names itself */
+        FUZZ_ASSERT(c->metrics_listen.family == AF_UNSPEC ||
+                    (c->metrics_listen.text && c->metrics_listen.port > 0));
         FUZZ_ASSERT(c->cpus >= 0 && c->reserved_cpus >= 0);
 
         for (size_t i = 1; i < n_files; i++) {

@@ -38,6 +38,9 @@ SLOTD_PID=
 DBUS_PID=
 PASSED=0
 BG_PIDS=()
+# Functions cleanup calls, with the test's exit status, before it stops slotd and empties the
+# cgroup tree; one that returns non-zero fails the test (fleet-lib.sh stops its hosts there).
+CLEANUP_HOOKS=()
 
 # Kill every process of the test's cgroup tree, then remove it bottom-up.
 cleanup_cgroup() {
@@ -71,6 +74,9 @@ cleanup() {
                 wait "$i" 2>/dev/null
         done
         BG_PIDS=()
+        for i in "${CLEANUP_HOOKS[@]}"; do
+                "$i" "$rc" || { [ $rc -eq 0 ] && rc=1; }
+        done
         if [ -n "$SLOTD_PID" ] && kill -0 "$SLOTD_PID" 2>/dev/null; then
                 kill -TERM "$SLOTD_PID" 2>/dev/null || true
                 wait "$SLOTD_PID" 2>/dev/null || true

@@ -17,6 +17,33 @@ check "$prefix/libexec/slotd-keeper"
 check "$prefix/libexec/slotd-proxy"
 check "$prefix/lib/systemd/system/slotd.service"
 check "$prefix/share/dbus-1/system.d/org.slotd.Supervisor1.conf"
+check "$prefix/sbin/slotd-registry"
+check "$prefix/lib/systemd/system/slotd-registry.service"
+check "$prefix/lib/sysusers.d/slotd-registry.conf"
+"$dest$prefix/sbin/slotd-registry" --version | grep -q '^slotd-registry ' ||
+        fail "installed slotd-registry does not run"
+n=$((n + 1))
+reg_unit="$dest$prefix/lib/systemd/system/slotd-registry.service"
+for kv in User=slotd-registry NoNewPrivileges=yes CapabilityBoundingSet= After=network-online.target\ dbus.service\ slotd.service; do
+        grep -qx "$kv" "$reg_unit" || fail "slotd-registry.service lacks $kv"
+        n=$((n + 1))
+done
+check "$prefix/sbin/slotd-allocator"
+check "$prefix/lib/systemd/system/slotd-allocator.service"
+check "$prefix/lib/sysusers.d/slotd-allocator.conf"
+"$dest$prefix/sbin/slotd-allocator" --version | grep -q '^slotd-allocator ' ||
+        fail "installed slotd-allocator does not run"
+n=$((n + 1))
+alloc_unit="$dest$prefix/lib/systemd/system/slotd-allocator.service"
+for kv in User=slotd-allocator Type=notify NoNewPrivileges=yes CapabilityBoundingSet=; do
+        grep -qx "$kv" "$alloc_unit" || fail "slotd-allocator.service lacks $kv"
+        n=$((n + 1))
+done
+alloc_conf=$(find "$dest" -path '*/etc/slotd/allocator.ini' | head -n 1)
+[ -n "$alloc_conf" ] || fail "allocator.ini not installed"
+"$dest$prefix/sbin/slotd-allocator" --check --config "$alloc_conf" >/dev/null ||
+        fail "the installed allocator.ini does not pass --check"
+n=$((n + 2))
 sysconf=$(find "$dest" -path '*/etc/slotd/slotd.ini' | head -n 1)
 [ -n "$sysconf" ] || fail "slotd.ini not installed"
 n=$((n + 1))
@@ -31,7 +58,7 @@ for kv in Type=notify Delegate=yes KillMode=process; do
         n=$((n + 1))
 done
 if command -v systemd-analyze >/dev/null && [ -d /run/systemd/system ]; then
-        systemd-analyze verify "$unit" 2>&1 | grep -v "not executable\|No such file" | grep . &&
+        systemd-analyze verify "$unit" "$reg_unit" "$alloc_unit" 2>&1 | grep -v "not executable\|No such file" | grep . &&
                 fail "systemd-analyze verify complains" || true
 fi
 # The installed example config is the one a fresh machine gets: all defaults, so a check

@@ -202,6 +202,39 @@ static void test_validate_proxy_ports(_unused_ void **state) {
         }
 }
 
+/* metrics.listen has a port of its own: not the local proxy's, not a game server's. */
+static void test_validate_metrics_port(_unused_ void **state) {
+        static const struct {
+                const char *machine;
+                int r;
+                const char *expect;
+        } cases[] = {
+                { "[metrics]\nlisten = 127.0.0.1:9187\n", 0, NULL },
+                { "[metrics]\nlisten = 127.0.0.1:8086\n", -EADDRINUSE,
+                  "slotd.ini:2: metrics.listen: 127.0.0.1:8086 overlaps localproxy.listen "
+                  "127.0.0.1:8086" },
+                /* a wildcard address takes the port on every address of its family */
+                { "[metrics]\nlisten = [::]:8086\n", -EADDRINUSE,
+                  "slotd.ini:2: metrics.listen: [::]:8086 overlaps localproxy.listen [::1]:8086" },
+                { "[metrics]\nlisten = 0.0.0.0:8087\n", 0, NULL },
+                { "[localproxy]\nlisten = off\n[metrics]\nlisten = 127.0.0.1:8086\n", 0, NULL },
+                { "[metrics]\nlisten = 0.0.0.0:20000\n", -EADDRINUSE,
+                  "slotd.ini:2: metrics.listen: port 20000 is in ports 20000-20000 of fleet b "
+                  "(ports.game_base in /d/b.ini)" },
+                { "[metrics]\nlisten = [::1]:9003\n", -EADDRINUSE,
+                  "slotd.ini:2: metrics.listen: port 9003 is in ports 9000-9003 of fleet a "
+                  "(ports.game_base in /d/a.ini)" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(config_freep) Config *c = new_config();
+
+                assert_int_equal(config_parse_machine(c, "slotd.ini", cases[i].machine, NULL), 0);
+                build_two_fleets(c, "", "[ports]\ngame_base = 20000\nquery_base = 30000\n", 4, 1);
+                check_validate(c, cases[i].r, cases[i].expect);
+        }
+}
+
 /* Through config_load_full(), the message names slotd.ini's path. */
 static void test_validate_proxy_ports_loaded(_unused_ void **state) {
         _cleanup_(rm_rfp) char *dir = make_tmpdir();
@@ -282,6 +315,7 @@ int main(void) {
                 cmocka_unit_test(test_validate_names),
                 cmocka_unit_test(test_load_full),
                 cmocka_unit_test(test_validate_proxy_ports),
+                cmocka_unit_test(test_validate_metrics_port),
                 cmocka_unit_test(test_validate_proxy_ports_loaded),
                 cmocka_unit_test(test_validate_build_configurations),
         };

@@ -5,6 +5,10 @@
 #include "test-config-util.h"
 
 #define LISTEN_RULE "addresses like 127.0.0.1:8086 or [::1]:8086, or off"
+#define ETCD_ENDPOINT_RULE "http://127.0.0.1:2379 or https://[::1]:2379"
+#define PREFIX_RULE                                                                             \
+        "expected a key prefix like /slotd/v1: a leading '/', at most 128 characters of A-Z "  \
+        "a-z 0-9 / . _ -, no empty segment and no trailing '/'"
 
 static void check_machine_error(const char *text, const char *expect) {
         _cleanup_(config_freep) Config *c = new_config();
@@ -138,6 +142,47 @@ static void test_localproxy_off(_unused_ void **state) {
         assert_int_equal(d->localproxy.n_listen, 2);
 }
 
+/* metrics.listen (SPEC §14): off by default, one address, or off again. */
+static void test_metrics_listen(_unused_ void **state) {
+        static const char *const bad[] = { "localhost:9187", "127.0.0.1", "127.0.0.1:0",
+                                           "127.0.0.1:9187 [::1]:9187", "[::1]9187", "on" };
+        _cleanup_(config_freep) Config *c = new_config();
+
+        assert_int_equal(c->metrics_listen.family, AF_UNSPEC);
+        assert_null(c->metrics_listen.text);
+        assert_int_equal(config_parse_machine(c, "m.ini", "[machine]\n[metrics]\n"
+                                                          "listen = 0.0.0.0:9187\n", NULL), 0);
+        assert_int_equal(c->metrics_listen.family, AF_INET);
+        assert_int_equal(c->metrics_listen.port, 9187);
+        assert_string_equal(c->metrics_listen.text, "0.0.0.0:9187");
+        assert_int_equal(c->metrics_listen_line, 3);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_(config_freep) Config *d = new_config();
+                _cleanup_free_ char *text = NULL, *err = NULL;
+
+                assert_true(asprintf(&text, "[metrics]\nlisten = %s\n", bad[i]) > 0);
+                assert_int_equal(config_parse_machine(d, "m.ini", text, &err), -EINVAL);
+                assert_contains(err, "m.ini:2: metrics.listen: expected one address like "
+                                     "127.0.0.1:9187 or [::1]:9187, or off");
+        }
+        {
+                _cleanup_(config_freep) Config *d = new_config();
+
+                assert_int_equal(config_parse_machine(d, "m.ini", "[metrics]\nlisten = [::1]:9100\n",
+                                                      NULL), 0);
+                assert_int_equal(d->metrics_listen.family, AF_INET6);
+                assert_string_equal(d->metrics_listen.text, "[::1]:9100");
+        }
+        {
+                _cleanup_(config_freep) Config *d = new_config();
+
+                assert_int_equal(config_parse_machine(d, "m.ini", "[metrics]\nlisten = off\n",
+                                                      NULL), 0);
+                assert_int_equal(d->metrics_listen.family, AF_UNSPEC);
+                assert_null(d->metrics_listen.text);
+        }
+}
+
 static void test_localproxy_many(_unused_ void **state) {
         _cleanup_(config_freep) Config *c = new_config();
         _cleanup_(config_freep) Config *d = new_config();
@@ -184,6 +229,43 @@ static void test_proxy_listen_from_string(_unused_ void **state) {
         assert_int_equal(l.port, 65535);
         assert_string_equal(l.text, "10.0.0.1:65535");
         free(l.text);
+}
+
+static void test_fleet_layer(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = new_config(), *d = new_config();
+        _cleanup_free_ char *err = NULL;
+
+        /* off by default */
+        assert_int_equal(config_parse_machine(d, "m.ini", "", &err), 0);
+        assert_null(d->fleet.etcd_endpoints);
+        assert_string_equal(d->fleet.prefix, "/slotd/v1");
+        assert_int_equal(d->fleet.lease_ttl, 5 * USEC_PER_SEC);
+        assert_int_equal(d->fleet.etcd_timeout, 2 * USEC_PER_SEC);
+        assert_string_equal(d->fleet.registry_user, "slotd-registry");
+
+        assert_int_equal(config_parse_machine(c, "m.ini",
+                                              "[fleet]\n"
+                                              "etcd_endpoints = http://127.0.0.1:23790 , "
+                                              "https://etcd-1.example.net:2379,http://[::1]:1\n"
+                                              "prefix = /games/slotd_v1\n"
+                                              "lease_ttl = 3s\n"
+                                              "etcd_timeout = 750ms\n"
+                                              "registry_user = fleetreg\n",
+                                              &err),
+                         0);
+        assert_null(err);
+        assert_int_equal(strv_length(c->fleet.etcd_endpoints), 3);
+        assert_string_equal(c->fleet.etcd_endpoints[0], "http://127.0.0.1:23790");
+        assert_string_equal(c->fleet.etcd_endpoints[1], "https://etcd-1.example.net:2379");
+        assert_string_equal(c->fleet.etcd_endpoints[2], "http://[::1]:1");
+        assert_string_equal(c->fleet.prefix, "/games/slotd_v1");
+        assert_int_equal(c->fleet.lease_ttl, 3 * USEC_PER_SEC);
+        assert_int_equal(c->fleet.etcd_timeout, 750 * USEC_PER_MSEC);
+        assert_string_equal(c->fleet.registry_user, "fleetreg");
+
+        /* an empty list turns it off again */
+        assert_int_equal(config_parse_machine(d, "m.ini", "[fleet]\netcd_endpoints =\n", &err), 0);
+        assert_null(d->fleet.etcd_endpoints);
 }
 
 static void test_machine_slots_dir(_unused_ void **state) {
@@ -254,6 +336,25 @@ static void test_machine_bad_values(_unused_ void **state) {
                 { "localproxy", "payload_ttl", "0", "must be greater than 0" },
                 { "localproxy", "payload_ttl", "soon", "expected a duration like 250ms, 10s, 5m or 1h" },
                 { "localproxy", "user", "", "must not be empty" },
+                { "fleet", "etcd_endpoints", "127.0.0.1:2379", "expected comma-separated URLs "
+                  "like " ETCD_ENDPOINT_RULE "; '127.0.0.1:2379' is not" },
+                { "fleet", "etcd_endpoints", "http://127.0.0.1", "expected comma-separated URLs "
+                  "like " ETCD_ENDPOINT_RULE "; 'http://127.0.0.1' is not" },
+                { "fleet", "etcd_endpoints", "http://a:1,,http://b:2", "expected comma-separated "
+                  "URLs like " ETCD_ENDPOINT_RULE "; '' is not" },
+                { "fleet", "etcd_endpoints", "http://[::1:2379", "expected comma-separated URLs "
+                  "like " ETCD_ENDPOINT_RULE "; 'http://[::1:2379' is not" },
+                { "fleet", "etcd_endpoints", "http://a:1, http://a:1", "http://a:1 is listed twice" },
+                { "fleet", "prefix", "slotd", PREFIX_RULE },
+                { "fleet", "prefix", "/slotd/", PREFIX_RULE },
+                { "fleet", "prefix", "/a//b", PREFIX_RULE },
+                { "fleet", "prefix", "/a b", PREFIX_RULE },
+                { "fleet", "lease_ttl", "500ms", "must be a whole number of seconds between 1s and 1h" },
+                { "fleet", "lease_ttl", "1500ms", "must be a whole number of seconds between 1s and 1h" },
+                { "fleet", "lease_ttl", "2h", "must be a whole number of seconds between 1s and 1h" },
+                { "fleet", "lease_ttl", "soon", "expected a duration like 5s" },
+                { "fleet", "etcd_timeout", "0", "must be greater than 0" },
+                { "fleet", "registry_user", "", "must not be empty" },
                 { "localproxy", "group", "", "must not be empty" },
         };
 
@@ -273,19 +374,18 @@ static void test_structure_errors(_unused_ void **state) {
 
         check_machine_error("[machine]\nfoo = 1\n", "m.ini:2: machine.foo: unknown key");
         check_machine_error("[machine]\nCPUS = 1\n", "m.ini:2: machine.CPUS: unknown key");
-        check_machine_error("[fleet]\nbuild = /bin/true\n",
-                            "m.ini:1: unknown section [fleet]; slotd.ini has [machine], "
-                            "[supervisor] and [localproxy]");
+        /* [fleet] of slotd.ini is the fleet layer's, not a fleet file's */
+        check_machine_error("[fleet]\nbuild = /bin/true\n", "m.ini:2: fleet.build: unknown key");
         /* found even without keys in it */
         check_machine_error("[machine]\ncpus = 2\n[nosuch]\n",
                             "m.ini:3: unknown section [nosuch]; slotd.ini has [machine], "
-                            "[supervisor] and [localproxy]");
+                            "[supervisor], [localproxy], [fleet] and [metrics]");
         check_machine_error("[ machine ]\ncpus = 2\n",
                             "m.ini:1: unknown section [ machine ]; slotd.ini has [machine], "
-                            "[supervisor] and [localproxy]");
+                            "[supervisor], [localproxy], [fleet] and [metrics]");
         check_machine_error("cpus = 4\n",
                             "m.ini:1: cpus: key outside of any section; slotd.ini has [machine], "
-                            "[supervisor] and [localproxy]");
+                            "[supervisor], [localproxy], [fleet] and [metrics]");
         check_machine_error("[machine]\ncpus = 4\n\n[machine]\ncpus = 8\n",
                             "m.ini:5: machine.cpus: duplicate key, already set on line 2");
         check_machine_error("[machine]\ncpus = 4\ncpus = 4\n",
@@ -576,9 +676,11 @@ int main(void) {
                 cmocka_unit_test(test_machine_defaults),
                 cmocka_unit_test(test_machine_all_keys),
                 cmocka_unit_test(test_machine_slots_dir),
+                cmocka_unit_test(test_fleet_layer),
                 cmocka_unit_test(test_machine_bad_values),
                 cmocka_unit_test(test_localproxy_off),
                 cmocka_unit_test(test_localproxy_many),
+                cmocka_unit_test(test_metrics_listen),
                 cmocka_unit_test(test_proxy_listen_from_string),
                 cmocka_unit_test(test_structure_errors),
                 cmocka_unit_test(test_syntax_accepted),

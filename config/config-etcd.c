@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* slotd.ini's [fleet] section: where the fleet layer's etcd is and how the registry uses it
+ * (SPEC §2, §13). */
+#include <arpa/inet.h>
+
+#include "config-internal.h"
+#include "strv.h"
+
+#define ENDPOINTS_MAX 16
+#define ENDPOINT_EXAMPLE "http://127.0.0.1:2379 or https://[::1]:2379"
+#define PREFIX_MAX 128
+#define LEASE_TTL_MAX (3600 * USEC_PER_SEC)
+
+static bool hostname_is_valid(const char *s, size_t n) {
+        static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-";
+
+        if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!strchr(chars, s[i]))
+                        return false;
+        return true;
+}
+
+/* "http://HOST:PORT" or "https://HOST:PORT", HOST a name, an IPv4 address or a bracketed
+ * IPv6 address; no path (the client adds /v3/...). The port is required: etcd's default
+ * one is not assumed. */
+bool etcd_endpoint_is_valid(const char *s) {
+        const char *host, *colon;
+        char address[INET6_ADDRSTRLEN];
+        struct in6_addr a6;
+        uint16_t port;
+        size_t n;
+
+        if (strncmp(s, "http://", 7) == 0)
+                host = s + 7;
+        else if (strncmp(s, "https://", 8) == 0)
+                host = s + 8;
+        else
+                return false;
+
+        if (host[0] == '[') {
+                const char *end = strchr(host, ']');
+
+                if (!end || end[1] != ':')
+                        return false;
+                n = (size_t) (end - host - 1);
+                if (n == 0 || n >= sizeof(address))
+                        return false;
+                memcpy(address, host + 1, n);
+                address[n] = '\0';
+                if (inet_pton(AF_INET6, address, &a6) != 1)
+                        return false;
+                colon = end + 1;
+        } else {
+                colon = strchr(host, ':');
+                if (!colon || !hostname_is_valid(host, (size_t) (colon - host)))
+                        return false;
+        }
+        return parse_port(colon + 1, &port) >= 0;
+}
+
+/* fleet.etcd_endpoints: a comma-separated list; empty turns the fleet layer off. */
+int parse_etcd_endpoints_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                             void *data) {
+        _cleanup_strv_free_ char **list = NULL;
+        char ***p = data;
+        char q[QUOTE_BUF];
+        const char *w = value;
+
+        while (*w) {
+                size_t n = strcspn(w, ",");
+                _cleanup_free_ char *word = strndup(w, n);
+                char *start, *end;
+
+                if (!word)
+                        return ctx_oom(ctx);
+                for (start = word; *start == ' ' || *start == '\t'; start++)
+                        ;
+                for (end = start + strlen(start); end > start && (end[-1] == ' ' || end[-1] == '\t');)
+                        *--end = '\0';
+                if (!etcd_endpoint_is_valid(start))
+                        return key_error(ctx, k, value, -EINVAL,
+                                         "expected comma-separated URLs like %s; '%s' is not",
+                                         ENDPOINT_EXAMPLE, config_quote(start, q));
+                if (strv_contains(list, start))
+                        return key_error(ctx, k, value, -EINVAL, "%s is listed twice", start);
+                if (strv_length(list) >= ENDPOINTS_MAX)
+                        return key_error(ctx, k, value, -E2BIG, "at most %d endpoints",
+                                         ENDPOINTS_MAX);
+                if (strv_extend(&list, start) < 0)
+                        return ctx_oom(ctx);
+                w += n;
+                if (*w == ',')
+                        w++;
+        }
+
+        strv_free(*p);
+        *p = TAKE_PTR(list); /* NULL for an empty value: off */
+        return 0;
+}
+
+/* fleet.prefix: an absolute key prefix without a trailing slash, so that
+ * "<prefix>/machines/<id>" has no empty segment. */
+int parse_etcd_prefix_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        static const char chars[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-";
+        size_t n = strlen(value);
+
+        if (value[0] != '/' || n < 2 || n > PREFIX_MAX || value[n - 1] == '/' ||
+            strstr(value, "//") || strspn(value, chars) != n)
+                return key_error(ctx, k, value, -EINVAL,
+                                 "expected a key prefix like /slotd/v1: a leading '/', at most "
+                                 "%d characters of A-Z a-z 0-9 / . _ -, no empty segment and no "
+                                 "trailing '/'", PREFIX_MAX);
+        return store_string(ctx, data, value);
+}
+
+/* fleet.lease_ttl: etcd counts a lease's TTL in whole seconds. */
+int parse_lease_ttl_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        usec_t v;
+        int r;
+
+        r = parse_duration(value, &v);
+        if (r < 0)
+                return key_error(ctx, k, value, r, "expected a duration like 5s");
+        if (v < USEC_PER_SEC || v > LEASE_TTL_MAX || v % USEC_PER_SEC != 0)
+                return key_error(ctx, k, value, -ERANGE,
+                                 "must be a whole number of seconds between 1s and 1h");
+        *(usec_t *) data = v;
+        return 0;
+}
+
+int fleet_layer_init(FleetLayerConfig *f) {
+        *f = (FleetLayerConfig){
+                .prefix = strdup("/slotd/v1"),
+                .registry_user = strdup("slotd-registry"),
+                .lease_ttl = 5 * USEC_PER_SEC,
+                .etcd_timeout = 2 * USEC_PER_SEC,
+        };
+        return f->prefix && f->registry_user ? 0 : -ENOMEM;
+}
+
+void fleet_layer_done(FleetLayerConfig *f) {
+        f->etcd_endpoints = strv_free(f->etcd_endpoints);
+        f->prefix = mfree(f->prefix);
+        f->registry_user = mfree(f->registry_user);
+}

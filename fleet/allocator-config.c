@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+
+#include <inttypes.h>
+
+#include "allocator-config.h"
+#include "config-internal.h"
+#include "docs.h"
+#include "fileio.h"
+#include "strv.h"
+
+#define CLAIM_TIMEOUT_MIN (100 * USEC_PER_MSEC)
+#define CLAIM_TIMEOUT_MAX (10 * USEC_PER_MINUTE)
+#define ETCD_TIMEOUT_MAX (60 * USEC_PER_SEC)
+
+static int parse_allocator_listen_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                      void *data) {
+        ProxyListen *l = data, parsed = {};
+        int r;
+
+        r = proxy_listen_from_string(value, &parsed);
+        if (r == -ENOMEM)
+                return ctx_oom(ctx);
+        if (r < 0)
+                return key_error(ctx, k, value, -EINVAL,
+                                 "expected one address like 127.0.0.1:8088 or [::1]:8088");
+        free(l->text);
+        *l = parsed;
+        return 0;
+}
+
+static int parse_strategy_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                              void *data) {
+        PlacementStrategy s = placement_strategy_from_string(value);
+
+        if (s < 0)
+                return key_error(ctx, k, value, -EINVAL, "expected packed or distributed");
+        *(PlacementStrategy *) data = s;
+        return 0;
+}
+
+static int parse_timeout_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                             void *data, usec_t min, usec_t max) {
+        usec_t v;
+        int r;
+
+        r = parse_duration(value, &v);
+        if (r < 0)
+                return key_error(ctx, k, value, r, "expected a duration like 500ms or 5s");
+        if (v < min || v > max)
+                return key_error(ctx, k, value, -ERANGE, "must be between %" PRIu64 "ms and %" PRIu64
+                                 "s", min / USEC_PER_MSEC, max / USEC_PER_SEC);
+        *(usec_t *) data = v;
+        return 0;
+}
+
+static int parse_claim_timeout_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                   void *data) {
+        return parse_timeout_key(ctx, k, value, data, CLAIM_TIMEOUT_MIN, CLAIM_TIMEOUT_MAX);
+}
+
+static int parse_etcd_timeout_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                  void *data) {
+        return parse_timeout_key(ctx, k, value, data, 10 * USEC_PER_MSEC, ETCD_TIMEOUT_MAX);
+}
+
+#define KEY(s, n, parser, field) { s, n, parser, offsetof(AllocatorConfig, field), false }
+
+static const ConfigKey allocator_keys[] = {
+        KEY("allocator", "listen", parse_allocator_listen_key, listen),
+        KEY("allocator", "user", parse_string_key, user),
+        KEY("allocator", "token_file", parse_path_key, token_file),
+        KEY("allocator", "tls_cert", parse_path_key, tls_cert),
+        KEY("allocator", "tls_key", parse_path_key, tls_key),
+        KEY("allocator", "tls_client_ca", parse_path_key, tls_client_ca),
+        KEY("allocator", "claim_timeout", parse_claim_timeout_key, claim_timeout),
+        KEY("allocator", "strategy", parse_strategy_key, strategy),
+        KEY("etcd", "endpoints", parse_etcd_endpoints_key, etcd_endpoints),
+        KEY("etcd", "prefix", parse_etcd_prefix_key, prefix),
+        KEY("etcd", "timeout", parse_etcd_timeout_key, etcd_timeout),
+        KEY("etcd", "ca_file", parse_path_key, etcd_ca),
+        KEY("etcd", "cert_file", parse_path_key, etcd_cert),
+        KEY("etcd", "key_file", parse_path_key, etcd_key),
+};
+
+_Static_assert(ELEMENTSOF(allocator_keys) <= KEYS_MAX, "raise KEYS_MAX");
+
+static const ConfigSchema allocator_schema = {
+        .keys = allocator_keys,
+        .n_keys = ELEMENTSOF(allocator_keys),
+        .sections = "allocator.ini has [allocator] and [etcd]",
+};
+
+AllocatorConfig *allocator_config_free(AllocatorConfig *c) {
+        if (!c)
+                return NULL;
+        free(c->config_file);
+        free(c->listen.text);
+        free(c->user);
+        free(c->token_file);
+        free(c->tls_cert);
+        free(c->tls_key);
+        free(c->tls_client_ca);
+        strv_free(c->etcd_endpoints);
+        free(c->prefix);
+        free(c->etcd_ca);
+        free(c->etcd_cert);
+        free(c->etcd_key);
+        return mfree(c);
+}
+
+static AllocatorConfig *allocator_config_new(void) {
+        _cleanup_(allocator_config_freep) AllocatorConfig *c = new0(AllocatorConfig, 1);
+
+        if (!c)
+                return NULL;
+        c->claim_timeout = 5 * USEC_PER_SEC;
+        c->etcd_timeout = 2 * USEC_PER_SEC;
+        c->strategy = PLACEMENT_PACKED;
+        c->user = strdup("slotd-allocator");
+        c->prefix = strdup(FLEET_PREFIX_DEFAULT);
+        if (!c->user || !c->prefix || proxy_listen_from_string(ALLOCATOR_LISTEN_DEFAULT,
+                                                              &c->listen) < 0)
+                return NULL;
+        return TAKE_PTR(c);
+}
+
+bool allocator_listen_is_loopback(const ProxyListen *l) {
+        if (l->family == AF_INET)
+                return (ntohl(l->address.in.s_addr) >> 24) == 127;
+        return l->family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&l->address.in6);
+}
+
+/* What no single key can tell: keys that go together, and authentication off the loopback. */
+static int allocator_config_check(ParseContext *ctx, AllocatorConfig *c) {
+        unsigned line;
+
+        if (!c->etcd_endpoints)
+                return ctx_error(ctx, -EINVAL, key_line(ctx, "etcd", "endpoints"), NULL,
+                                 "etcd.endpoints: required: the etcd cluster's client URLs, "
+                                 "like http://127.0.0.1:2379");
+        if (!!c->tls_cert != !!c->tls_key) {
+                line = key_line(ctx, "allocator", c->tls_cert ? "tls_cert" : "tls_key");
+                return ctx_error(ctx, -EINVAL, line, NULL,
+                                 "allocator.tls_cert and allocator.tls_key go together: set both "
+                                 "for HTTPS, or neither");
+        }
+        if (c->tls_client_ca && !c->tls_cert)
+                return ctx_error(ctx, -EINVAL, key_line(ctx, "allocator", "tls_client_ca"), NULL,
+                                 "allocator.tls_client_ca (mutual TLS) needs HTTPS: set "
+                                 "allocator.tls_cert and allocator.tls_key");
+        if (!!c->etcd_cert != !!c->etcd_key)
+                return ctx_error(ctx, -EINVAL,
+                                 key_line(ctx, "etcd", c->etcd_cert ? "cert_file" : "key_file"),
+                                 NULL, "etcd.cert_file and etcd.key_file go together");
+        if (!allocator_listen_is_loopback(&c->listen) && !c->token_file && !c->tls_client_ca)
+                return ctx_error(ctx, -EPERM, key_line(ctx, "allocator", "listen"), c->listen.text,
+                                 "allocator.listen: not a loopback address, and no "
+                                 "authentication is configured: set allocator.token_file "
+                                 "(a bearer token) or allocator.tls_client_ca (mutual TLS)");
+        return 0;
+}
+
+int allocator_config_parse(const char *name, const char *text, size_t size,
+                           AllocatorConfig **ret, char **ret_error) {
+        _cleanup_(allocator_config_freep) AllocatorConfig *c = allocator_config_new();
+        ParseContext ctx = {
+                .file = name,
+                .schema = &allocator_schema,
+                .data = text,
+                .size = size,
+        };
+        int r;
+
+        if (!c || !(c->config_file = strdup(name)))
+                return -ENOMEM;
+        ctx.base = c;
+        r = parse_context_run(&ctx);
+        if (r >= 0)
+                r = allocator_config_check(&ctx, c);
+        r = parse_context_finish(&ctx, r, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int allocator_config_load(const char *path, AllocatorConfig **ret, char **ret_error) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int r;
+
+        if (fd < 0)
+                return config_set_error(ret_error, negative_errno(), path, 0, "cannot open: %m");
+        r = read_full_fd(fd, CONFIG_FILE_SIZE_MAX, &text, &size);
+        if (r < 0)
+                return config_set_error(ret_error, r, path, 0, "cannot read: %m");
+        return allocator_config_parse(path, text, size, ret, ret_error);
+}

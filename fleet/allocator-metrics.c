@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "allocator-metrics.h"
+#include "macro.h"
+
+/* Upper bounds of the POST latency buckets, in microseconds: 1 ms to 5 s. */
+static const usec_t latency_bounds[LATENCY_BUCKETS] = {
+        1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000,
+};
+
+static const char *const result_names[_ALLOC_RESULT_MAX] = {
+        [ALLOC_RESULT_CLAIMED] = "claimed",
+        [ALLOC_RESULT_EXISTING] = "existing",
+        [ALLOC_RESULT_NO_CAPACITY] = "no_capacity",
+        [ALLOC_RESULT_CONFLICT] = "conflict",
+        [ALLOC_RESULT_INVALID] = "invalid",
+        [ALLOC_RESULT_UNAVAILABLE] = "unavailable",
+        [ALLOC_RESULT_CONTENDED] = "contended",
+};
+
+static const char *const reason_names[_REPLACE_REASON_MAX] = {
+        [REPLACE_DEADLINE] = "deadline",
+        [REPLACE_REFUSED] = "refused",
+};
+
+const char *alloc_result_to_string(AllocResult r) {
+        return r >= 0 && r < _ALLOC_RESULT_MAX ? result_names[r] : NULL;
+}
+
+const char *replace_reason_to_string(ReplaceReason r) {
+        return r >= 0 && r < _REPLACE_REASON_MAX ? reason_names[r] : NULL;
+}
+
+void allocator_metrics_observe_latency(AllocatorMetrics *m, usec_t latency) {
+        for (size_t i = 0; i < LATENCY_BUCKETS; i++)
+                if (latency <= latency_bounds[i]) {
+                        m->latency_buckets[i]++;
+                        break;
+                }
+        m->latency_count++;
+        m->latency_sum += latency;
+}
+
+static void put_counter(FILE *f, const char *name, const char *help, uint64_t v) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", name, help, name, name, v);
+}
+
+static void put_gauge(FILE *f, const char *name, const char *help, uint64_t v) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %" PRIu64 "\n", name, help, name, name, v);
+}
+
+static void put_latency(FILE *f, const AllocatorMetrics *m) {
+        const char *name = "slotd_allocator_allocate_duration_seconds";
+        uint64_t cumulative = 0;
+
+        fprintf(f, "# HELP %s Time from a POST's body to its answer.\n# TYPE %s histogram\n",
+                name, name);
+        for (size_t i = 0; i < LATENCY_BUCKETS; i++) {
+                cumulative += m->latency_buckets[i];
+                fprintf(f, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name,
+                        (double) latency_bounds[i] / USEC_PER_SEC, cumulative);
+        }
+        fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n",
+                name, m->latency_count, name, (double) m->latency_sum / USEC_PER_SEC, name,
+                m->latency_count);
+}
+
+int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g, char **ret) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return -ENOMEM;
+        fputs("# HELP slotd_allocator_allocations_total POST requests by how they ended.\n"
+              "# TYPE slotd_allocator_allocations_total counter\n", f);
+        for (AllocResult r = 0; r < _ALLOC_RESULT_MAX; r++)
+                fprintf(f, "slotd_allocator_allocations_total{result=\"%s\"} %" PRIu64 "\n",
+                        result_names[r], m->allocations[r]);
+        put_latency(f, m);
+        put_counter(f, "slotd_allocator_deallocations_total",
+                    "Allocations deleted through the API.", m->deallocations);
+        put_counter(f, "slotd_allocator_etcd_errors_total",
+                    "Requests to etcd that failed (no answer, no quorum, an error).",
+                    m->etcd_errors);
+        put_counter(f, "slotd_allocator_claim_conflicts_total",
+                    "Claim transactions whose slot was taken or changed first.",
+                    m->txn_conflicts);
+        fputs("# HELP slotd_allocator_claims_replaced_total Claims placed again, by why.\n"
+              "# TYPE slotd_allocator_claims_replaced_total counter\n", f);
+        for (ReplaceReason r = 0; r < _REPLACE_REASON_MAX; r++)
+                fprintf(f, "slotd_allocator_claims_replaced_total{reason=\"%s\"} %" PRIu64 "\n",
+                        reason_names[r], m->claims_replaced[r]);
+        put_counter(f, "slotd_allocator_claims_dropped_total",
+                    "Refused claims that no other slot could take (their record deleted).",
+                    m->claims_dropped);
+        put_counter(f, "slotd_allocator_watch_resyncs_total",
+                    "Times the fleet view was read anew after its watch broke.", m->watch_resyncs);
+        put_gauge(f, "slotd_allocator_cache_slots", "Slots in the fleet view.", g->slots);
+        put_gauge(f, "slotd_allocator_cache_machines", "Machines in the fleet view.", g->machines);
+        put_gauge(f, "slotd_allocator_cache_claims", "Claims not yet confirmed.", g->claims);
+        put_gauge(f, "slotd_allocator_requests_in_flight", "HTTP requests being answered.",
+                  g->requests_in_flight);
+        put_gauge(f, "slotd_allocator_fleet_view_ready",
+                  "Whether the fleet view is read from etcd and watched (1) or not (0).",
+                  g->fleet_view_ready);
+        if (fclose(f) != 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        *ret = text;
+        return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* slotd-allocator's Prometheus metrics (GET /metrics, text exposition format 0.0.4): counters
+ * kept by the allocator, formatted here. Pure. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "time-util.h"
+
+/* How a POST ended. */
+typedef enum AllocResult {
+        ALLOC_RESULT_CLAIMED,     /* a new claim is in etcd */
+        ALLOC_RESULT_EXISTING,    /* the allocationId had its record already (idempotent) */
+        ALLOC_RESULT_NO_CAPACITY, /* 503: no slot */
+        ALLOC_RESULT_CONFLICT,    /* 409: the allocationId is another fleet's */
+        ALLOC_RESULT_INVALID,     /* 400 */
+        ALLOC_RESULT_UNAVAILABLE, /* 503: etcd did not answer, or the fleet view is not read */
+        ALLOC_RESULT_CONTENDED,   /* 503: every attempt lost its slot to another claim */
+        _ALLOC_RESULT_MAX,
+} AllocResult;
+
+const char *alloc_result_to_string(AllocResult r);
+
+/* Why a claim was placed again (SPEC §13 steps 2 and 3). */
+typedef enum ReplaceReason {
+        REPLACE_DEADLINE, /* its host did not confirm in time */
+        REPLACE_REFUSED,  /* its host's slotd refused it */
+        _REPLACE_REASON_MAX,
+} ReplaceReason;
+
+const char *replace_reason_to_string(ReplaceReason r);
+
+#define LATENCY_BUCKETS 12
+
+typedef struct AllocatorMetrics {
+        uint64_t allocations[_ALLOC_RESULT_MAX];
+        uint64_t latency_buckets[LATENCY_BUCKETS]; /* cumulative at format time only */
+        uint64_t latency_count;
+        usec_t latency_sum;
+        uint64_t deallocations;
+        uint64_t etcd_errors;
+        uint64_t txn_conflicts;  /* claim transactions whose compares failed */
+        uint64_t claims_replaced[_REPLACE_REASON_MAX];
+        uint64_t claims_dropped; /* refused claims that could be placed nowhere */
+        uint64_t watch_resyncs;
+} AllocatorMetrics;
+
+/* What is read at the moment of the scrape. */
+typedef struct AllocatorGauges {
+        size_t slots, machines, claims;
+        size_t requests_in_flight;
+        bool fleet_view_ready;
+} AllocatorGauges;
+
+void allocator_metrics_observe_latency(AllocatorMetrics *m, usec_t latency);
+int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g, char **ret);

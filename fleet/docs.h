@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The fleet's keys and JSON documents (SPEC §13): C structs, *_format() to JSON text,
+ * *_parse() from JSON text, and the RFC 3339 times they carry. Pure: no I/O, no logging.
+ *
+ * Ownership: a struct filled by *_parse() owns every string and list in it; free them with
+ * *_done() (which leaves the struct zeroed and may be called again). To format, the fields
+ * may point at anything: *_format() only reads them. A NULL string formats as "", a NULL
+ * list as [].
+ *
+ * Parsing treats the text as hostile: at most FLEET_DOC_MAX bytes, an object at the top,
+ * unknown fields ignored (SPEC §13: readers ignore what they do not know), a known field of
+ * the wrong type or out of range refused with -EBADMSG, a missing field taken as empty (""
+ * / 0 / false / []) except the fields each parser names as required. Strings are valid
+ * UTF-8 without NUL (jansson checks) and at most FLEET_STRING_MAX bytes, except the payload
+ * (FLEET_PAYLOAD_MAX). Times: see rfc3339_parse(). */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "time-util.h"
+
+#define FLEET_DOC_MAX (64U * 1024U)
+#define FLEET_STRING_MAX 1024U
+#define FLEET_PAYLOAD_MAX (30U * 1024U) /* AllocateWithOptions' payload (SPEC §8) */
+#define FLEET_LIST_MAX 1024U            /* entries of fleets, regions, faults, excluded */
+#define FLEET_PREFIX_DEFAULT "/slotd/v1"
+
+/* ---- times: RFC 3339 in UTC with milliseconds, "" for none ---- */
+
+/* "2026-11-24T10:00:00.000Z" plus NUL. */
+#define RFC3339_MAX 32
+
+/* t: CLOCK_REALTIME microseconds, 0 = none (→ ""). Writes at most RFC3339_MAX bytes to buf
+ * and returns buf. Milliseconds are truncated. */
+const char *rfc3339_format(usec_t t, char buf[static RFC3339_MAX]);
+/* Accepts "" (→ 0), and "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)" (t or T, z or Z; any
+ * number of fraction digits, below the microsecond ignored) from 1970 to 9999; a moment
+ * before the first microsecond after the epoch is that microsecond (0 means none). -EINVAL
+ * otherwise; *ret is untouched on failure. */
+int rfc3339_parse(const char *s, usec_t *ret);
+
+/* ---- keys ---- */
+
+/* A key component (machineID, fleet, allocationId): 1..128 bytes of [A-Za-z0-9._-], not "."
+ * or "..". Every writer checks its components; readers skip keys whose components fail. */
+bool fleet_key_component_valid(const char *s);
+
+/* Each returns a malloc'd key (NULL on ENOMEM). prefix without trailing '/'. */
+char *fleet_key_machine(const char *prefix, const char *machine_id);
+char *fleet_key_slot(const char *prefix, const char *fleet, const char *machine_id,
+                     uint32_t slot_id);
+char *fleet_key_allocation(const char *prefix, const char *fleet, const char *allocation_id);
+char *fleet_key_claim(const char *prefix, const char *machine_id, uint32_t slot_id);
+char *fleet_key_deallocation(const char *prefix, const char *machine_id,
+                             const char *allocation_id);
+
+/* The parts of a key of the named kind under prefix; -EINVAL when key is not one (other
+ * prefix, other kind, a component that fails fleet_key_component_valid(), a slot id that is
+ * not a decimal uint32). ret_* may be NULL; the strings are malloc'd. */
+int fleet_key_parse_machine(const char *prefix, const char *key, char **ret_machine_id);
+int fleet_key_parse_slot(const char *prefix, const char *key, char **ret_fleet,
+                         char **ret_machine_id, uint32_t *ret_slot_id);
+int fleet_key_parse_allocation(const char *prefix, const char *key, char **ret_fleet,
+                               char **ret_allocation_id);
+/* <prefix>/hosts/<machineID>/claims/<slotID> or …/deallocations/<allocationId>: *ret_kind is
+ * FLEET_HOST_KEY_CLAIM (ret_slot_id set) or FLEET_HOST_KEY_DEALLOCATION (ret_allocation_id
+ * set; the other output is left alone). */
+typedef enum FleetHostKeyKind {
+        FLEET_HOST_KEY_CLAIM,
+        FLEET_HOST_KEY_DEALLOCATION,
+} FleetHostKeyKind;
+int fleet_key_parse_host(const char *prefix, const char *key, FleetHostKeyKind *ret_kind,
+                         char **ret_machine_id, uint32_t *ret_slot_id,
+                         char **ret_allocation_id);
+
+/* ---- slot document: <prefix>/slots/<fleet>/<machineID>/<slotID> ---- */
+
+typedef struct SlotDoc {
+        char *machine_id; /* required */
+        uint32_t slot_id; /* required */
+        char *fleet_id;   /* required */
+        char *region_id;
+        char *state;         /* §5 State: available, online, held, reserved, allocated */
+        char *process_state; /* §5 ProcessState */
+        bool ready;
+        bool ready_for_players;
+        char *build_configuration_id;
+        char *ipv4;
+        char *ipv6;
+        uint16_t game_port;
+        uint16_t query_port;
+        char *allocation_id; /* "" (or NULL) when none */
+        bool draining;
+        usec_t hold_until; /* CLOCK_REALTIME µs, 0 = none */
+        usec_t reserved_until;
+} SlotDoc;
+
+int slot_doc_format(const SlotDoc *d, char **ret);
+int slot_doc_parse(const char *text, size_t len, SlotDoc *ret);
+void slot_doc_done(SlotDoc *d);
+
+/* ---- machine document: <prefix>/machines/<machineID> ---- */
+
+typedef struct MachineDoc {
+        char *machine_id; /* required */
+        char *ipv4;
+        char *ipv6;
+        char **fleets;  /* NULL-terminated; NULL = none */
+        char **regions; /* the fleets' region_ids */
+        bool draining;
+        usec_t idle_since;
+        usec_t hold_until; /* the furthest hold */
+        bool deprovisionable;
+        uint64_t idle_ttl_sec;
+        uint32_t slots; /* count */
+        char **faults;  /* the Manager's Faults */
+        char *slotd;    /* version */
+        usec_t registered_at;
+} MachineDoc;
+
+int machine_doc_format(const MachineDoc *d, char **ret);
+int machine_doc_parse(const char *text, size_t len, MachineDoc *ret);
+void machine_doc_done(MachineDoc *d);
+
+/* ---- allocation record: <prefix>/allocations/<fleet>/<allocationId> ---- */
+
+typedef enum AllocationStatus {
+        ALLOCATION_CLAIMED,
+        ALLOCATION_FULFILLED,
+        _ALLOCATION_STATUS_MAX,
+        _ALLOCATION_STATUS_INVALID = -EINVAL,
+} AllocationStatus;
+
+const char *allocation_status_to_string(AllocationStatus s);
+AllocationStatus allocation_status_from_string(const char *s);
+
+typedef struct AllocationRecord {
+        char *allocation_id; /* required */
+        char *project_id;
+        char *environment_id;
+        char *fleet_id; /* required */
+        char *build_configuration_id;
+        char *region_id;
+        char *payload; /* at most FLEET_PAYLOAD_MAX bytes */
+        AllocationStatus status; /* required */
+        char *machine_id;
+        uint32_t slot_id;
+        char *ipv4;
+        char *ipv6;
+        uint16_t game_port;
+        usec_t requested;
+        usec_t claimed;
+        usec_t deadline;
+        usec_t fulfilled;
+        uint32_t attempts;
+        char **excluded; /* machines that failed it */
+} AllocationRecord;
+
+int allocation_record_format(const AllocationRecord *d, char **ret);
+int allocation_record_parse(const char *text, size_t len, AllocationRecord *ret);
+void allocation_record_done(AllocationRecord *d);
+
+/* ---- claim: <prefix>/hosts/<machineID>/claims/<slotID> ---- */
+
+typedef struct ClaimDoc {
+        char *allocation_id; /* required */
+        char *fleet_id;      /* required */
+        char *build_configuration_id;
+        char *payload;
+        usec_t deadline;
+} ClaimDoc;
+
+int claim_doc_format(const ClaimDoc *d, char **ret);
+int claim_doc_parse(const char *text, size_t len, ClaimDoc *ret);
+void claim_doc_done(ClaimDoc *d);
+
+/* ---- deallocation: <prefix>/hosts/<machineID>/deallocations/<allocationId> ---- */
+
+typedef struct DeallocationDoc {
+        char *allocation_id; /* required */
+        char *fleet_id;
+        uint32_t slot_id;
+} DeallocationDoc;
+
+int deallocation_doc_format(const DeallocationDoc *d, char **ret);
+int deallocation_doc_parse(const char *text, size_t len, DeallocationDoc *ret);
+void deallocation_doc_done(DeallocationDoc *d);

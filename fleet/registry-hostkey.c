@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* One key of hosts/<machineID>/: the work on its newest version, one at a time, retried with
+ * back-off while it fails for passing reasons; and the deallocations (SPEC §13 step 4):
+ * Deallocate through slotd, then delete the key if it is unchanged. Doing a version twice is
+ * harmless: slotd's Deallocate of an allocation it does not have is NoSuchAllocation, its
+ * Allocate of the UUID a slot already has returns that slot. */
+#include <inttypes.h>
+
+#include "log.h"
+#include "registry-hostkey.h"
+
+static void work_start(RegHostKey *k);
+static void dealloc_start(RegHostKey *k);
+
+RegHostKey *reg_host_key_free(RegHostKey *k) {
+        if (!k)
+                return NULL;
+        k->call = sd_bus_slot_unref(k->call);
+        etcd_request_cancel(k->req);
+        k->retry = sd_event_source_disable_unref(k->retry);
+        claim_doc_done(&k->claim);
+        free(k->key);
+        free(k->allocation_id);
+        free(k->value);
+        free(k);
+        return NULL;
+}
+
+static bool work_due(const RegHostKey *k) {
+        return !k->busy && k->mod_revision != 0 && k->done_revision != k->mod_revision;
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        RegHostKey *k = userdata;
+
+        if (k->busy && k->undo)
+                claim_undo(k);
+        else if (work_due(k))
+                work_start(k);
+        return 0;
+}
+
+void host_key_retry_later(RegHostKey *k) {
+        usec_t delay = backoff_next(&k->backoff);
+        int r;
+
+        if (k->retry) {
+                r = sd_event_source_set_time_relative(k->retry, delay);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(k->retry, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time_relative(k->registry->event, &k->retry, CLOCK_MONOTONIC,
+                                               delay, USEC_PER_MSEC, on_retry, k);
+        if (r < 0)
+                log_error_errno(r, "Failed to schedule another try of %s: %m", k->key);
+}
+
+static bool retry_armed(const RegHostKey *k) {
+        int enabled = SD_EVENT_OFF;
+
+        if (k->retry)
+                (void) sd_event_source_get_enabled(k->retry, &enabled);
+        return enabled != SD_EVENT_OFF;
+}
+
+static void work_start(RegHostKey *k) {
+        if (k->retry)
+                (void) sd_event_source_set_enabled(k->retry, SD_EVENT_OFF);
+        k->busy = true;
+        k->undo = false;
+        k->working_revision = k->mod_revision;
+        k->attempts = 0;
+        if (k->kind == REG_CLAIM)
+                claim_start(k);
+        else
+                dealloc_start(k);
+}
+
+void host_key_work_done(RegHostKey *k, WorkOutcome outcome) {
+        k->busy = false;
+        k->undo = false;
+        k->call = sd_bus_slot_unref(k->call);
+        if (outcome == WORK_DONE) {
+                k->done_revision = k->working_revision;
+                backoff_reset(&k->backoff);
+        }
+        if (k->mod_revision == 0) {
+                registry_host_forget(k); /* deleted meanwhile: nothing more to do */
+                return;
+        }
+        if (k->mod_revision != k->working_revision)
+                work_start(k); /* a newer version came meanwhile */
+        else if (outcome == WORK_RETRY)
+                host_key_retry_later(k);
+}
+
+WorkOutcome host_key_unreached(const RegHostKey *k) {
+        return k->registry->slotd_up ? WORK_RETRY : WORK_WAIT;
+}
+
+void reg_host_key_update(RegHostKey *k, int64_t mod_revision, const char *value, size_t len) {
+        if (mod_revision != 0 && mod_revision == k->mod_revision) {
+                /* read again (slotd or etcd came back): done unless it is not */
+                if (work_due(k) && !retry_armed(k))
+                        work_start(k);
+                return;
+        }
+        free(k->value);
+        k->value = mod_revision != 0 ? strndup(value, len) : NULL;
+        k->mod_revision = k->value || mod_revision == 0 ? mod_revision : 0;
+        if (k->busy)
+                return; /* looked at once the current work is over */
+        if (k->mod_revision == 0) {
+                registry_host_forget(k);
+                return;
+        }
+        work_start(k);
+}
+
+bool slotd_error_is_refusal(const sd_bus_error *e) {
+        return strncmp(e->name, SLOTD_ERROR_PREFIX, strlen(SLOTD_ERROR_PREFIX)) == 0 ||
+               sd_bus_error_has_names(e, SD_BUS_ERROR_ACCESS_DENIED, SD_BUS_ERROR_INVALID_ARGS,
+                                      SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_METHOD);
+}
+
+/* ---- the key deleted if unchanged ---- */
+
+static void on_deleted(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        RegHostKey *k = userdata;
+
+        k->req = NULL;
+        if (resp->error < 0) {
+                log_debug("etcd: deleting %s failed: %s", k->key, resp->message);
+                host_key_work_done(k, WORK_RETRY);
+                return;
+        }
+        host_key_work_done(k, WORK_DONE);
+}
+
+void host_key_delete(RegHostKey *k) {
+        EtcdCompare cmp = {
+                .key = k->key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                .number = k->working_revision,
+        };
+        EtcdOp op = { .type = ETCD_OP_DELETE, .key = k->key };
+
+        if (etcd_txn(k->registry->etcd, &cmp, 1, &op, 1, NULL, 0, on_deleted, k, &k->req) < 0)
+                host_key_work_done(k, WORK_RETRY);
+}
+
+/* ---- deallocations ---- */
+
+static int on_deallocated(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        RegHostKey *k = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        k->call = sd_bus_slot_unref(k->call);
+        if (e && !sd_bus_error_has_name(e, SLOTD_ERROR_PREFIX "NoSuchAllocation")) {
+                log_warning("slotd did not deallocate %s (%s): %s; trying again",
+                            k->allocation_id, k->key, e->message ?: e->name);
+                host_key_work_done(k, slotd_error_is_refusal(e) ? WORK_RETRY
+                                                                : host_key_unreached(k));
+                return 0;
+        }
+        log_info("Allocation %s deallocated%s", k->allocation_id,
+                 e ? " (slotd had none)" : "");
+        host_key_delete(k);
+        return 0;
+}
+
+static void dealloc_start(RegHostKey *k) {
+        Registry *r = k->registry;
+
+        if (!r->synced) {
+                host_key_work_done(k, WORK_WAIT);
+                return;
+        }
+        if (registry_bus_deallocate(r, k->allocation_id, on_deallocated, k, &k->call) < 0)
+                host_key_work_done(k, host_key_unreached(k));
+}

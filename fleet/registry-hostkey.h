@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What registry-hostkey.c (a key's work, deallocations) and registry-claim.c (claims)
+ * share. */
+
+#include "registry.h"
+
+typedef enum WorkOutcome {
+        WORK_DONE,  /* this version is done with */
+        WORK_RETRY, /* a passing failure: again after the key's back-off */
+        WORK_WAIT,  /* slotd is away: again when it was read anew (the host range does it) */
+} WorkOutcome;
+
+/* Ends the work on working_revision; k may be freed (the key was deleted meanwhile). */
+void host_key_work_done(RegHostKey *k, WorkOutcome outcome);
+/* Tries the current step again after the key's back-off, the key staying busy (an undo). */
+void host_key_retry_later(RegHostKey *k);
+/* A slotd call that did not reach slotd: WORK_RETRY while slotd is up, WORK_WAIT otherwise. */
+WorkOutcome host_key_unreached(const RegHostKey *k);
+
+/* slotd's answer refuses the request (the request's fault or the slot's state), as opposed
+ * to a call that got no answer from slotd. */
+bool slotd_error_is_refusal(const sd_bus_error *e);
+
+/* Deletes the key if it is still at working_revision, then ends the work. */
+void host_key_delete(RegHostKey *k);
+
+void claim_start(RegHostKey *k);
+/* Deallocates what a claim that changed had made; again after the back-off until slotd
+ * answers. */
+void claim_undo(RegHostKey *k);
