@@ -109,6 +109,7 @@ class Run:
                 self.fulfil_lat = []
                 self.no_capacity = 0
                 self.failovers = 0
+                self.failures = []  # the first few answers that made a client fail over
                 self.kept = []
                 self.done = False
                 self.deadline = now() + a.max_seconds
@@ -148,6 +149,10 @@ class Run:
                                 return i, st, b
                         with self.lock:
                                 self.failovers += 1
+                                if len(self.failures) < 10:
+                                        self.failures.append("%s %s via replica %d: %s %s" % (
+                                                method, path.rsplit("/", 1)[-1], i, st,
+                                                str(b)[:200]))
                         i = (i + 1) % n
                         time.sleep(0.02)
                 self.violation("%s: no replica answered within %ss" % (what, self.a.request_deadline))
@@ -351,6 +356,7 @@ class Run:
                        "seconds": round(elapsed, 2),
                        "per_second": round(len(self.records) / elapsed, 1) if elapsed else 0,
                        "no_capacity_retries": self.no_capacity, "failovers": self.failovers,
+                       "failures": self.failures,
                        "post_p50_ms": pct(self.post_lat, 0.5), "post_p99_ms": pct(self.post_lat, 0.99),
                        "fulfil_p50_ms": pct(self.fulfil_lat, 0.5),
                        "fulfil_p99_ms": pct(self.fulfil_lat, 0.99),

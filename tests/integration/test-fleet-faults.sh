@@ -159,6 +159,7 @@ fleet_wait_registered $(seq 0 $((HOSTS - 1)))
 check_consistent
 step "fleet up: 3 etcd members, $HOSTS hosts of $FLEET_SLOTS slots, 2 allocators in $(($(ms) - t_start)) ms"
 assert_eq "$(on_host 3 mprop MachineID)" "$(fleet_machine_id 3)" "host 3's own machine ID"
+hosts_json
 
 # Sanity, and the first allocation: packed, ties to the lowest machine ID, so host 0.
 A1=$(cat /proc/sys/kernel/random/uuid)
@@ -183,8 +184,22 @@ for victim in 1 leader; do
                 wait_until $((10 * TIME_SCALE)) "a new etcd leader" etcd_leader
                 step "new etcd leader $(etcd_leader) elected in $(($(ms) - t0)) ms"
         else
+                # Allocations under way across the kill (4 clients, both replicas): not one
+                # request may fail, not even for the moment a client moves to another member.
+                run_client "$T/member.json" --workers 4 --count 60 --dup-share 0.2 \
+                        --progress "$T/member.progress" > "$T/member.log" 2>&1 &
+                client=$!
+                bg_track $client
+                wait_until $((20 * TIME_SCALE)) "allocations under way" \
+                        awk '$1 >= 10 { ok = 1 } END { exit !ok }' "$T/member.progress"
                 step "1. killing etcd member $victim, a follower, every client's first endpoint"
                 etcd_kill "$victim"
+                wait "$client" || { cat "$T/member.log" >&3; fail "clients saw violations (above)"; }
+                bg_untrack $client
+                step "allocations across the kill: $(jq -c 'del(.kept)' "$T/member.json")"
+                assert_eq "$(json allocations < "$T/member.json")" 60 "allocations across the kill"
+                assert_eq "$(jq -c .failures "$T/member.json")" "[]" \
+                        "requests that failed while a follower of etcd died (none may)"
         fi
         for r in 0 1; do
                 u=$(cat /proc/sys/kernel/random/uuid)
