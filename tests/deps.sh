@@ -47,3 +47,18 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# Debian starts etcd (port 2379) and prometheus (9090) as system services when they are
+# installed. The tests and the demo start their own on free ports and never use those: the
+# services this script just installed are stopped and disabled rather than left running.
+if [ -d /run/systemd/system ]; then
+        for p in "${missing[@]}"; do
+                case "$p" in
+                        etcd-server) unit=etcd.service ;;
+                        prometheus) unit=prometheus.service ;;
+                        *) continue ;;
+                esac
+                echo "deps: $p was installed for the tests only: disabling its $unit"
+                systemctl disable --now "$unit" >/dev/null 2>&1 || true
+        done
+fi
