@@ -41,9 +41,11 @@ CacheMachine *cache_machine(const Allocator *a, const char *machine_id) {
         return machine_id ? hashmap_get(&a->cache.machines, machine_id) : NULL;
 }
 
+/* Read at least once: while a broken watch is read anew the view it had goes on serving,
+ * which is safe since every claim compares the slot's mod_revision with etcd's. */
 bool cache_ready(const Allocator *a) {
         for (size_t i = 0; i < _CACHE_KIND_MAX; i++)
-                if (!a->cache.watches[i].ready)
+                if (!a->cache.watches[i].ready && !a->cache.watches[i].read_once)
                         return false;
         return true;
 }
@@ -484,7 +486,7 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 watch_retry_later(w);
                 return;
         }
-        w->ready = true;
+        w->ready = w->read_once = true;
         w->backoff = 0;
         log_debug("Read %zu keys of %s at revision %" PRId64 ", watching", resp->n_kvs,
                   w->prefix, resp->revision);

@@ -98,7 +98,8 @@ typedef struct CacheWatch {
         sd_event_source *retry;
         usec_t backoff;
         unsigned generation;
-        bool ready; /* read and watched */
+        bool ready;     /* read and watched */
+        bool read_once; /* read at least once: the view serves while it is read anew */
 } CacheWatch;
 
 typedef struct Cache {

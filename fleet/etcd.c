@@ -181,13 +181,16 @@ static int transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec)
 }
 
 /* After a failure that sent nothing, the next endpoint, unless every one was tried. */
-static bool transfer_failover(Transfer *t) {
+static bool transfer_failover(Transfer *t, bool repeatable) {
         Etcd *e = t->etcd;
         long sent = 0;
 
         if (t->result == CURLE_WRITE_ERROR || t->result == CURLE_OUT_OF_MEMORY)
                 return false;
-        if (curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0)
+        /* A read (or a keepalive) may always be asked again elsewhere. A write that was sent
+         * may have been applied (a follower forwards it before it dies): never repeated. */
+        if (!repeatable &&
+            (curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0))
                 return false;
         if (++t->tries >= e->n_endpoints)
                 return false;
@@ -292,7 +295,11 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, etcd_callbac
 
 static void request_finished(EtcdRequest *req, CURLcode result) {
         req->t.result = result;
-        if (result != CURLE_OK && request_remaining(req) > 0 && transfer_failover(&req->t) &&
+        bool repeatable = req->answer_kind == ETCD_ANSWER_RANGE ||
+                          req->answer_kind == ETCD_ANSWER_LEASE_KEEPALIVE;
+
+        if (result != CURLE_OK && request_remaining(req) > 0 &&
+            transfer_failover(&req->t, repeatable) &&
             request_restart(req) >= 0)
                 return;
         request_complete(req, result);
@@ -412,7 +419,7 @@ static void watch_dispatch(EtcdWatch *w) {
 
 static void watch_finished(EtcdWatch *w, CURLcode result) {
         w->t.result = result;
-        if (result != CURLE_OK && w->lines.size == 0 && transfer_failover(&w->t) &&
+        if (result != CURLE_OK && w->lines.size == 0 && transfer_failover(&w->t, true) &&
             transfer_start(&w->t, 0, w->t.etcd->timeout) >= 0)
                 return;
         w->ended = true;

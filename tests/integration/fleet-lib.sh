@@ -39,7 +39,6 @@ getent group "$FLEET_ADMIN_GROUP" >/dev/null ||
 declare -A FH_BUS_PID=() FH_SLOTD_PID=() FH_REGISTRY_PID=() FA_PID=() FA_PORT=()
 FLEET_TOKEN=
 FLEET_WATCH_PIDS=()
-FLEET_MONITORS=()
 
 fleet_dir() { echo "$T/hosts/$1"; }
 fleet_bus() { echo "unix:path=$T/hosts/$1/bus"; }
@@ -152,8 +151,9 @@ fleet_registry_start() {
         local k=$1 d
         d=$(fleet_dir "$k")
         [ -n "${SLOTD_REGISTRY:-}" ] || return 0
-        SLOTD_LOG_LEVEL=${FLEET_LOG_LEVEL:-debug} in_cgroup "$(fleet_cg "$k")/daemons" setpriv --reuid=nobody \
-                --regid=nogroup --groups="$(getent group "$FLEET_ADMIN_GROUP" | cut -d: -f3)" \
+        SLOTD_LOG_LEVEL=${FLEET_LOG_LEVEL:-debug} in_cgroup "$(fleet_cg "$k")/daemons" \
+                setpriv --reuid=nobody --regid=nogroup \
+                --groups="$(getent group "$FLEET_ADMIN_GROUP" | cut -d: -f3)" \
                 "$SLOTD_REGISTRY" --config "$d/etc/slotd.ini" --bus "$(fleet_bus "$k")" \
                 >>"$d/registry.log" 2>&1 &
         FH_REGISTRY_PID[$k]=$!
@@ -178,7 +178,9 @@ cg_kill_tree() {
                 echo 1 > "$1/cgroup.kill"
         else
                 local d
-                for d in $(find "$1" -type d); do xargs -r kill -9 < "$d/cgroup.procs" 2>/dev/null || true; done
+                for d in $(find "$1" -type d); do
+                        xargs -r kill -9 < "$d/cgroup.procs" 2>/dev/null || true
+                done
         fi
 }
 
@@ -227,8 +229,10 @@ fleet_slots() {
                 org.slotd.Supervisor1.Manager ListSlots |
                 awk -v k="$1" '
                         function s(v) { gsub(/"/, "", v); return v }
-                        { for (i = 3; i + 6 <= NF; i += 7)
-                                print k, $i, s($(i + 2)), s($(i + 3)), (s($(i + 4)) == "" ? "-" : s($(i + 4))) }'
+                        { for (i = 3; i + 6 <= NF; i += 7) {
+                                u = s($(i + 4))
+                                print k, $i, s($(i + 2)), s($(i + 3)), (u == "" ? "-" : u)
+                        } }'
 }
 # fleet_wait_running K...: every slot of each host runs its server.
 fleet_all_running() {
@@ -274,7 +278,8 @@ strategy = $FLEET_STRATEGY
 endpoints = ${ETCD_ENDPOINTS:?etcd-lib.sh sets ETCD_ENDPOINTS}
 prefix = $FLEET_PREFIX
 EOC
-        SLOTD_LOG_LEVEL=${FLEET_LOG_LEVEL:-debug} in_cgroup "$CG/alloc-$r" setpriv --reuid=nobody --regid=nogroup \
+        SLOTD_LOG_LEVEL=${FLEET_LOG_LEVEL:-debug} in_cgroup "$CG/alloc-$r" \
+                setpriv --reuid=nobody --regid=nogroup \
                 --clear-groups "$SLOTD_ALLOCATOR" --config "$T/allocator-$r.ini" \
                 >>"$T/allocator-$r.log" 2>&1 &
         FA_PID[$r]=$!
@@ -293,7 +298,8 @@ fleet_allocator_kill() {
 fleet_url() { echo "http://127.0.0.1:${FA_PORT[$1]}${2:-}"; }
 # The collection of this test's allocations (SPEC §13), relative to a replica's base URL.
 fleet_allocations() {
-        echo "/v1/allocations/projects/$FLEET_PROJECT/environments/$FLEET_ENVIRONMENT/fleets/${1:-$FLEET_NAME}/allocations"
+        local env="projects/$FLEET_PROJECT/environments/$FLEET_ENVIRONMENT"
+        echo "/v1/allocations/$env/fleets/${1:-$FLEET_NAME}/allocations"
 }
 
 # fleet_http R METHOD PATH [BODY]: prints "STATUS BODY" (one line; STATUS 000 when no answer

@@ -20,15 +20,22 @@
 
 [ -n "${SLOTD_REGISTRY:-}" ] && [ -x "$SLOTD_REGISTRY" ] || skip "slotd-registry is not built"
 [ -n "${SLOTD_ALLOCATOR:-}" ] && [ -x "$SLOTD_ALLOCATOR" ] || skip "slotd-allocator is not built"
+# In the TCG VM of tests/vm this fleet does not fit: 8 slotd, 8 registries, 3 etcd members
+# and 2 allocators took 404 s only to start there (2 vCPUs emulated), and etcd answered so
+# slowly that requests timed out (2 s) and a registry's 9 s lease expired under it. The
+# fleet's faults are tested on the host; the VM runs the single-host tests.
+[ -z "${SLOTD_VM:-}" ] || skip "8 hosts and 3 etcd members do not run in the TCG VM in" \
+        "reasonable time (404 s to start them, etcd requests timing out); this test runs on the host"
 # Debian's python3 first: a version manager's shim (pyenv's) costs seconds a start.
 [ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
 
 HOSTS=8
-# 48 slots on a host: the churn's 32 clients are not all waiting for a free one; 32 in the VM
-# (16 clients). The fault cases below are written for any count of at least 4.
-FLEET_SLOTS=$([ -n "${SLOTD_VM:-}" ] && echo 4 || echo 6)
+# 48 slots: the churn's 32 clients are not all waiting for a free one. The fault cases below
+# are written for any count of at least 4.
+FLEET_SLOTS=6
 # Short enough for the test's time, long enough for a keepalive every third of it under load
-# (etcd's own floor for a lease is 2 s).
+# (etcd's own floor for a lease is 2 s). SLOTD_TIME_SCALE (lib.sh) stretches them on a slow
+# host.
 FLEET_LEASE_TTL=$((3 * TIME_SCALE))
 FLEET_CLAIM_TIMEOUT=$((3 * TIME_SCALE))
 FLEET_STRATEGY=packed
@@ -40,12 +47,7 @@ REGION_B=7d3c2b1a-4e5f-4a6b-8c7d-9e0f1a2b3c4d
 FLEET_REGION_OF() { if [ "$1" -ge 6 ]; then echo $REGION_B; else echo $REGION_A; fi; }
 . "$(dirname "$0")/fleet-lib.sh"
 
-# The VM (TCG, 2 vCPUs) runs the same cases with fewer allocations.
-if [ -n "${SLOTD_VM:-}" ]; then
-        BURST=${FLEET_BURST:-60} CHURN=${FLEET_CHURN:-200} CLIENTS=${FLEET_CLIENTS:-16}
-else
-        BURST=${FLEET_BURST:-200} CHURN=${FLEET_CHURN:-2000} CLIENTS=${FLEET_CLIENTS:-32}
-fi
+BURST=${FLEET_BURST:-200} CHURN=${FLEET_CHURN:-2000} CLIENTS=${FLEET_CLIENTS:-32}
 COLL=$(fleet_allocations)
 declare -a LIVE=()         # allocationIds that must exist now, each on one slot
 ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
@@ -86,7 +88,10 @@ fulfilled() {
         assert_eq "$(on_host "$F_HOST" sprop "$F_SLOT" AllocationUUID)" "$2" \
                 "allocation $2: slot $F_SLOT of host $F_HOST (machine $m) holds it"
 }
-alive_hosts() { local k; for k in "${!FH_BUS_PID[@]}"; do [ -n "${FH_SLOTD_PID[$k]}" ] && echo "$k"; done | sort -n; }
+alive_hosts() {
+        local k
+        for k in "${!FH_BUS_PID[@]}"; do [ -n "${FH_SLOTD_PID[$k]}" ] && echo "$k"; done | sort -n
+}
 # truth: every slot of every running host, as its slotd says, "machineID id State
 # ProcessState uuid gamePort" a line, sorted. etcd_view: the same from the slot documents.
 truth() {
@@ -118,7 +123,8 @@ consistent() {
                 [ "$(fleet_etcd_count hosts/)" = 0 ] && [ "$(etcd_view)" = "$t" ]
 }
 check_consistent() {
-        wait_until $((15 * TIME_SCALE)) "the fleet to hold exactly the ${#LIVE[@]} live allocations" consistent
+        wait_until $((15 * TIME_SCALE)) "the fleet to hold exactly the ${#LIVE[@]} live allocations" \
+                consistent
         PASSED=$((PASSED + 1))
 }
 # snapshot FILE: every running host's slots with their state, UUID and server PID.
@@ -296,7 +302,8 @@ C3=$(cat /proc/sys/kernel/random/uuid) C4=$(cat /proc/sys/kernel/random/uuid)
 post_ok 1 "$C3" "$REGION_B"
 post_ok 0 "$C4" "$REGION_B"
 for u in "$C3" "$C4"; do
-        wait_until $((10 * TIME_SCALE)) "$u claimed on host 6" grep -q "\"allocationId\":\"$u\"" "$T/claims6"
+        wait_until $((10 * TIME_SCALE)) "$u claimed on host 6" \
+                grep -q "\"allocationId\":\"$u\"" "$T/claims6"
         PASSED=$((PASSED + 1))
 done
 step "4. host 6 gone (cgroup.kill of its bus, slotd, registry and servers)"
@@ -320,7 +327,7 @@ for u in "$C3" "$C4"; do
         fulfilled 1 "$u"
         assert_eq "$F_HOST" 7 "claim $u re-placed on host 7"
         assert_ok "record of $u excludes host 6" \
-                grep -q "$(fleet_machine_id 6)" <<<"$(fleet_etcd_get "allocations/$FLEET_NAME/$u" | json excluded)"
+                grep -q "$m6" <<<"$(fleet_etcd_get "allocations/$FLEET_NAME/$u" | json excluded)"
         LIVE+=("$u")
 done
 cap=$(fleet_get 0 "/v1/fleets/$FLEET_NAME/capacity")
@@ -347,7 +354,8 @@ LIVE=()
 check_consistent
 hosts_json
 step "5. $BURST allocations by 16 clients over both replicas; replica 1 killed at a third"
-run_client "$T/burst.json" --workers 16 --count "$BURST" --dup-share 0.2 --max-seconds $((300 * TIME_SCALE)) \
+run_client "$T/burst.json" --workers 16 --count "$BURST" --dup-share 0.2 \
+        --max-seconds $((300 * TIME_SCALE)) \
         --progress "$T/burst.progress" > "$T/burst.log" 2>&1 &
 client=$!
 bg_track $client
@@ -357,8 +365,10 @@ fleet_allocator_kill 1
 wait "$client" || { cat "$T/burst.log" >&3; fail "the burst's clients saw violations (above)"; }
 bg_untrack $client
 step "burst: $(jq -c 'del(.kept)' "$T/burst.json")"
-assert_eq "$(json allocations < "$T/burst.json")" "$BURST" "every burst allocation made, checked and deleted"
-assert_ok "the clients failed over (replica 1 died under them)" [ "$(json failovers < "$T/burst.json")" -gt 0 ]
+assert_eq "$(json allocations < "$T/burst.json")" "$BURST" \
+        "every burst allocation made, checked and deleted"
+assert_ok "the clients failed over (replica 1 died under them)" \
+        [ "$(json failovers < "$T/burst.json")" -gt 0 ]
 check_consistent
 fleet_allocator_start 1
 
@@ -368,7 +378,8 @@ run_client "$T/churn.json" --workers "$CLIENTS" --count "$CHURN" --dup-share 0.1
         --max-seconds $((400 * TIME_SCALE)) > "$T/churn.log" 2>&1 ||
         { cat "$T/churn.log" >&3; fail "the clients saw violations (above)"; }
 step "churn: $(jq -c 'del(.kept)' "$T/churn.json")"
-assert_eq "$(json allocations < "$T/churn.json")" "$CHURN" "every allocation made, checked and deleted or kept"
+assert_eq "$(json allocations < "$T/churn.json")" "$CHURN" \
+        "every allocation made, checked and deleted or kept"
 mapfile -t LIVE < <(jq -r '.kept[].allocationId' "$T/churn.json")
 assert_eq "${#LIVE[@]}" 8 "allocations kept"
 check_consistent
