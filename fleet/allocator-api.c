@@ -111,19 +111,27 @@ static void not_found(ReadOp *op) {
                                                rt->allocation, rt->fleet));
 }
 
+/* The record a read of one allocation found; false when the request was answered instead
+ * (etcd unavailable, or no such allocation). */
+static bool read_op_record(ReadOp *op, const EtcdResponse *resp, AllocationRecord *rec) {
+        op->etcd = NULL;
+        if (allocator_etcd_failed(op->allocator, resp)) {
+                read_op_unavailable(op, resp);
+                return false;
+        }
+        if (resp->n_kvs == 0 || record_of(api_request_route(op->req), &resp->kvs[0], rec) < 0) {
+                not_found(op);
+                return false;
+        }
+        return true;
+}
+
 static void on_get(Etcd *e, const EtcdResponse *resp, void *userdata) {
         _cleanup_(allocation_record_done) AllocationRecord rec = {};
         ReadOp *op = userdata;
 
-        op->etcd = NULL;
-        if (allocator_etcd_failed(op->allocator, resp)) {
-                read_op_unavailable(op, resp);
+        if (!read_op_record(op, resp, &rec))
                 return;
-        }
-        if (resp->n_kvs == 0 || record_of(api_request_route(op->req), &resp->kvs[0], &rec) < 0) {
-                not_found(op);
-                return;
-        }
         read_op_answer(op, 200, record_json(op->allocator, &rec));
 }
 
@@ -251,15 +259,8 @@ static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         _cleanup_(allocation_record_done) AllocationRecord rec = {};
         ReadOp *op = userdata;
 
-        op->etcd = NULL;
-        if (allocator_etcd_failed(op->allocator, resp)) {
-                read_op_unavailable(op, resp);
+        if (!read_op_record(op, resp, &rec))
                 return;
-        }
-        if (resp->n_kvs == 0 || record_of(api_request_route(op->req), &resp->kvs[0], &rec) < 0) {
-                not_found(op);
-                return;
-        }
         op->record_revision = resp->kvs[0].mod_revision;
         if (delete_send(op, &rec) < 0)
                 read_op_unavailable(op, NULL);
