@@ -13,6 +13,9 @@
 #define PROXY_CONNECTIONS_PER_SLOT 16
 #define PROXY_CONNECTIONS_OUTSIDE 64
 #define PROXY_CONNECTIONS_MAX 4096
+/* A connection found over its limit before it asked anything is given this long to ask (and
+ * be answered 429, which says why) before it is closed: its request may be on its way. */
+#define PROXY_OVER_LIMIT_GRACE_USEC (1 * USEC_PER_SEC)
 
 /* Requests per slot (every HTTP request, and every Centrifuge subscribe): a token bucket of
  * PROXY_RATE_PER_SEC a second, PROXY_RATE_BURST deep; over it, 429 (Centrifuge: error 106).

@@ -286,6 +286,7 @@ static void conn_free(Conn *c) {
                                                  (json_int_t) c->id));
         if (c->limits)
                 c->limits->n_conns--;
+        c->grace = sd_event_source_disable_unref(c->grace);
         http_conn_forget(c);
         hashmap_remove(&p->conns, c->key, c);
         LIST_REMOVE(conns, p->conns_list, c);
@@ -324,6 +325,36 @@ static SlotLimits *slot_limits(Proxy *p, bool in_slot, unsigned slot) {
         return l;
 }
 
+static int on_over_limit_grace(sd_event_source *s, uint64_t usec, void *userdata) {
+        Conn *c = userdata;
+
+        log_debug("Connection %" PRIu64 " over its slot's limit asked nothing: closing it",
+                  c->id);
+        c->grace = sd_event_source_disable_unref(c->grace);
+        (void) shutdown(c->fd, SHUT_RDWR);
+        proxy_kick(c->proxy);
+        return 0;
+}
+
+/* Over the limit: a request waiting or still on its way is answered 429 (http.c); one that
+ * asks nothing within the grace is closed. */
+static void conn_over_limit(Conn *c, unsigned limit) {
+        int r;
+
+        c->over_limit = true;
+        log_debug("Connection %" PRIu64 " is over its slot's limit of %u", c->id, limit);
+        if (c->waiters)
+                return;
+        r = sd_event_add_time_relative(c->proxy->event, &c->grace, CLOCK_MONOTONIC,
+                                       PROXY_OVER_LIMIT_GRACE_USEC, 0, on_over_limit_grace, c);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to arm a timer, closing connection %" PRIu64 ": %m",
+                                c->id);
+                (void) shutdown(c->fd, SHUT_RDWR);
+                proxy_kick(c->proxy);
+        }
+}
+
 /* {"type":"conn","conn":C,"slot":N or null,"admin":B} */
 static void handle_conn_reply(Proxy *p, json_t *m) {
         json_t *id = json_object_get(m, "conn"), *slot = json_object_get(m, "slot");
@@ -355,15 +386,8 @@ static void handle_conn_reply(Proxy *p, json_t *m) {
         c->identified = true;
         c->limits->n_conns++;
         limit = c->in_slot ? PROXY_CONNECTIONS_PER_SLOT : PROXY_CONNECTIONS_OUTSIDE;
-        if (c->limits->n_conns > limit) {
-                c->over_limit = true;
-                log_debug("Connection %" PRIu64 " is over its slot's limit of %u", c->id, limit);
-                /* An idle one is ended here; one with a request waiting is answered 429. */
-                if (!c->waiters) {
-                        (void) shutdown(c->fd, SHUT_RDWR);
-                        proxy_kick(p);
-                }
-        }
+        if (c->limits->n_conns > limit)
+                conn_over_limit(c, limit);
         http_conn_identified(c);
 }
 

@@ -45,6 +45,7 @@ struct Conn {
         SlotLimits *limits;    /* set once identified, where the connection is counted */
         Request *waiters;      /* requests suspended until the caller is identified */
         Session *session;      /* after a WebSocket upgrade */
+        sd_event_source *grace; /* over its limit with nothing asked yet: closed when it fires */
 };
 
 typedef struct ProxyDaemon {
