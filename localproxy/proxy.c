@@ -325,14 +325,19 @@ static SlotLimits *slot_limits(Proxy *p, bool in_slot, unsigned slot) {
         return l;
 }
 
+/* Ends the connection: microhttpd sees the shutdown on its next turn, then frees it. */
+static void conn_shut(Conn *c) {
+        c->grace = sd_event_source_disable_unref(c->grace);
+        (void) shutdown(c->fd, SHUT_RDWR);
+        proxy_kick(c->proxy);
+}
+
 static int on_over_limit_grace(sd_event_source *s, uint64_t usec, void *userdata) {
         Conn *c = userdata;
 
         log_debug("Connection %" PRIu64 " over its slot's limit asked nothing: closing it",
                   c->id);
-        c->grace = sd_event_source_disable_unref(c->grace);
-        (void) shutdown(c->fd, SHUT_RDWR);
-        proxy_kick(c->proxy);
+        conn_shut(c);
         return 0;
 }
 
@@ -350,8 +355,7 @@ static void conn_over_limit(Conn *c, unsigned limit) {
         if (r < 0) {
                 log_debug_errno(r, "Failed to arm a timer, closing connection %" PRIu64 ": %m",
                                 c->id);
-                (void) shutdown(c->fd, SHUT_RDWR);
-                proxy_kick(c->proxy);
+                conn_shut(c);
         }
 }
 
