@@ -328,9 +328,6 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, bool repeata
 }
 
 static void request_finished(EtcdRequest *req, CURLcode result) {
-        long dbg_sent = -1;
-        (void) curl_easy_getinfo(req->t.easy, CURLINFO_REQUEST_SIZE, &dbg_sent);
-        fprintf(stderr, "DEBUG finished result=%d sent=%ld rep=%d ep=%zu tries=%zu err=%s\n", result, dbg_sent, req->t.repeatable, req->t.endpoint, req->t.tries, req->t.errbuf);
         req->t.result = result;
         if (result != CURLE_OK && request_remaining(req) > 0 &&
             transfer_failover(&req->t, req->t.repeatable) &&
@@ -345,8 +342,17 @@ static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
 
         transfer_describe(&req->t, what, sizeof(what));
         if (req->t.result != CURLE_OK) {
+                int error = curl_error_to_errno(req->t.result);
+                long sent = 0;
+
+                /* curl's own retry of a request on a reused connection that broke ends in a
+                 * failure to connect when the member is gone: but the request was sent. */
+                if (error == -ECONNREFUSED &&
+                    curl_easy_getinfo(req->t.easy, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK &&
+                    sent > 0)
+                        error = -ECONNRESET;
                 transfer_demote_endpoint(&req->t);
-                etcd_answer_fail(a, curl_error_to_errno(req->t.result), what,
+                etcd_answer_fail(a, error, what,
                                  req->t.errbuf[0] ? req->t.errbuf
                                                   : curl_easy_strerror(req->t.result));
                 return;
