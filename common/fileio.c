@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+
 #include "fileio.h"
+#include "log.h"
 #include "macro.h"
 
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
@@ -36,4 +41,22 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
         if (ret_size)
                 *ret_size = size;
         return 0;
+}
+
+int check_file_readable(const char *path, const char *key) {
+        _cleanup_close_ int fd = -EBADF;
+        struct passwd *pw;
+        struct stat st;
+        int r;
+
+        if (!path)
+                return 0;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0 && fstat(fd, &st) >= 0)
+                return S_ISREG(st.st_mode) ? 0 : log_error_errno(EINVAL, "%s: %s is not a "
+                                                                 "regular file", key, path);
+        r = -errno;
+        pw = getpwuid(geteuid());
+        return log_error_errno(r, "%s: cannot read %s as user %s (uid %u): %m", key, path,
+                               pw ? pw->pw_name : "?", (unsigned) geteuid());
 }

@@ -131,6 +131,42 @@ int parse_lease_ttl_key(ParseContext *ctx, const ConfigKey *k, const char *value
         return 0;
 }
 
+/* fleet.etcd_ca, etcd_cert, etcd_key: libcurl opens them on every new connection to etcd, as
+ * the registry's user, so a path relative to some working directory would mean nothing. Empty
+ * is the same as unset. */
+int parse_etcd_file_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        char **p = data;
+
+        if (isempty(value)) {
+                *p = mfree(*p);
+                return 0;
+        }
+        return parse_path_key(ctx, k, value, data);
+}
+
+int fleet_layer_check(ParseContext *ctx, const FleetLayerConfig *f) {
+        const char *tls = f->etcd_ca ? "etcd_ca" : f->etcd_cert ? "etcd_cert" : "etcd_key";
+
+        if (!!f->etcd_cert != !!f->etcd_key) {
+                const char *set = f->etcd_cert ? "etcd_cert" : "etcd_key";
+
+                return ctx_error(ctx, -EINVAL, key_line(ctx, "fleet", set), NULL,
+                                 "fleet.%s: set without fleet.%s: a client certificate and its "
+                                 "key go together (set both, or neither)",
+                                 set, f->etcd_cert ? "etcd_key" : "etcd_cert");
+        }
+        if (!f->etcd_ca && !f->etcd_cert)
+                return 0;
+        /* TLS files beside a plain http:// endpoint are a typo that would send the fleet's
+         * traffic in clear text: refused rather than ignored. */
+        STRV_FOREACH(e, f->etcd_endpoints)
+                if (strncmp(*e, "http://", 7) == 0)
+                        return ctx_error(ctx, -EINVAL, key_line(ctx, "fleet", tls), NULL,
+                                         "fleet.%s: TLS to etcd needs https:// endpoints, but "
+                                         "fleet.etcd_endpoints has %s", tls, *e);
+        return 0;
+}
+
 int fleet_layer_init(FleetLayerConfig *f) {
         *f = (FleetLayerConfig){
                 .prefix = strdup("/slotd/v1"),
@@ -145,4 +181,7 @@ void fleet_layer_done(FleetLayerConfig *f) {
         f->etcd_endpoints = strv_free(f->etcd_endpoints);
         f->prefix = mfree(f->prefix);
         f->registry_user = mfree(f->registry_user);
+        f->etcd_ca = mfree(f->etcd_ca);
+        f->etcd_cert = mfree(f->etcd_cert);
+        f->etcd_key = mfree(f->etcd_key);
 }

@@ -130,6 +130,11 @@ bool etcd_endpoint_is_valid(const char *s);
 int parse_etcd_endpoints_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_etcd_prefix_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_lease_ttl_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* fleet.etcd_ca, etcd_cert, etcd_key: an absolute path, or empty for none. */
+int parse_etcd_file_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* What no single key of [fleet] can tell: the client certificate and key go together, and
+ * the TLS files are for https:// endpoints. */
+int fleet_layer_check(ParseContext *ctx, const FleetLayerConfig *f);
 int fleet_layer_init(FleetLayerConfig *f);
 void fleet_layer_done(FleetLayerConfig *f);
 

@@ -193,6 +193,9 @@ static const ConfigKey machine_keys[] = {
         MACHINE_KEY("fleet", "lease_ttl", parse_lease_ttl_key, fleet.lease_ttl, true),
         MACHINE_KEY("fleet", "etcd_timeout", parse_duration_key, fleet.etcd_timeout, true),
         MACHINE_KEY("fleet", "registry_user", parse_string_key, fleet.registry_user, false),
+        MACHINE_KEY("fleet", "etcd_ca", parse_etcd_file_key, fleet.etcd_ca, false),
+        MACHINE_KEY("fleet", "etcd_cert", parse_etcd_file_key, fleet.etcd_cert, false),
+        MACHINE_KEY("fleet", "etcd_key", parse_etcd_file_key, fleet.etcd_key, false),
 };
 
 _Static_assert(ELEMENTSOF(machine_keys) <= KEYS_MAX, "raise KEYS_MAX");
@@ -263,7 +266,7 @@ static int machine_finalize(ParseContext *ctx, Config *c) {
         c->reserved_memory_line = key_line(ctx, "machine", "reserved_memory");
         c->localproxy_listen_line = key_line(ctx, "localproxy", "listen");
         c->metrics_listen_line = key_line(ctx, "metrics", "listen");
-        return 0;
+        return fleet_layer_check(ctx, &c->fleet);
 }
 
 int parse_machine_data(Config *c, const char *name, const char *data, size_t size,

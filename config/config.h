@@ -167,6 +167,10 @@ typedef struct FleetLayerConfig {
         usec_t etcd_timeout;       /* per request to etcd; default 2s */
         char *registry_user;       /* the identity slotd-registry drops to when started as
                                     * root; default "slotd-registry" */
+        char *etcd_ca;             /* TLS to etcd (https:// endpoints): the CA that signed
+                                    * etcd's certificate; NULL = the system's trust store */
+        char *etcd_cert;           /* a client certificate and its key, both or neither */
+        char *etcd_key;
 } FleetLayerConfig;
 
 typedef struct Config {

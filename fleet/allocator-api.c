@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The API's other requests (SPEC §13): GET of one allocation and of the list, read from etcd
  * (linearizable: a record another replica wrote a moment ago is there); DELETE, one
- * transaction conditioned on the record as read; the fleet's capacity and the metrics, from
- * the fleet view. */
+ * transaction conditioned on the record as read (the read and the transaction each go in a
+ * batch with other requests', etcd.h's group commit); the fleet's capacity and the metrics,
+ * from the fleet view. */
 #include <inttypes.h>
 
 #include "allocator.h"
@@ -27,6 +28,7 @@ typedef struct ReadOp {
         Allocator *allocator;
         ApiRequest *req;
         EtcdRequest *etcd;
+        EtcdBatchTxn *txn; /* DELETE's read and transaction, in a batch */
         char *key;
         int64_t record_revision;
         unsigned attempts;
@@ -34,6 +36,7 @@ typedef struct ReadOp {
 
 static void read_op_free(ReadOp *op) {
         etcd_request_cancel(op->etcd);
+        etcd_batch_txn_cancel(op->txn);
         free(op->key);
         free(op);
 }
@@ -126,12 +129,26 @@ static bool read_op_record(ReadOp *op, const EtcdResponse *resp, AllocationRecor
         return true;
 }
 
+/* A record read claimed whose claim the view lacks (allocator-orphan.h) is placed again: the
+ * read of the records at a (re)read of the claims finds such records, this finds one whose
+ * re-placement was given up since (O(1)). */
+static void kick_orphan(Allocator *a, const AllocationRecord *rec, int64_t revision) {
+        OrphanView v;
+
+        if (rec->status != ALLOCATION_CLAIMED || !cache_ready(a))
+                return;
+        v = scan_orphan_view(a, rec);
+        if (allocation_record_orphaned(rec, revision, &v))
+                replace_record_orphaned(a, rec);
+}
+
 static void on_get(Etcd *e, const EtcdResponse *resp, void *userdata) {
         _cleanup_(allocation_record_done) AllocationRecord rec = {};
         ReadOp *op = userdata;
 
         if (!read_op_record(op, resp, &rec))
                 return;
+        kick_orphan(op->allocator, &rec, resp->kvs[0].mod_revision);
         read_op_answer(op, 200, record_json(op->allocator, &rec));
 }
 
@@ -200,7 +217,7 @@ static void delete_read(ReadOp *op);
 static void on_deleted(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ReadOp *op = userdata;
 
-        op->etcd = NULL;
+        op->txn = NULL;
         if (allocator_etcd_failed(op->allocator, resp)) {
                 read_op_unavailable(op, resp);
                 return;
@@ -251,14 +268,15 @@ static int delete_send(ReadOp *op, const AllocationRecord *rec) {
                                         .result = ETCD_EQUAL, .number = c->mod_revision };
                 ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = c->key };
         }
-        return etcd_txn(a->etcd, cmp, cmp[1].key ? 2 : 1, ops, n, NULL, 0, on_deleted, op,
-                        &op->etcd);
+        return etcd_batch_txn(a->batch, cmp, cmp[1].key ? 2 : 1, ops, n, NULL, 0, on_deleted,
+                              op, &op->txn);
 }
 
 static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         _cleanup_(allocation_record_done) AllocationRecord rec = {};
         ReadOp *op = userdata;
 
+        op->txn = NULL;
         if (!read_op_record(op, resp, &rec))
                 return;
         op->record_revision = resp->kvs[0].mod_revision;
@@ -266,8 +284,10 @@ static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 read_op_unavailable(op, NULL);
 }
 
+/* The record, read in a batch with other requests' transactions. */
 static void delete_read(ReadOp *op) {
-        if (etcd_range(op->allocator->etcd, op->key, NULL, 1, on_delete_read, op, &op->etcd) < 0)
+        if (etcd_batch_range(op->allocator->batch, op->key, NULL, 1, on_delete_read, op,
+                             &op->txn) < 0)
                 read_op_unavailable(op, NULL);
 }
 
@@ -440,6 +460,8 @@ static void api_metrics(Allocator *a, ApiRequest *req) {
                 .fleet_view_ready = cache_ready(a),
         };
         char *text;
+
+        etcd_batch_counts(a->batch, &g.etcd_batches, &g.etcd_batched_txns);
 
         if (allocator_metrics_format(&a->metrics, &g, &text) < 0) {
                 api_request_error(req, 500, "out of memory (metrics)");

@@ -457,11 +457,14 @@ static void on_watch(Etcd *e, EtcdWatch *watch, const EtcdEvent *events, size_t 
                 watch_resync(w);
                 return;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 if (events[i].type == ETCD_EVENT_PUT)
                         apply_put(a, w->kind, &events[i].kv, w->generation);
                 else
                         apply_delete(a, w->kind, events[i].kv.key, events[i].kv.mod_revision);
+                /* In revision order, and a revision's events all in one message. */
+                w->revision = MAX(w->revision, events[i].kv.mod_revision);
+        }
 }
 
 static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
@@ -488,8 +491,10 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
         }
         w->ready = w->read_once = true;
         w->backoff = 0;
+        w->revision = resp->revision;
         log_debug("Read %zu keys of %s at revision %" PRId64 ", watching", resp->n_kvs,
                   w->prefix, resp->revision);
+        scan_view_read(a, w->kind);
 }
 
 static void watch_resync(CacheWatch *w) {

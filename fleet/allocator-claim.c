@@ -4,7 +4,10 @@
  * is unchanged since the view read it, and that the slot has no claim; its puts are the
  * record and the claim. A transaction that fails reads, in its failure branch, the record
  * (there: the same allocationId asked again, answered with it), the slot and its claim (to
- * bring the view up to date at once); then the next slot, a bounded number of times. */
+ * bring the view up to date at once); then the next slot, a bounded number of times.
+ * The claims of concurrent POSTs go to etcd together, each a nested transaction of one
+ * request (etcd.h's group commit: one request, one raft entry, one fsync for them all); a
+ * failed request fails each of its claims as a failed transaction of its own would. */
 #include <inttypes.h>
 
 #include "allocator.h"
@@ -21,7 +24,8 @@ typedef struct ClaimOp {
         unsigned attempts;
         bool pending; /* rec's slot is marked in flight in placement */
         char *slot_key, *claim_key, *claim_value;
-        EtcdRequest *etcd;
+        EtcdRequest *etcd;       /* the record's read, with no slot left */
+        EtcdBatchTxn *claim_txn; /* the claim, in a batch (etcd.h's group commit) */
 } ClaimOp;
 
 static void claim_op_unpend(ClaimOp *op) {
@@ -34,6 +38,7 @@ static void claim_op_unpend(ClaimOp *op) {
 static void claim_op_free(ClaimOp *op) {
         claim_op_unpend(op);
         etcd_request_cancel(op->etcd);
+        etcd_batch_txn_cancel(op->claim_txn);
         api_allocate_body_done(&op->body);
         /* rec's strings other than its own copies point into body (see claim_op_new). */
         free(op->rec.machine_id);
@@ -129,7 +134,7 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         Allocator *a = op->allocator;
         EtcdKv claim;
 
-        op->etcd = NULL;
+        op->claim_txn = NULL;
         claim_op_unpend(op);
         if (allocator_etcd_failed(a, resp)) {
                 claim_op_etcd_failed(op, resp);
@@ -187,13 +192,14 @@ static int claim_send(ClaimOp *op, const CacheSlot *s) {
         failure[0] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->record_key, .limit = 1 };
         failure[1] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->slot_key, .limit = 1 };
         failure[2] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->claim_key, .limit = 1 };
-        return etcd_txn(op->allocator->etcd, cmp, ELEMENTSOF(cmp), success, 2, failure, 3,
-                        on_claim_answer, op, &op->etcd);
+        return etcd_batch_txn(op->allocator->batch, cmp, ELEMENTSOF(cmp), success, 2,
+                              failure, 3, on_claim_answer, op, &op->claim_txn);
 }
 
 /* The record and the claim for slot s. */
 static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
         Allocator *a = op->allocator;
+        const CacheMachine *m = cache_machine(a, s->machine_id);
         usec_t now = now_usec(CLOCK_REALTIME);
         ClaimDoc claim;
         int r;
@@ -217,7 +223,9 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
         claim = (ClaimDoc){ .allocation_id = op->rec.allocation_id,
                             .fleet_id = op->rec.fleet_id,
                             .build_configuration_id = op->rec.build_configuration_id,
-                            .payload = op->rec.payload, .deadline = op->rec.deadline };
+                            .payload = op->rec.payload, .deadline = op->rec.deadline,
+                            /* placement's last resort: its host lets it through (SPEC §13) */
+                            .draining = m && m->doc.draining };
         return claim_doc_format(&claim, &op->claim_value);
 }
 

@@ -133,9 +133,25 @@ bool allocator_listen_is_loopback(const ProxyListen *l) {
         return l->family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&l->address.in6);
 }
 
+/* TLS files beside a plain http:// endpoint are a typo that would send the fleet's traffic in
+ * clear text: refused rather than ignored (as slotd.ini's fleet.etcd_ca... are). */
+static int check_etcd_tls(ParseContext *ctx, const AllocatorConfig *c) {
+        const char *key = c->etcd_ca ? "ca_file" : "cert_file";
+
+        if (!c->etcd_ca && !c->etcd_cert)
+                return 0;
+        STRV_FOREACH(e, c->etcd_endpoints)
+                if (strncmp(*e, "http://", 7) == 0)
+                        return ctx_error(ctx, -EINVAL, key_line(ctx, "etcd", key), NULL,
+                                         "etcd.%s: TLS to etcd needs https:// endpoints, but "
+                                         "etcd.endpoints has %s", key, *e);
+        return 0;
+}
+
 /* What no single key can tell: keys that go together, and authentication off the loopback. */
 static int allocator_config_check(ParseContext *ctx, AllocatorConfig *c) {
         unsigned line;
+        int r;
 
         if (!c->etcd_endpoints)
                 return ctx_error(ctx, -EINVAL, key_line(ctx, "etcd", "endpoints"), NULL,
@@ -155,6 +171,9 @@ static int allocator_config_check(ParseContext *ctx, AllocatorConfig *c) {
                 return ctx_error(ctx, -EINVAL,
                                  key_line(ctx, "etcd", c->etcd_cert ? "cert_file" : "key_file"),
                                  NULL, "etcd.cert_file and etcd.key_file go together");
+        r = check_etcd_tls(ctx, c);
+        if (r < 0)
+                return r;
         if (!allocator_listen_is_loopback(&c->listen) && !c->token_file && !c->tls_client_ca)
                 return ctx_error(ctx, -EPERM, key_line(ctx, "allocator", "listen"), c->listen.text,
                                  "allocator.listen: not a loopback address, and no "

@@ -160,6 +160,10 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* Batches of the API's transactions in flight at a time: while they are, those that come
+ * queue for the next. */
+#define BATCHES_IN_FLIGHT 1
+
 static int allocator_setup(Allocator *a, int listen_fd) {
         EtcdConfig ec = {
                 .endpoints = a->config->etcd_endpoints,
@@ -182,6 +186,8 @@ static int allocator_setup(Allocator *a, int listen_fd) {
         if (r < 0)
                 return log_oom();
         r = etcd_new(&a->etcd, a->event, &ec);
+        if (r >= 0)
+                r = etcd_batch_new(&a->batch, a->etcd, a->event, BATCHES_IN_FLIGHT);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the etcd client: %m");
         r = http_start(a, listen_fd);
@@ -192,8 +198,10 @@ static int allocator_setup(Allocator *a, int listen_fd) {
 
 static void allocator_done(Allocator *a) {
         http_stop(a);
+        scan_done(a);
         replace_done(a);
         cache_done(a);
+        a->batch = etcd_batch_free(a->batch);
         a->etcd = etcd_free(a->etcd);
         a->placement = placement_free(a->placement);
         a->event = sd_event_unref(a->event);
@@ -216,6 +224,14 @@ static int run(AllocatorConfig *config) {
                 r = fd = listen_socket(&config->listen);
         if (r >= 0)
                 r = drop_privileges(config->user, "allocator.user", false);
+        /* Unlike the files above, libcurl opens etcd's TLS files on each new connection, as
+         * this user. */
+        if (r >= 0)
+                r = check_file_readable(config->etcd_ca, "etcd.ca_file");
+        if (r >= 0)
+                r = check_file_readable(config->etcd_cert, "etcd.cert_file");
+        if (r >= 0)
+                r = check_file_readable(config->etcd_key, "etcd.key_file");
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);

@@ -24,6 +24,7 @@ static const char *const result_names[_ALLOC_RESULT_MAX] = {
 static const char *const reason_names[_REPLACE_REASON_MAX] = {
         [REPLACE_DEADLINE] = "deadline",
         [REPLACE_REFUSED] = "refused",
+        [REPLACE_ORPHANED] = "orphaned",
 };
 
 const char *alloc_result_to_string(AllocResult r) {
@@ -99,6 +100,12 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
                     m->claims_dropped);
         put_counter(f, "slotd_allocator_watch_resyncs_total",
                     "Times the fleet view was read anew after its watch broke.", m->watch_resyncs);
+        put_counter(f, "slotd_allocator_etcd_batches_total",
+                    "Requests to etcd that carried transactions sent together.",
+                    g->etcd_batches);
+        put_counter(f, "slotd_allocator_etcd_batched_txns_total",
+                    "Transactions sent to etcd together, each nested in one of those requests.",
+                    g->etcd_batched_txns);
         put_gauge(f, "slotd_allocator_cache_slots", "Slots in the fleet view.", g->slots);
         put_gauge(f, "slotd_allocator_cache_machines", "Machines in the fleet view.", g->machines);
         put_gauge(f, "slotd_allocator_cache_claims", "Claims not yet confirmed.", g->claims);

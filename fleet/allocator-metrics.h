@@ -27,6 +27,7 @@ const char *alloc_result_to_string(AllocResult r);
 typedef enum ReplaceReason {
         REPLACE_DEADLINE, /* its host did not confirm in time */
         REPLACE_REFUSED,  /* its host's slotd refused it */
+        REPLACE_ORPHANED, /* its record was found claimed without it (allocator-orphan.h) */
         _REPLACE_REASON_MAX,
 } ReplaceReason;
 
@@ -43,7 +44,7 @@ typedef struct AllocatorMetrics {
         uint64_t etcd_errors;
         uint64_t txn_conflicts;  /* claim transactions whose compares failed */
         uint64_t claims_replaced[_REPLACE_REASON_MAX];
-        uint64_t claims_dropped; /* refused claims that could be placed nowhere */
+        uint64_t claims_dropped; /* refused (or orphaned) claims that could be placed nowhere */
         uint64_t watch_resyncs;
 } AllocatorMetrics;
 
@@ -52,6 +53,8 @@ typedef struct AllocatorGauges {
         size_t slots, machines, claims;
         size_t requests_in_flight;
         bool fleet_view_ready;
+        /* etcd.h's group commit: requests sent, and the transactions they carried */
+        uint64_t etcd_batches, etcd_batched_txns;
 } AllocatorGauges;
 
 void allocator_metrics_observe_latency(AllocatorMetrics *m, usec_t latency);

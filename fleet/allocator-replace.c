@@ -3,9 +3,11 @@
  * timer at its deadline; a claim deleted without its record being fulfilled was refused by
  * its host. Either way the record is read, a new slot picked (its machine and the record's
  * excluded ones left out), and one transaction conditioned on the record as read, the new
- * slot unchanged and without a claim (and, for a deadline, the old claim unchanged) moves the
- * claim. Replicas race on it; the compares let one win. A claim whose record is gone or has
- * moved on is garbage, deleted if unchanged. */
+ * slot unchanged and without a claim (and, for a deadline, the old claim unchanged; else the
+ * old claim not the record's: absent, or another's) moves the claim. Replicas race on it; the
+ * compares let one win. A claim whose record is gone or has moved on is garbage, deleted if
+ * unchanged. A claimed record found without its claim (allocator-scan.c, a GET) is placed
+ * again as a refused one. */
 #include <inttypes.h>
 #include <sys/random.h>
 
@@ -29,7 +31,7 @@ struct ReplaceOp {
         char *record_key;
         char *old_machine;
         uint32_t old_slot;
-        char *old_claim_key;      /* deadline: the claim to move */
+        char *old_claim_key;      /* deadline: the claim to move; else the one gone */
         int64_t old_claim_revision;
         int64_t record_revision;
         char *new_machine;        /* the slot in flight */
@@ -87,7 +89,8 @@ static ReplaceOp *op_new(Allocator *a, ReplaceReason reason, const ClaimDoc *doc
         if (!op->allocation_id || !op->fleet || !op->old_machine ||
             !fleet_key_component_valid(op->fleet) ||
             !fleet_key_component_valid(op->allocation_id) ||
-            !(op->record_key = allocator_record_key(a, op->fleet, op->allocation_id))) {
+            !(op->record_key = allocator_record_key(a, op->fleet, op->allocation_id)) ||
+            !(op->old_claim_key = fleet_key_claim(a->config->prefix, machine, slot))) {
                 op_free(op);
                 return NULL;
         }
@@ -115,11 +118,13 @@ static void op_later(ReplaceOp *op, usec_t delay) {
 }
 
 /* Tried enough for now: a deadline's claim comes back at its next deadline (its timer is
- * re-armed by the view), a refused one is given up. */
+ * re-armed by the view), a refused one is given up (a GET of its record past its deadline,
+ * or the next read of the claims, finds it again: allocator-orphan.h). */
 static void op_give_up(ReplaceOp *op, const char *why) {
         Allocator *a = op->allocator;
-        CacheClaim *c = op->old_claim_key ? hashmap_get(&a->cache.claims, op->old_claim_key)
-                                          : NULL;
+        CacheClaim *c = op->reason == REPLACE_DEADLINE ? hashmap_get(&a->cache.claims,
+                                                                     op->old_claim_key)
+                                                       : NULL;
 
         log_warning("Allocation %s: its claim on slot %" PRIu32 " of %s cannot be placed again "
                     "now: %s", op->allocation_id, op->old_slot, op->old_machine, why);
@@ -161,6 +166,32 @@ static void delete_garbage(ReplaceOp *op) {
                 op_etcd_failed(op, NULL);
 }
 
+static const char *reason_words(ReplaceReason reason) {
+        return reason == REPLACE_DEADLINE ? "not confirmed in time"
+               : reason == REPLACE_REFUSED ? "refused"
+                                           : "found without its claim";
+}
+
+/* A claim gone (refused, orphaned) is moved, or its record dropped, only if the old claim
+ * key does not hold the record's claim: a claim is put with its record, in one transaction,
+ * so the record's claim is the one of the record's mod_revision. Absent, or another
+ * allocation's put later, it is not. The failure branch reads it. */
+static EtcdCompare old_claim_not_the_records(const ReplaceOp *op) {
+        return (EtcdCompare){ .key = op->old_claim_key, .target = ETCD_TARGET_MOD,
+                              .result = ETCD_NOT_EQUAL, .number = op->record_revision };
+}
+
+/* Whether a failed transaction found the record's claim still there: nothing to place. */
+static bool old_claim_there(const ReplaceOp *op, const EtcdResponse *resp) {
+        if (op->reason == REPLACE_DEADLINE || resp->n_responses < 1 ||
+            resp->responses[0].n_kvs != 1 ||
+            resp->responses[0].kvs[0].mod_revision != op->record_revision)
+                return false;
+        log_debug("Allocation %s: its claim %s is there after all", op->allocation_id,
+                  op->old_claim_key);
+        return true;
+}
+
 /* ---- a refused claim with nowhere to go ---- */
 
 static void on_dropped(Etcd *e, const EtcdResponse *resp, void *userdata) {
@@ -173,22 +204,30 @@ static void on_dropped(Etcd *e, const EtcdResponse *resp, void *userdata) {
         }
         if (resp->succeeded) {
                 op->allocator->metrics.claims_dropped++;
-                log_warning("Allocation %s: refused by %s and no other slot of fleet %s is "
-                            "free: its record is deleted", op->allocation_id, op->old_machine,
+                log_warning("Allocation %s: %s on slot %" PRIu32 " of %s, and no other slot of "
+                            "fleet %s is free: its record is deleted", op->allocation_id,
+                            reason_words(op->reason), op->old_slot, op->old_machine,
                             op->fleet);
                 op_free(op);
                 return;
         }
-        op_read(op); /* the record changed meanwhile */
+        if (old_claim_there(op, resp))
+                op_free(op);
+        else
+                op_read(op); /* the record changed meanwhile */
 }
 
 static void drop_record(ReplaceOp *op) {
-        const EtcdCompare cmp = { .key = op->record_key, .target = ETCD_TARGET_MOD,
-                                  .result = ETCD_EQUAL, .number = op->record_revision };
+        const EtcdCompare cmp[2] = {
+                { .key = op->record_key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                  .number = op->record_revision },
+                old_claim_not_the_records(op),
+        };
         const EtcdOp del = { .type = ETCD_OP_DELETE, .key = op->record_key };
+        const EtcdOp fail = { .type = ETCD_OP_RANGE, .key = op->old_claim_key };
 
         if (++op->attempts > REPLACE_ATTEMPTS_MAX ||
-            etcd_txn(op->allocator->etcd, &cmp, 1, &del, 1, NULL, 0, on_dropped, op,
+            etcd_txn(op->allocator->etcd, cmp, 2, &del, 1, &fail, 1, on_dropped, op,
                      &op->etcd) < 0)
                 op_give_up(op, "its record cannot be deleted");
 }
@@ -210,7 +249,9 @@ static void on_moved(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 /* Another replica moved it, its host confirmed it, or the new slot was taken:
                  * the record read anew tells which. */
                 a->metrics.txn_conflicts++;
-                if (++op->attempts < REPLACE_ATTEMPTS_MAX)
+                if (old_claim_there(op, resp))
+                        op_free(op);
+                else if (++op->attempts < REPLACE_ATTEMPTS_MAX)
                         op_read(op);
                 else
                         op_give_up(op, "every attempt lost a race");
@@ -223,9 +264,8 @@ static void on_moved(Etcd *e, const EtcdResponse *resp, void *userdata) {
         cache_apply_kv(a, op->new_claim_key, &claim);
         a->metrics.claims_replaced[op->reason]++;
         log_info("Allocation %s: %s on slot %" PRIu32 " of %s, placed again on slot %" PRIu32
-                 " of %s", op->allocation_id,
-                 op->reason == REPLACE_DEADLINE ? "not confirmed in time" : "refused",
-                 op->old_slot, op->old_machine, op->new_slot, op->new_machine);
+                 " of %s", op->allocation_id, reason_words(op->reason), op->old_slot,
+                 op->old_machine, op->new_slot, op->new_machine);
         op_free(op);
 }
 
@@ -242,6 +282,7 @@ static int move_send(ReplaceOp *op, const char *record, const CacheSlot *s) {
                 { .type = ETCD_OP_PUT, .key = op->record_key, .value = record },
                 { .type = ETCD_OP_PUT, .key = op->new_claim_key, .value = op->new_claim_value },
         };
+        const EtcdOp fail = { .type = ETCD_OP_RANGE, .key = op->old_claim_key };
         size_t n_cmp = 3, n_ops = 2;
 
         if (op->reason == REPLACE_DEADLINE) {
@@ -249,15 +290,17 @@ static int move_send(ReplaceOp *op, const char *record, const CacheSlot *s) {
                                               .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
                                               .number = op->old_claim_revision };
                 ops[n_ops++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = op->old_claim_key };
-        }
-        return etcd_txn(op->allocator->etcd, cmp, n_cmp, ops, n_ops, NULL, 0, on_moved, op,
-                        &op->etcd);
+        } else
+                cmp[n_cmp++] = old_claim_not_the_records(op);
+        return etcd_txn(op->allocator->etcd, cmp, n_cmp, ops, n_ops, &fail,
+                        op->reason == REPLACE_DEADLINE ? 0 : 1, on_moved, op, &op->etcd);
 }
 
 /* rec moved to slot s: the new claim, the record to put. */
 static int move_prepare(ReplaceOp *op, AllocationRecord *rec, const CacheSlot *s,
                         char **ret_record) {
         Allocator *a = op->allocator;
+        const CacheMachine *m = cache_machine(a, s->machine_id);
         usec_t now = now_usec(CLOCK_REALTIME);
         ClaimDoc claim;
         int r = 0;
@@ -290,7 +333,8 @@ static int move_prepare(ReplaceOp *op, AllocationRecord *rec, const CacheSlot *s
                 return -ENOMEM;
         claim = (ClaimDoc){ .allocation_id = rec->allocation_id, .fleet_id = rec->fleet_id,
                             .build_configuration_id = rec->build_configuration_id,
-                            .payload = rec->payload, .deadline = rec->deadline };
+                            .payload = rec->payload, .deadline = rec->deadline,
+                            .draining = m && m->doc.draining }; /* the last resort */
         r = claim_doc_format(&claim, &op->new_claim_value);
         return r < 0 ? r : allocation_record_format(rec, ret_record);
 }
@@ -313,7 +357,7 @@ static void move(ReplaceOp *op, AllocationRecord *rec) {
         if (placement_pick(a->placement, &pr, &machine, &id) >= 0)
                 s = cache_slot_by_index(a, machine, id);
         if (!s) {
-                if (op->reason == REPLACE_REFUSED)
+                if (op->reason != REPLACE_DEADLINE)
                         drop_record(op);
                 else
                         op_give_up(op, "no other slot is free");
@@ -374,7 +418,7 @@ static void op_read(ReplaceOp *op) {
         }
         /* A claim gone: placed again elsewhere already, or fulfilled (the slot's document
          * shows the allocation): done. */
-        if (op->reason == REPLACE_REFUSED &&
+        if (op->reason != REPLACE_DEADLINE &&
             (hashmap_get(&a->cache.claims_by_allocation, op->allocation_id) ||
              (s && streq_ptr(s->doc.allocation_id, op->allocation_id)))) {
                 op_free(op);
@@ -401,11 +445,8 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         if (op_find(a, c->doc.allocation_id))
                 return 0; /* one move at a time per allocation */
         op = op_new(a, REPLACE_DEADLINE, &c->doc, c->machine_id, c->slot_id);
-        if (!op || !(op->old_claim_key = strdup(c->key))) {
-                if (op)
-                        op_free(op);
+        if (!op)
                 return 0;
-        }
         op->old_claim_revision = c->mod_revision;
         log_debug("Claim %s of allocation %s passed its deadline unconfirmed", c->key,
                   c->doc.allocation_id);
@@ -440,6 +481,18 @@ void replace_claim_gone(Allocator *a, const ClaimDoc *doc, const char *machine_i
         op = op_new(a, REPLACE_REFUSED, doc, machine_id, slot_id);
         if (op)
                 op_later(op, GONE_CHECK_DELAY);
+}
+
+void replace_record_orphaned(Allocator *a, const AllocationRecord *rec) {
+        const ClaimDoc doc = { .allocation_id = rec->allocation_id, .fleet_id = rec->fleet_id };
+        ReplaceOp *op;
+
+        if (!rec->allocation_id || !rec->fleet_id || !rec->machine_id ||
+            op_find(a, rec->allocation_id))
+                return;
+        op = op_new(a, REPLACE_ORPHANED, &doc, rec->machine_id, rec->slot_id);
+        if (op)
+                op_later(op, jitter()); /* the replicas that read it too, spread */
 }
 
 void replace_done(Allocator *a) {

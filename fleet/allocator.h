@@ -21,6 +21,7 @@
 
 #include "allocator-config.h"
 #include "allocator-metrics.h"
+#include "allocator-orphan.h"
 #include "allocator-request.h"
 #include "docs.h"
 #include "etcd.h"
@@ -100,6 +101,8 @@ typedef struct CacheWatch {
         unsigned generation;
         bool ready;     /* read and watched */
         bool read_once; /* read at least once: the view serves while it is read anew */
+        /* Every event up to it is in the view: its range's revision, then each event's. */
+        int64_t revision;
 } CacheWatch;
 
 typedef struct Cache {
@@ -164,7 +167,28 @@ int replace_claim_seen(Allocator *a, CacheClaim *c);
  * refused it (SPEC §13 step 2): placed again. */
 void replace_claim_gone(Allocator *a, const ClaimDoc *doc, const char *machine_id,
                         uint32_t slot_id);
+/* A claimed record found without its claim (allocator-orphan.h): placed again as a refused
+ * one, unless an op is at it already. */
+void replace_record_orphaned(Allocator *a, const AllocationRecord *rec);
 void replace_done(Allocator *a);
+
+/* ---- claimed records without their claim (allocator-scan.c) ---- */
+
+typedef struct RecordScan {
+        EtcdRequest *range;     /* the page in flight */
+        sd_event_source *retry; /* a page etcd did not answer, asked again */
+        usec_t backoff;
+        char *from;             /* the first key of the next page (the last one read) */
+        bool wanted;            /* the claims were (re)read: a scan once the whole view is */
+        size_t n_records, n_orphaned;
+} RecordScan;
+
+/* One kind of the view was (re)read: after the claims, every record is read once the whole
+ * view is, and each claimed one without its claim placed again. */
+void scan_view_read(Allocator *a, CacheKind kind);
+/* What the view tells of rec's claim, for allocation_record_orphaned(). */
+OrphanView scan_orphan_view(const Allocator *a, const AllocationRecord *rec);
+void scan_done(Allocator *a);
 
 /* ---- the whole ---- */
 
@@ -182,6 +206,10 @@ struct Allocator {
         size_t requests_in_flight;
         ApiRequest *requests;
         ReplaceOp *replace_ops;
+        /* POST's claims and DELETE's read and transaction, sent together (etcd.h's group
+         * commit). */
+        EtcdBatch *batch;
+        RecordScan scan;
 };
 
 /* The record's key of an allocation: <prefix>/allocations/<fleet>/<allocationId>. */

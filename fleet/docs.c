@@ -98,6 +98,7 @@ static const Field claim_fields[] = {
         FIELD(ClaimDoc, "buildConfigurationId", FIELD_STRING, build_configuration_id),
         FIELD(ClaimDoc, "payload", FIELD_PAYLOAD, payload),
         FIELD(ClaimDoc, "deadline", FIELD_TIME, deadline),
+        FIELD(ClaimDoc, "draining", FIELD_BOOL, draining),
 };
 
 static const Field deallocation_fields[] = {

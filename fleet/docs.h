@@ -172,6 +172,7 @@ typedef struct ClaimDoc {
         char *build_configuration_id;
         char *payload;
         usec_t deadline;
+        bool draining; /* the machine is draining: the allocator's last resort (absent: false) */
 } ClaimDoc;
 
 int claim_doc_format(const ClaimDoc *d, char **ret);

@@ -161,7 +161,7 @@ static int parse_kvs(const json_t *o, EtcdResponse *resp) {
 static int parse_body(EtcdAnswerKind kind, const json_t *o, EtcdResponse *resp, int depth);
 
 /* A txn's responses: [{"response_range":{...}} | {"response_put":{...}} |
- * {"response_delete_range":{...}}, ...]. */
+ * {"response_delete_range":{...}} | {"response_txn":{...}}, ...]. */
 static int parse_txn_responses(const json_t *o, EtcdResponse *resp, int depth) {
         static const struct {
                 const char *name;
@@ -170,6 +170,7 @@ static int parse_txn_responses(const json_t *o, EtcdResponse *resp, int depth) {
                 { "response_range", ETCD_ANSWER_RANGE },
                 { "response_put", ETCD_ANSWER_PUT },
                 { "response_delete_range", ETCD_ANSWER_DELETE },
+                { "response_txn", ETCD_ANSWER_TXN },
         };
         json_t *a, *v;
         size_t i;
@@ -197,10 +198,13 @@ static int parse_txn_responses(const json_t *o, EtcdResponse *resp, int depth) {
                                 break;
                 }
                 if (!inner)
-                        return -EBADMSG; /* response_txn: we never send a nested txn */
+                        return -EBADMSG;
                 r = parse_body(ops[j].kind, inner, &resp->responses[i], depth + 1);
                 if (r < 0)
                         return r;
+                /* etcd gives a nested txn no header: it is made at the enclosing revision. */
+                if (resp->responses[i].revision == 0)
+                        resp->responses[i].revision = resp->revision;
         }
         return 0;
 }
@@ -208,7 +212,8 @@ static int parse_txn_responses(const json_t *o, EtcdResponse *resp, int depth) {
 static int parse_body(EtcdAnswerKind kind, const json_t *o, EtcdResponse *resp, int depth) {
         int r;
 
-        if (!json_is_object(o) || depth > 1)
+        /* depth: a txn's op answers are 1 down, a nested txn's 2, ... */
+        if (!json_is_object(o) || depth > ETCD_TXN_NESTING_MAX + 1)
                 return -EBADMSG;
         r = get_header_revision(o, &resp->revision);
         if (r < 0)
@@ -227,6 +232,8 @@ static int parse_body(EtcdAnswerKind kind, const json_t *o, EtcdResponse *resp, 
         case ETCD_ANSWER_DELETE:
                 return get_int64(o, "deleted", &resp->deleted);
         case ETCD_ANSWER_TXN:
+                if (depth > ETCD_TXN_NESTING_MAX)
+                        return -EBADMSG;
                 r = get_bool(o, "succeeded", &resp->succeeded);
                 if (r >= 0)
                         r = parse_txn_responses(o, resp, depth);

@@ -2,12 +2,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "etcd-json.h"
 #include "macro.h"
+#include "strv.h"
 
 #define _cleanup_json_ _cleanup_(json_decrefp) /* jansson's own */
 
@@ -255,7 +257,11 @@ static int build_compare(const EtcdCompare *c, json_t **ret) {
         return 0;
 }
 
-static int build_op(const EtcdOp *op, json_t **ret) {
+static int build_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+                     size_t n_success, const EtcdOp *failure, size_t n_failure, unsigned depth,
+                     json_t **ret);
+
+static int build_op(const EtcdOp *op, unsigned depth, json_t **ret) {
         _cleanup_json_ json_t *inner = NULL, *o = NULL;
         const char *name;
         int r;
@@ -273,6 +279,13 @@ static int build_op(const EtcdOp *op, json_t **ret) {
                 name = "request_delete_range";
                 r = build_range(op->key, op->range_end, 0, &inner);
                 break;
+        case ETCD_OP_TXN:
+                if (depth >= ETCD_TXN_NESTING_MAX)
+                        return -EINVAL;
+                name = "request_txn";
+                r = build_txn(op->compare, op->n_compare, op->success, op->n_success,
+                              op->failure, op->n_failure, depth + 1, &inner);
+                break;
         default:
                 return -EINVAL;
         }
@@ -285,7 +298,7 @@ static int build_op(const EtcdOp *op, json_t **ret) {
         return 0;
 }
 
-static int build_ops(const EtcdOp *ops, size_t n, json_t **ret) {
+static int build_ops(const EtcdOp *ops, size_t n, unsigned depth, json_t **ret) {
         _cleanup_json_ json_t *a = json_array();
         int r;
 
@@ -293,7 +306,7 @@ static int build_ops(const EtcdOp *ops, size_t n, json_t **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 json_t *op = NULL;
-                r = build_op(&ops[i], &op);
+                r = build_op(&ops[i], depth, &op);
                 if (r < 0)
                         return r;
                 if (json_array_append_new(a, op) < 0)
@@ -303,8 +316,10 @@ static int build_ops(const EtcdOp *ops, size_t n, json_t **ret) {
         return 0;
 }
 
-int etcd_json_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
-                  size_t n_success, const EtcdOp *failure, size_t n_failure, char **ret) {
+/* depth: how many txns enclose this one. */
+static int build_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+                     size_t n_success, const EtcdOp *failure, size_t n_failure, unsigned depth,
+                     json_t **ret) {
         _cleanup_json_ json_t *o = json_object(), *cmp = json_array();
         json_t *ops = NULL;
         int r;
@@ -324,17 +339,151 @@ int etcd_json_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *su
         }
         if (json_object_set_new(o, "compare", TAKE_PTR(cmp)) < 0)
                 return -ENOMEM;
-        r = build_ops(success, n_success, &ops);
+        r = build_ops(success, n_success, depth, &ops);
         if (r < 0)
                 return r;
         if (json_object_set_new(o, "success", ops) < 0)
                 return -ENOMEM;
-        r = build_ops(failure, n_failure, &ops);
+        r = build_ops(failure, n_failure, depth, &ops);
         if (r < 0)
                 return r;
         if (json_object_set_new(o, "failure", ops) < 0)
                 return -ENOMEM;
-        return dump(o, ret);
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int etcd_json_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+                  size_t n_success, const EtcdOp *failure, size_t n_failure, char **ret) {
+        _cleanup_json_ json_t *o = NULL;
+        int r = build_txn(compare, n_compare, success, n_success, failure, n_failure, 0, &o);
+        return r < 0 ? r : dump(o, ret);
+}
+
+int etcd_json_op(const EtcdOp *op, char **ret) {
+        _cleanup_json_ json_t *o = NULL;
+        int r;
+
+        if (!op)
+                return -EINVAL;
+        /* As an op of a txn: a nested txn is one level down already. */
+        r = build_op(op, 0, &o);
+        return r < 0 ? r : dump(o, ret);
+}
+
+int etcd_json_txn_of_ops(char *const *ops, size_t n, char **ret) {
+        static const char head[] = "{\"compare\":[],\"success\":[", tail[] = "],\"failure\":[]}";
+        size_t size = sizeof(head) + sizeof(tail), off;
+        char *s;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!ops[i] || ops[i][0] != '{')
+                        return -EINVAL;
+                size += strlen(ops[i]) + 1;
+        }
+        s = malloc(size);
+        if (!s)
+                return -ENOMEM;
+        memcpy(s, head, sizeof(head) - 1);
+        off = sizeof(head) - 1;
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(ops[i]);
+                if (i > 0)
+                        s[off++] = ',';
+                memcpy(s + off, ops[i], len);
+                off += len;
+        }
+        memcpy(s + off, tail, sizeof(tail));
+        *ret = s;
+        return 0;
+}
+
+/* ---- what etcd checks of a txn's ops ---- */
+
+static unsigned txn_cost(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+                         size_t n_success, const EtcdOp *failure, size_t n_failure,
+                         unsigned depth);
+
+static unsigned ops_cost(const EtcdOp *ops, size_t n, unsigned depth) {
+        unsigned deepest = 0;
+
+        for (size_t i = 0; ops && i < n; i++)
+                if (ops[i].type == ETCD_OP_TXN)
+                        deepest = MAX(deepest, txn_cost(ops[i].compare, ops[i].n_compare,
+                                                        ops[i].success, ops[i].n_success,
+                                                        ops[i].failure, ops[i].n_failure,
+                                                        depth + 1));
+        return deepest;
+}
+
+static unsigned txn_cost(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
+                         size_t n_success, const EtcdOp *failure, size_t n_failure,
+                         unsigned depth) {
+        size_t width = MAX(n_compare, MAX(n_success, n_failure));
+
+        if (depth > ETCD_TXN_NESTING_MAX || width > UINT_MAX / 2)
+                return UINT_MAX / 2;
+        return (unsigned) width + MAX(ops_cost(success, n_success, depth),
+                                      ops_cost(failure, n_failure, depth));
+}
+
+unsigned etcd_txn_op_cost(const EtcdOp *op) {
+        if (!op || op->type != ETCD_OP_TXN)
+                return 0;
+        return txn_cost(op->compare, op->n_compare, op->success, op->n_success, op->failure,
+                        op->n_failure, 1);
+}
+
+static int write_keys(const EtcdOp *ops, size_t n, unsigned depth, char ***keys,
+                      bool *ret_range) {
+        int r;
+
+        for (size_t i = 0; ops && i < n; i++) {
+                const EtcdOp *op = &ops[i];
+
+                switch (op->type) {
+                case ETCD_OP_PUT:
+                case ETCD_OP_DELETE:
+                        if (op->type == ETCD_OP_DELETE && op->range_end)
+                                *ret_range = true;
+                        if (!op->key)
+                                return -EINVAL;
+                        if (strv_contains(*keys, op->key))
+                                break;
+                        r = strv_extend(keys, op->key);
+                        if (r < 0)
+                                return r;
+                        break;
+                case ETCD_OP_TXN:
+                        if (depth >= ETCD_TXN_NESTING_MAX)
+                                return -EINVAL;
+                        r = write_keys(op->success, op->n_success, depth + 1, keys, ret_range);
+                        if (r >= 0)
+                                r = write_keys(op->failure, op->n_failure, depth + 1, keys,
+                                               ret_range);
+                        if (r < 0)
+                                return r;
+                        break;
+                default:
+                        break;
+                }
+        }
+        return 0;
+}
+
+int etcd_txn_op_write_keys(const EtcdOp *op, char ***ret, bool *ret_range) {
+        _cleanup_strv_free_ char **keys = NULL;
+        bool range = false;
+        int r;
+
+        if (!op)
+                return -EINVAL;
+        r = write_keys(op, 1, 0, &keys, &range);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(keys);
+        *ret_range = range;
+        return 0;
 }
 
 int etcd_json_lease_grant(int64_t ttl_sec, char **ret) {

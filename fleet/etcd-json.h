@@ -45,6 +45,16 @@ int etcd_json_put(const char *key, const char *value, int64_t lease, char **ret)
 int etcd_json_delete(const char *key, const char *range_end, char **ret);
 int etcd_json_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
                   size_t n_success, const EtcdOp *failure, size_t n_failure, char **ret);
+/* One op of a txn's branch ({"request_txn":{...}}, ...), and a txn without compares whose
+ * success ops are ops made so (each a JSON object): the pieces of a group commit. */
+int etcd_json_op(const EtcdOp *op, char **ret);
+int etcd_json_txn_of_ops(char *const *ops, size_t n, char **ret);
+/* What etcd checks of a nested txn (ETCD_OP_TXN; 0 for another op) beside others in one
+ * request: its share of --max-txn-ops (the longest of its compares and branches, plus that
+ * of its deepest nested txn), and the keys it puts or deletes in either branch, each once
+ * (*ret_range: it deletes a range too, whose keys are not listed). */
+unsigned etcd_txn_op_cost(const EtcdOp *op);
+int etcd_txn_op_write_keys(const EtcdOp *op, char ***ret, bool *ret_range);
 int etcd_json_lease_grant(int64_t ttl_sec, char **ret);
 int etcd_json_lease_id(int64_t lease_id, char **ret); /* keepalive and revoke */
 int etcd_json_watch(const char *key, const char *range_end, int64_t start_revision,

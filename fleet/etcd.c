@@ -31,6 +31,12 @@ typedef struct Transfer {
         Etcd *etcd;
         CURL *easy;
         char *body;
+        size_t body_size, body_offset; /* what curl read of it so far */
+        /* A read, a keepalive, a watch: may be sent again (to this endpoint or the next). A
+         * write is never sent twice: curl gets its body from a callback it cannot rewind,
+         * so that its own retry of a request on a reused connection that died fails
+         * (CURLE_SEND_FAIL_REWIND) rather than sending the write again. */
+        bool repeatable;
         const char *path;
         size_t endpoint; /* index into etcd->endpoints */
         size_t tries;    /* endpoints tried without sending anything */
@@ -129,6 +135,24 @@ static void transfer_done(Transfer *t) {
         t->body = mfree(t->body);
 }
 
+static size_t on_body_read(char *buffer, size_t size, size_t nitems, void *userdata) {
+        Transfer *t = userdata;
+        size_t n = MIN(size * nitems, t->body_size - t->body_offset);
+
+        memcpy(buffer, t->body + t->body_offset, n);
+        t->body_offset += n;
+        return n;
+}
+
+static int on_body_seek(void *userdata, curl_off_t offset, int origin) {
+        Transfer *t = userdata;
+
+        if (origin != SEEK_SET || offset < 0 || (size_t) offset > t->body_size)
+                return CURL_SEEKFUNC_CANTSEEK;
+        t->body_offset = (size_t) offset;
+        return CURL_SEEKFUNC_OK;
+}
+
 static int transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t, void *),
                           struct curl_slist *headers) {
         Etcd *e = t->etcd;
@@ -138,9 +162,16 @@ static int transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t
                 return -ENOMEM;
         t->easy = c;
         t->endpoint = e->current;
+        t->body_size = strlen(t->body);
         if (curl_easy_setopt(c, CURLOPT_PRIVATE, t) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_POSTFIELDS, t->body) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long) strlen(t->body)) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_READFUNCTION, on_body_read) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_READDATA, t) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) t->body_size) !=
+                    CURLE_OK ||
+            (t->repeatable &&
+             (curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_body_seek) != CURLE_OK ||
+              curl_easy_setopt(c, CURLOPT_SEEKDATA, t) != CURLE_OK)) ||
             curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_WRITEDATA, t) != CURLE_OK ||
@@ -168,6 +199,7 @@ static int transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec)
         if (asprintf(&url, "%s%s", e->endpoints[t->endpoint], t->path) < 0)
                 return -ENOMEM;
         t->errbuf[0] = '\0';
+        t->body_offset = 0;
         if (curl_easy_setopt(t->easy, CURLOPT_URL, url) != CURLE_OK ||
             curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS,
                              (long) ((timeout_usec + 999) / USEC_PER_MSEC)) != CURLE_OK ||
@@ -185,7 +217,8 @@ static bool transfer_failover(Transfer *t, bool repeatable) {
         Etcd *e = t->etcd;
         long sent = 0;
 
-        if (t->result == CURLE_WRITE_ERROR || t->result == CURLE_OUT_OF_MEMORY)
+        if (t->result == CURLE_WRITE_ERROR || t->result == CURLE_OUT_OF_MEMORY ||
+            t->result == CURLE_SEND_FAIL_REWIND)
                 return false;
         /* A read (or a keepalive) may always be asked again elsewhere. A write that was sent
          * may have been applied (a follower forwards it before it dies): never repeated. */
@@ -226,6 +259,7 @@ static int curl_error_to_errno(CURLcode c) {
         case CURLE_RECV_ERROR:
         case CURLE_SEND_ERROR:
         case CURLE_PARTIAL_FILE:
+        case CURLE_SEND_FAIL_REWIND: /* a write curl would have sent again on a new connection */
                 return -ECONNRESET;
         default:
                 return -EIO;
@@ -263,8 +297,8 @@ static int request_restart(EtcdRequest *req) {
         return transfer_start(&req->t, left, left);
 }
 
-static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, etcd_callback_t cb,
-                          void *userdata, EtcdRequest **ret) {
+static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, bool repeatable,
+                          etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
         _cleanup_free_ char *b = body;
         EtcdRequest *req;
         int r;
@@ -275,7 +309,7 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, etcd_callbac
         if (!req)
                 return -ENOMEM;
         req->t = (Transfer) { .kind = TRANSFER_REQUEST, .etcd = e, .body = TAKE_PTR(b),
-                              .path = etcd_answer_path(kind) };
+                              .repeatable = repeatable, .path = etcd_answer_path(kind) };
         req->answer_kind = kind;
         req->cb = cb;
         req->userdata = userdata;
@@ -295,11 +329,8 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, etcd_callbac
 
 static void request_finished(EtcdRequest *req, CURLcode result) {
         req->t.result = result;
-        bool repeatable = req->answer_kind == ETCD_ANSWER_RANGE ||
-                          req->answer_kind == ETCD_ANSWER_LEASE_KEEPALIVE;
-
         if (result != CURLE_OK && request_remaining(req) > 0 &&
-            transfer_failover(&req->t, repeatable) &&
+            transfer_failover(&req->t, req->t.repeatable) &&
             request_restart(req) >= 0)
                 return;
         request_complete(req, result);
@@ -311,8 +342,17 @@ static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
 
         transfer_describe(&req->t, what, sizeof(what));
         if (req->t.result != CURLE_OK) {
+                int error = curl_error_to_errno(req->t.result);
+                long sent = 0;
+
+                /* curl's own retry of a request on a reused connection that broke ends in a
+                 * failure to connect when the member is gone: but the request was sent. */
+                if (error == -ECONNREFUSED &&
+                    curl_easy_getinfo(req->t.easy, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK &&
+                    sent > 0)
+                        error = -ECONNRESET;
                 transfer_demote_endpoint(&req->t);
-                etcd_answer_fail(a, curl_error_to_errno(req->t.result), what,
+                etcd_answer_fail(a, error, what,
                                  req->t.errbuf[0] ? req->t.errbuf
                                                   : curl_easy_strerror(req->t.result));
                 return;
@@ -441,7 +481,7 @@ int etcd_watch(Etcd *e, const char *key, const char *range_end, int64_t start_re
         if (!w)
                 return -ENOMEM;
         w->t = (Transfer) { .kind = TRANSFER_WATCH, .etcd = e, .body = TAKE_PTR(body),
-                            .path = "/v3/watch" };
+                            .repeatable = true, .path = "/v3/watch" };
         w->n_ref = 1;
         w->cb = cb;
         w->userdata = userdata;
@@ -722,21 +762,21 @@ int etcd_range(Etcd *e, const char *key, const char *range_end, int64_t limit,
                etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
         char *body = NULL;
         int r = etcd_json_range(key, range_end, limit, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_RANGE, body, cb, userdata, ret);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_RANGE, body, true, cb, userdata, ret);
 }
 
 int etcd_put(Etcd *e, const char *key, const char *value, int64_t lease, etcd_callback_t cb,
              void *userdata, EtcdRequest **ret) {
         char *body = NULL;
         int r = etcd_json_put(key, value, lease, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_PUT, body, cb, userdata, ret);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_PUT, body, false, cb, userdata, ret);
 }
 
 int etcd_delete(Etcd *e, const char *key, const char *range_end, etcd_callback_t cb,
                 void *userdata, EtcdRequest **ret) {
         char *body = NULL;
         int r = etcd_json_delete(key, range_end, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_DELETE, body, cb, userdata, ret);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_DELETE, body, false, cb, userdata, ret);
 }
 
 int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
@@ -744,14 +784,22 @@ int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp
              void *userdata, EtcdRequest **ret) {
         char *body = NULL;
         int r = etcd_json_txn(compare, n_compare, success, n_success, failure, n_failure, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_TXN, body, cb, userdata, ret);
+        return r < 0 ? r : request_submit(e, ETCD_ANSWER_TXN, body, false, cb, userdata, ret);
+}
+
+int etcd_txn_json(Etcd *e, char *body, bool read_only, etcd_callback_t cb, void *userdata,
+                  EtcdRequest **ret) {
+        if (!body)
+                return -EINVAL;
+        return request_submit(e, ETCD_ANSWER_TXN, body, read_only, cb, userdata, ret);
 }
 
 int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
                      EtcdRequest **ret) {
         char *body = NULL;
         int r = etcd_json_lease_grant(ttl_sec, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_LEASE_GRANT, body, cb, userdata, ret);
+        return r < 0 ? r
+                     : request_submit(e, ETCD_ANSWER_LEASE_GRANT, body, false, cb, userdata, ret);
 }
 
 int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
@@ -759,12 +807,14 @@ int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *us
         char *body = NULL;
         int r = etcd_json_lease_id(lease_id, &body);
         return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, body, cb, userdata, ret);
+                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, body, true, cb, userdata,
+                                      ret);
 }
 
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                       EtcdRequest **ret) {
         char *body = NULL;
         int r = etcd_json_lease_id(lease_id, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, body, cb, userdata, ret);
+        return r < 0 ? r
+                     : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, body, false, cb, userdata, ret);
 }

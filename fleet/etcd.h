@@ -7,6 +7,9 @@
  * loop, exactly once (unless the request is cancelled with etcd_request_cancel()). No call
  * blocks.
  *
+ * A txn's ops may be nested txns (ETCD_OP_TXN); etcd_batch_txn() sends independent txns of
+ * one process together as the nested txns of one request (group commit).
+ *
  * Endpoints: a request goes to the current endpoint; a failure to connect (nothing was sent)
  * moves to the next endpoint and retries there within the request's timeout. A failure after
  * the request was sent (timeout, reset, HTTP 5xx) is reported to the caller, who decides:
@@ -61,7 +64,7 @@ typedef struct EtcdResponse {
         size_t n_kvs;
         bool more;
         int64_t count;
-        /* txn */
+        /* txn, and a nested txn (ETCD_OP_TXN) */
         bool succeeded;
         struct EtcdResponse *responses; /* one per op of the branch taken */
         size_t n_responses;
@@ -101,15 +104,34 @@ typedef enum EtcdOpType {
         ETCD_OP_RANGE,
         ETCD_OP_PUT,
         ETCD_OP_DELETE,
+        ETCD_OP_TXN,
 } EtcdOpType;
 
+/* At most this many levels of ETCD_OP_TXN inside a txn (-EINVAL beyond; an answer nested
+ * deeper is -EBADMSG). */
+#define ETCD_TXN_NESTING_MAX 3
+
+/* An op of a txn's branch. ETCD_OP_TXN is a nested transaction (etcd >= 3.3's request_txn):
+ * its own compares and branches, evaluated when the enclosing branch runs; its answer, the
+ * op's EtcdResponse, has succeeded and the responses of the branch it took, and the
+ * enclosing txn's revision. etcd refuses (-EIO, "duplicate key given in txn request") a txn
+ * in which two nested txns put, or one puts and one deletes, the same key (even in branches
+ * that cannot both run), and counts --max-txn-ops (default 128) along each path: an op list's
+ * length plus the longest op list (compares, success, failure) of each nested txn below. */
 typedef struct EtcdOp {
         EtcdOpType type;
-        const char *key;
+        const char *key;       /* RANGE, PUT, DELETE */
         const char *range_end; /* RANGE, DELETE: NULL = the key alone */
         const char *value;     /* PUT, NUL-terminated */
         int64_t lease;         /* PUT: 0 = none */
         int64_t limit;         /* RANGE: 0 = all */
+        /* TXN */
+        const EtcdCompare *compare;
+        size_t n_compare;
+        const struct EtcdOp *success;
+        size_t n_success;
+        const struct EtcdOp *failure;
+        size_t n_failure;
 } EtcdOp;
 
 /* The watch's callback: events (n may be 0: the first call, once etcd created the watch, and
@@ -148,6 +170,45 @@ int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *us
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                       EtcdRequest **ret);
 void etcd_request_cancel(EtcdRequest *req);
+
+/* Group commit (etcd-batch.c). Independent transactions of one process are queued, each as a
+ * nested txn (ETCD_OP_TXN), and sent together as the success ops of one txn without compares:
+ * one request, one raft entry, one fsync for all of them, each still all-or-nothing on its
+ * own compares. A queued txn leaves at the end of the loop's iteration when fewer than
+ * max_in_flight batches are in flight, otherwise with the others queued when one answers.
+ * Each callback gets its own txn's answer (succeeded, responses, the batch's revision) or,
+ * when the batch's request failed, that failure, as etcd_txn's would be: the outcome of every
+ * write in the batch is then unknown, and no write is sent again (a txn that writes nothing,
+ * as etcd_batch_range's, goes again in the next batch when the connection broke after the
+ * request was sent, as a range goes to the next endpoint). A batch holds at most 1 MiB
+ * of JSON and as many txns as --max-txn-ops (128, etcd's default, at least) allows beside
+ * the deepest one (a larger txn goes alone); two txns that write (put or delete) the same
+ * key never share a batch (etcd would refuse it): the later one waits for the next. */
+typedef struct EtcdBatch EtcdBatch;
+typedef struct EtcdBatchTxn EtcdBatchTxn;
+
+int etcd_batch_new(EtcdBatch **ret, Etcd *e, sd_event *event, unsigned max_in_flight);
+/* Cancels every queued and sent txn (no callback). Free it before its Etcd. */
+EtcdBatch *etcd_batch_free(EtcdBatch *b);
+/* Like etcd_txn (the arguments are copied); ret (may be NULL) is for etcd_batch_txn_cancel()
+ * only, and gone once the callback ran. */
+int etcd_batch_txn(EtcdBatch *b, const EtcdCompare *compare, size_t n_compare,
+                   const EtcdOp *success, size_t n_success, const EtcdOp *failure,
+                   size_t n_failure, etcd_callback_t cb, void *userdata, EtcdBatchTxn **ret);
+/* A range read in a batch: a nested txn of that one op, read at the batch's revision (as
+ * linearizable as etcd_range()); the callback gets the range's answer as etcd_range's. */
+int etcd_batch_range(EtcdBatch *b, const char *key, const char *range_end, int64_t limit,
+                     etcd_callback_t cb, void *userdata, EtcdBatchTxn **ret);
+/* No callback. A txn already sent may still be applied. */
+void etcd_batch_txn_cancel(EtcdBatchTxn *t);
+/* Requests sent, and txns answered through them (with or without an error), so far. */
+void etcd_batch_counts(const EtcdBatch *b, uint64_t *ret_batches, uint64_t *ret_txns);
+
+/* A txn whose JSON body is made already (etcd-json.h); takes body. read_only: it writes
+ * nothing, so it may be sent again to the next endpoint after a reset, as a range is. For
+ * etcd-batch.c. */
+int etcd_txn_json(Etcd *e, char *body, bool read_only, etcd_callback_t cb, void *userdata,
+                  EtcdRequest **ret);
 
 /* Watches key (with range_end: the range) from start_revision (0 = now) on a streaming
  * request of its own. */

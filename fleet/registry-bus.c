@@ -514,12 +514,31 @@ void registry_bus_done(Registry *r) {
         r->bus = sd_bus_flush_close_unref(r->bus);
 }
 
+/* One entry of AllocateWithOptions' a{sv}: key, then the variant of type (basic, or "ay"). */
+static int append_option(sd_bus_message *m, const char *key, const char *type, const void *value,
+                         size_t size) {
+        int k = sd_bus_message_open_container(m, 'e', "sv");
+
+        if (k >= 0)
+                k = sd_bus_message_append(m, "s", key);
+        if (k >= 0)
+                k = sd_bus_message_open_container(m, 'v', type);
+        if (k >= 0)
+                k = streq(type, "ay") ? sd_bus_message_append_array(m, 'y', value, size)
+                                      : sd_bus_message_append_basic(m, type[0], value);
+        if (k >= 0)
+                k = sd_bus_message_close_container(m);
+        if (k >= 0)
+                k = sd_bus_message_close_container(m);
+        return k;
+}
+
 int registry_bus_allocate(Registry *r, uint32_t slot_id, const ClaimDoc *claim,
                           sd_bus_message_handler_t callback, void *userdata, sd_bus_slot **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         const char *payload = strempty(claim->payload);
         char path[sizeof(SLOTD_SLOT_PREFIX) + 16];
-        int k;
+        int k, yes = 1;
 
         if (!r->bus || !r->slotd_up)
                 return -ENOTCONN;
@@ -531,19 +550,12 @@ int registry_bus_allocate(Registry *r, uint32_t slot_id, const ClaimDoc *claim,
                                           strempty(claim->build_configuration_id));
         if (k >= 0)
                 k = sd_bus_message_open_container(m, 'a', "{sv}");
-        if (k >= 0 && payload[0]) {
-                k = sd_bus_message_open_container(m, 'e', "sv");
-                if (k >= 0)
-                        k = sd_bus_message_append(m, "s", "payload");
-                if (k >= 0)
-                        k = sd_bus_message_open_container(m, 'v', "ay");
-                if (k >= 0)
-                        k = sd_bus_message_append_array(m, 'y', payload, strlen(payload));
-                if (k >= 0)
-                        k = sd_bus_message_close_container(m);
-                if (k >= 0)
-                        k = sd_bus_message_close_container(m);
-        }
+        if (k >= 0 && payload[0])
+                k = append_option(m, "payload", "ay", payload, strlen(payload));
+        /* The allocator's last resort: a draining slotd lets this one through (SPEC §8).
+         * Sent only then, so that a slotd that does not know the option refuses only it. */
+        if (k >= 0 && claim->draining)
+                k = append_option(m, "draining", "b", &yes, 0);
         if (k >= 0)
                 k = sd_bus_message_close_container(m);
         if (k >= 0)

@@ -3,7 +3,11 @@
  * included), then one transaction, if the claim is unchanged, marks the record fulfilled,
  * puts the slot's document and deletes the claim. A claim that changed meanwhile has what it
  * made deallocated; a claim slotd refuses is deleted and the machine added to the record's
- * excluded, so that the allocators place it elsewhere at once. */
+ * excluded, so that the allocators place it elsewhere at once. The reads of the record and
+ * the confirmations go in the registry's batch (etcd.h's group commit), with the deletions
+ * of done keys (registry-hostkey.c): each is a transaction of its own, nested in a request
+ * that carries whatever else was ready. A batch's request that fails fails them all alike: a
+ * put under a lease etcd no longer has fails the batch, and each of its keys is tried again. */
 #include <inttypes.h>
 
 #include "log.h"
@@ -32,7 +36,7 @@ static int read_record(RegHostKey *k, etcd_callback_t cb) {
 
         r = claim_record_key(k, &key);
         if (r >= 0)
-                r = etcd_range(k->registry->etcd, key, NULL, 0, cb, k, &k->req);
+                r = etcd_batch_range(k->registry->batch, key, NULL, 0, cb, k, &k->txn);
         return r;
 }
 
@@ -75,7 +79,7 @@ void claim_undo(RegHostKey *k) {
 static void on_confirmed(Etcd *e, const EtcdResponse *resp, void *userdata) {
         RegHostKey *k = userdata;
 
-        k->req = NULL;
+        k->txn = NULL;
         if (resp->error < 0) {
                 log_warning("etcd: confirming allocation %s failed: %s; trying again",
                             k->claim.allocation_id, resp->message);
@@ -120,7 +124,7 @@ static int confirm_send(RegHostKey *k, const char *record_key, AllocationRecord 
                 ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = slot_key, .value = slot_value,
                                      .lease = r->lease_id };
         ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = k->key };
-        return etcd_txn(r->etcd, cmp, 2, ops, n, &fail, 1, on_confirmed, k, &k->req);
+        return etcd_batch_txn(r->batch, cmp, 2, ops, n, &fail, 1, on_confirmed, k, &k->txn);
 }
 
 static void on_record_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
@@ -128,7 +132,7 @@ static void on_record_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         _cleanup_free_ char *record_key = NULL;
         RegHostKey *k = userdata;
 
-        k->req = NULL;
+        k->txn = NULL;
         if (resp->error < 0) {
                 host_key_work_done(k, WORK_RETRY);
                 return;
@@ -245,7 +249,7 @@ static int refuse_send(RegHostKey *k, const EtcdResponse *resp) {
 static void on_refuse_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         RegHostKey *k = userdata;
 
-        k->req = NULL;
+        k->txn = NULL;
         if (resp->error < 0 || refuse_send(k, resp) < 0)
                 host_key_work_done(k, WORK_RETRY);
 }

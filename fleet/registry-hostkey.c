@@ -17,6 +17,7 @@ RegHostKey *reg_host_key_free(RegHostKey *k) {
                 return NULL;
         k->call = sd_bus_slot_unref(k->call);
         etcd_request_cancel(k->req);
+        etcd_batch_txn_cancel(k->txn);
         k->retry = sd_event_source_disable_unref(k->retry);
         claim_doc_done(&k->claim);
         free(k->key);
@@ -128,7 +129,7 @@ bool slotd_error_is_refusal(const sd_bus_error *e) {
 static void on_deleted(Etcd *e, const EtcdResponse *resp, void *userdata) {
         RegHostKey *k = userdata;
 
-        k->req = NULL;
+        k->txn = NULL;
         if (resp->error < 0) {
                 log_debug("etcd: deleting %s failed: %s", k->key, resp->message);
                 host_key_work_done(k, WORK_RETRY);
@@ -144,7 +145,8 @@ void host_key_delete(RegHostKey *k) {
         };
         EtcdOp op = { .type = ETCD_OP_DELETE, .key = k->key };
 
-        if (etcd_txn(k->registry->etcd, &cmp, 1, &op, 1, NULL, 0, on_deleted, k, &k->req) < 0)
+        if (etcd_batch_txn(k->registry->batch, &cmp, 1, &op, 1, NULL, 0, on_deleted, k,
+                           &k->txn) < 0)
                 host_key_work_done(k, WORK_RETRY);
 }
 

@@ -376,8 +376,15 @@ void registry_slotd_gone(Registry *r) {
                          on_slotd_gone_timer);
 }
 
+/* Batches of the claims' work in flight at a time. */
+#define REGISTRY_BATCHES_IN_FLIGHT 1
+
 int registry_etcd_setup(Registry *r, const EtcdConfig *config) {
-        return etcd_new(&r->etcd, r->event, config);
+        int k = etcd_new(&r->etcd, r->event, config);
+
+        if (k >= 0)
+                k = etcd_batch_new(&r->batch, r->etcd, r->event, REGISTRY_BATCHES_IN_FLIGHT);
+        return k;
 }
 
 void registry_etcd_done(Registry *r) {
@@ -385,6 +392,7 @@ void registry_etcd_done(Registry *r) {
         r->flush_timer = sd_event_source_disable_unref(r->flush_timer);
         r->slotd_gone_timer = sd_event_source_disable_unref(r->slotd_gone_timer);
         r->stop_timer = sd_event_source_disable_unref(r->stop_timer);
+        r->batch = etcd_batch_free(r->batch);
         r->etcd = etcd_free(r->etcd); /* cancels every request, no callback */
         r->grant_req = r->keepalive_req = r->flush_req = NULL;
         flush_clear(r);

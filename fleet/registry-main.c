@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "log.h"
 #include "privileges.h"
 #include "registry.h"
@@ -75,6 +76,9 @@ static int registry_setup(Registry *r, const Config *c) {
         EtcdConfig ec = {
                 .endpoints = c->fleet.etcd_endpoints,
                 .timeout_usec = c->fleet.etcd_timeout,
+                .ca_file = c->fleet.etcd_ca,
+                .cert_file = c->fleet.etcd_cert,
+                .key_file = c->fleet.etcd_key,
         };
         int k;
 
@@ -113,6 +117,15 @@ static int run(int argc, char *argv[]) {
         }
         /* with the user's groups: supervisor.admin_group among them lets slotd take its calls */
         k = drop_privileges(c->fleet.registry_user, "fleet.registry_user", true);
+        if (k < 0)
+                return k;
+        /* libcurl opens the TLS files on each new connection to etcd, as this user: one it
+         * cannot read fails the start, not every connection later. */
+        k = check_file_readable(c->fleet.etcd_ca, "fleet.etcd_ca");
+        if (k >= 0)
+                k = check_file_readable(c->fleet.etcd_cert, "fleet.etcd_cert");
+        if (k >= 0)
+                k = check_file_readable(c->fleet.etcd_key, "fleet.etcd_key");
         if (k < 0)
                 return k;
 

@@ -116,6 +116,9 @@ struct Registry {
 
         /* etcd: the lease and the flush (registry-lease.c) */
         Etcd *etcd;
+        /* The claims' and deallocations' reads and transactions, sent together (etcd.h's
+         * group commit). */
+        EtcdBatch *batch;
         bool lease_wanted;     /* slotd was read: the machine belongs in the fleet view */
         LeaseState lease_state;
         int64_t lease_id;
@@ -217,6 +220,7 @@ struct RegHostKey {
         ClaimDoc claim;          /* of working_revision */
         sd_bus_slot *call;
         EtcdRequest *req;
+        EtcdBatchTxn *txn;
         sd_event_source *retry;
         Backoff backoff;
         RegHostKey *prev, *next;

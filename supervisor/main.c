@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include "cgroup.h"
 #include "config.h"
 #include "exec-check.h"
 #include "exec-check.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "spawn.h"
 #include "slotd-config.h"
+#include "strv.h"
 
 static const char *arg_config = SLOTD_SYSCONFDIR "/slotd.ini";
 static char *arg_fleets;
@@ -158,6 +163,70 @@ static unsigned check_builds(const Config *c) {
         return bad;
 }
 
+static void print_fleet_layer(const FleetLayerConfig *f) {
+        if (!f->etcd_endpoints) {
+                printf("fleet layer: off\n");
+                return;
+        }
+        printf("fleet layer: etcd");
+        STRV_FOREACH(e, f->etcd_endpoints)
+                printf("%s%s", e == f->etcd_endpoints ? " " : ",", *e);
+        printf(", prefix %s, lease_ttl %llus, registry as %s", f->prefix,
+               (unsigned long long) (f->lease_ttl / USEC_PER_SEC), f->registry_user);
+        if (f->etcd_ca || f->etcd_cert)
+                printf("; TLS: CA %s, client certificate %s", f->etcd_ca ?: "(system store)",
+                       f->etcd_cert ?: "none");
+        printf("\n");
+}
+
+/* In a child, as slotd-registry: fleet.registry_user with its groups when we are root. */
+static int check_fleet_files_as_registry(const FleetLayerConfig *f, const struct passwd *pw) {
+        const char *paths[] = { f->etcd_ca, f->etcd_cert, f->etcd_key };
+        static const char *const keys[] = { "fleet.etcd_ca", "fleet.etcd_cert", "fleet.etcd_key" };
+        int bad = 0;
+
+        if (pw && (initgroups(pw->pw_name, pw->pw_gid) < 0 ||
+                   setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
+                   setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0)) {
+                log_error_errno(errno, "Failed to become user '%s' to check fleet.etcd_*: %m",
+                                pw->pw_name);
+                return 1;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                if (check_file_readable(paths[i], keys[i]) < 0)
+                        bad++;
+        return bad;
+}
+
+/* [fleet]'s TLS files, opened as slotd-registry will (libcurl opens them as that user on each
+ * connection to etcd): the number that cannot be read. */
+static unsigned check_fleet_files(const FleetLayerConfig *f) {
+        struct passwd *pw = NULL;
+        int status;
+        pid_t pid;
+
+        if (!f->etcd_endpoints || (!f->etcd_ca && !f->etcd_cert))
+                return 0;
+        if (geteuid() == 0) {
+                pw = getpwnam(f->registry_user);
+                if (!pw) {
+                        log_error("fleet.registry_user: no such user '%s': slotd-registry "
+                                  "cannot start", f->registry_user);
+                        return 1;
+                }
+        }
+        pid = fork();
+        if (pid < 0) {
+                log_error_errno(errno, "Failed to fork to check fleet.etcd_*: %m");
+                return 1;
+        }
+        if (pid == 0)
+                _exit(check_fleet_files_as_registry(f, pw));
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                return 1;
+        return (unsigned) WEXITSTATUS(status);
+}
+
 /* Like nginx -t: what would run, and what this host can hold it to. */
 static int print_plan(const Config *c, const MachineResources *res) {
         _cleanup_free_ char *mount = NULL, *root = NULL;
@@ -204,6 +273,7 @@ static int print_plan(const Config *c, const MachineResources *res) {
         } else
                 printf("localproxy: off\n");
         printf("metrics: %s\n", c->metrics_listen.text ?: "off");
+        print_fleet_layer(&c->fleet);
 
         r = manager_resolve_cgroup_root(c, false, &mount, &root);
         if (r < 0) {
@@ -255,9 +325,14 @@ static int run_check(const Config *config, const MachineResources *detected) {
                 .cpus = config->cpus > 0 ? config->cpus : detected->cpus,
                 .memory = config->memory > 0 ? config->memory : detected->memory,
         };
-        unsigned bad = check_builds(config);
+        unsigned bad = check_builds(config), bad_files = check_fleet_files(&config->fleet);
         int r = print_plan(config, &res);
 
+        if (r >= 0 && bad_files > 0) {
+                log_error("slotd-registry cannot read %u of [fleet]'s TLS files (fleet.etcd_*)",
+                          bad_files);
+                r = -EACCES;
+        }
         if (r >= 0 && bad > 0) {
                 log_error("%u build%s cannot be executed by %s fleet's user: slotd would "
                           "start no server of %s", bad, bad == 1 ? "" : "s",

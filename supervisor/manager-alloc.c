@@ -147,7 +147,7 @@ static int pick(Fleet *f, const char *build_configuration, Slot **ret) {
 }
 
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     Slot **ret) {
+                     bool draining_ok, Slot **ret) {
         const char *bc;
         Fleet *f;
         Slot *s = manager_slot_by_uuid(m, uuid);
@@ -158,7 +158,7 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                 *ret = s;
                 return 0;
         }
-        if (m->draining)
+        if (m->draining && !draining_ok)
                 return -EAGAIN;
         if (s) {
                 /* A reservation for this UUID: the allocation takes its slot. */

@@ -206,7 +206,35 @@ int bus_reply_empty_durable(sd_bus_message *msg, Manager *m) {
         return manager_reply_durable(m, msg, reply);
 }
 
-/* The options of AllocateWithOptions: "payload" (ay) so far. Unknown options are refused,
+static int read_option_payload(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error) {
+        int r = sd_bus_message_enter_container(msg, 'v', "ay");
+
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
+                                         "The option 'payload' is an array of bytes (ay)");
+        r = sd_bus_message_read_array(msg, 'y', &a->payload, &a->payload_size);
+        if (r < 0)
+                return r;
+        if (!a->payload)
+                a->payload = ""; /* an empty payload is a payload */
+        return sd_bus_message_exit_container(msg);
+}
+
+static int read_option_draining(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error) {
+        int b, r = sd_bus_message_enter_container(msg, 'v', "b");
+
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
+                                         "The option 'draining' is a boolean (b)");
+        r = sd_bus_message_read(msg, "b", &b);
+        if (r < 0)
+                return r;
+        a->draining_ok = b;
+        return sd_bus_message_exit_container(msg);
+}
+
+/* The options of AllocateWithOptions: "payload" (ay) and "draining" (b: let through while
+ * the machine is draining, a fleet allocator's last resort). Unknown options are refused,
  * so that a caller learns at once that this slotd does not know one. */
 int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error) {
         const char *key;
@@ -219,20 +247,14 @@ int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_erro
                 r = sd_bus_message_read(msg, "s", &key);
                 if (r < 0)
                         return r;
-                if (!streq(key, "payload"))
+                if (streq(key, "payload"))
+                        r = read_option_payload(msg, a, error);
+                else if (streq(key, "draining"))
+                        r = read_option_draining(msg, a, error);
+                else
                         return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
                                                  "Unknown allocation option '%s'", key);
-                r = sd_bus_message_enter_container(msg, 'v', "ay");
-                if (r < 0)
-                        return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
-                                                 "The option 'payload' is an array of bytes (ay)");
-                r = sd_bus_message_read_array(msg, 'y', &a->payload, &a->payload_size);
-                if (r < 0)
-                        return r;
-                if (!a->payload)
-                        a->payload = ""; /* an empty payload is a payload */
-                if ((r = sd_bus_message_exit_container(msg)) < 0 ||
-                    (r = sd_bus_message_exit_container(msg)) < 0)
+                if (r < 0 || (r = sd_bus_message_exit_container(msg)) < 0)
                         return r;
         }
         if (r < 0)

@@ -176,7 +176,7 @@ static int allocate(Manager *m, const OpsCaller *c, const char *fleet, const Ops
                 return r;
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
-        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, &s);
+        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, a->draining_ok, &s);
         if (r == -EINVAL) {
                 undo_payload(m, a);
                 return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
@@ -231,7 +231,7 @@ static int slot_allocate_op(Manager *m, const OpsCaller *c, unsigned slot_id,
         if (other && other != s)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY,
                                 "%s is allocated or reserved on slot %u", a->uuid, other->id);
-        if (m->draining && !streq_ptr(s->allocation_uuid, a->uuid))
+        if (m->draining && !a->draining_ok && !streq_ptr(s->allocation_uuid, a->uuid))
                 return fail_errno(st, -EAGAIN, "Allocate");
         if (!streq_ptr(s->allocation_uuid, a->uuid) && (r = ops_check_writable(m, st)) < 0)
                 return r;

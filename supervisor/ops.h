@@ -59,6 +59,8 @@ typedef struct OpsAllocation {
         const char *build_configuration; /* NULL or "": the fleet's, or the slot's (per slot) */
         const void *payload;             /* NULL: none */
         size_t payload_size;
+        bool draining_ok;                /* let through while the machine is draining: a
+                                          * fleet allocator's last resort (SPEC §8) */
 } OpsAllocation;
 
 /* Each returns 0, or a negative errno with *st filled (code and message). */

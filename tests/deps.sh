@@ -7,8 +7,9 @@ build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
        libinih-dev libcmocka-dev libssl-dev libjansson-dev libcurl4-openssl-dev
        libwebsockets-dev libmicrohttpd-dev libwslay-dev curl)
 run=(dbus-daemon systemd python3)
-# The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests.
-fleet=(etcd-server etcd-client prometheus jq)
+# The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests; openssl
+# makes the CA and certificates of the TLS etcd (test-etcd-tls).
+fleet=(etcd-server etcd-client prometheus jq openssl)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)
 fuzz=(clang libclang-rt-14-dev)
 

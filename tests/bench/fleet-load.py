@@ -73,6 +73,12 @@ def etcd_counters(endpoint):
         m = re.match(r"^([a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$", line)
         if m and m.group(1) in want:
             out[m.group(1)] = out.get(m.group(1), 0) + float(m.group(2))
+        # the requests etcd served (each gateway request is one unary gRPC call)
+        m = re.match(r'^grpc_server_handled_total\{.*grpc_method="([A-Za-z]+)".*'
+                     r'grpc_type="unary"\} ([0-9.e+-]+)$', line)
+        if m:
+            out["requests"] = out.get("requests", 0) + float(m.group(2))
+            out["requests_" + m.group(1)] = out.get("requests_" + m.group(1), 0) + float(m.group(2))
     st = urllib.request.urlopen(endpoint + "/v3/maintenance/status", b"{}", timeout=10).read()
     out["revision"] = int(json.loads(st)["header"]["revision"])
     return out
@@ -290,6 +296,10 @@ class Bench:
             "etcd_deletes_per_alloc": round(delta.get("etcd_mvcc_delete_total", 0) / n, 2),
             "etcd_txns_per_alloc": round(delta.get("etcd_mvcc_txn_total", 0) / n, 2),
             "etcd_ranges_per_alloc": round(delta.get("etcd_mvcc_range_total", 0) / n, 2),
+            "etcd_requests_per_alloc": round(delta.get("requests", 0) / n, 2),
+            "etcd_requests_by_method_per_alloc": {
+                k[len("requests_"):]: round(v / n, 2) for k, v in sorted(delta.items())
+                if k.startswith("requests_") and v > 0},
             "etcd_fsyncs_per_sec": round(
                 delta.get("etcd_disk_wal_fsync_duration_seconds_count", 0) / secs, 1),
             "etcd_fsync_ms_mean": round(

@@ -78,6 +78,10 @@ def main():
                       ("etcd_fsyncs_per_sec", "etcd WAL fsyncs/s"),
                       ("etcd_fsync_ms_mean", "etcd WAL fsync, mean ms")):
         L.append("| %s | %s | %s | |" % (name, fl[1][key], fl[32][key]))
+    L.append("| etcd requests (gRPC calls, the gateway's included) per allocation | %s | %s | |"
+             % tuple("%s (%s)" % (fl[c].get("etcd_requests_per_alloc", "–"), ", ".join(
+                 "%s %s" % kv for kv in fl[c].get("etcd_requests_by_method_per_alloc", {}).items()))
+                     for c in (1, 32)))
     for k in ("etcd", "allocator", "registry", "slotd", "dbus", "client"):
         L.append("| CPU %% of one core: %s | %s | %s | |" % (
             k + ("s" if k in ("registry", "slotd") else "") + (" (all hosts)" if k in (

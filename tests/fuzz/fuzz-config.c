@@ -81,6 +81,17 @@ static void assert_ports_sane(const Config *c) {
         }
 }
 
+/* [fleet]'s TLS files (SPEC §2): absolute, the certificate with its key, and never beside a
+ * plain http:// endpoint. */
+static void assert_fleet_tls_sane(const FleetLayerConfig *f) {
+        FUZZ_ASSERT(!f->etcd_cert == !f->etcd_key);
+        FUZZ_ASSERT(!f->etcd_ca || f->etcd_ca[0] == '/');
+        FUZZ_ASSERT(!f->etcd_cert || (f->etcd_cert[0] == '/' && f->etcd_key[0] == '/'));
+        if (f->etcd_ca || f->etcd_cert)
+                for (char **e = f->etcd_endpoints; e && *e; e++)
+                        FUZZ_ASSERT(strncmp(*e, "https://", 8) == 0);
+}
+
 static void fuzz_config(char *files[], size_t n_files) {
         _cleanup_(config_freep) Config *c = NULL;
         char *error = NULL;
@@ -102,6 +113,7 @@ static void fuzz_config(char *files[], size_t n_files) {
         FUZZ_ASSERT(c->metrics_listen.family == AF_UNSPEC ||
                     (c->metrics_listen.text && c->metrics_listen.port > 0));
         FUZZ_ASSERT(c->cpus >= 0 && c->reserved_cpus >= 0);
+        assert_fleet_tls_sane(&c->fleet);
 
         for (size_t i = 1; i < n_files; i++) {
                 size_t n = c->n_fleets;

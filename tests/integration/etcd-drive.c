@@ -10,6 +10,16 @@
  *        CMP: create|mod|version|lease:KEY:=|!=|<|>:NUMBER, value:KEY:=|!=:TEXT
  *        OP:  put:KEY:VALUE, get:KEY, prefix:KEY, del:KEY
  *                                  per op "resp I ..." (and its kvs); txn succeeded=B rev=R n=N
+ *   nest TXN ; TXN ...             one txn without compares whose ops are the TXNs (each as
+ *                                  txn's words), nested (ETCD_OP_TXN): per nested txn "nested I
+ *                                  succeeded=B rev=R n=N" and its ops' "resp"; txn ... n=N
+ *   batch TXN ; TXN ...            the TXNs queued at once through etcd_batch_txn (group
+ *                                  commit): per txn, as it is answered, "batched I succeeded=B
+ *                                  rev=R n=N" (or "batched I error ENAME") and its ops' "resp";
+ *                                  then batch txns=N requests=K (requests sent for them)
+ *   batch-cancel TXN ; TXN ; TXN   the same, but TXN 1 is cancelled while queued and TXN 2 (in
+ *                                  the same request as TXN 0) by TXN 0's callback: only TXN 0
+ *                                  answers
  *   grant TTL                      lease id=ID ttl=T (remembered as @lease)
  *   keepalive [ID] | revoke [ID]   keepalive ttl=T | ok rev=R
  *   keepalive-for SECONDS PERIOD_MS  keeps @lease alive: kept n=N ttl=T
@@ -21,9 +31,13 @@
  *   bench-txn N [PARALLEL]         N txns (PARALLEL in flight, 1 by default), each two
  *                                  create_revision compares and two puts, as a claim is:
  *                                  bench txns=N ok=K seconds=S rate=R p50_us=.. p99_us=..
+ *   bench-batch N [PARALLEL [BYTES]]  the same txns through etcd_batch_txn, each value of
+ *                                  BYTES bytes if given; adds requests=K
  *
  * "@lease" and "@rev" (the last revision seen) are replaced in arguments. Errors print
- * "error ENAME message". Exit status 0 unless the script itself was malformed (2). */
+ * "error ENAME message". Exit status 0 unless the script itself was malformed (2).
+ * Environment: ETCD_ENDPOINTS (comma-separated), ETCD_TIMEOUT_MS, and for TLS ETCD_CA_FILE,
+ * ETCD_CERT_FILE, ETCD_KEY_FILE (EtcdConfig's ca_file, cert_file, key_file). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -42,6 +56,7 @@
 
 #define MAX_WORDS 64
 #define MAX_WATCHES 8
+#define MAX_NESTED 8
 
 typedef struct Drive Drive;
 
@@ -57,6 +72,12 @@ typedef struct DriveWatch {
 struct Drive {
         sd_event *event;
         Etcd *etcd;
+        EtcdBatch *batch;
+        EtcdBatchTxn *cancel_later; /* batch-cancel: by the first answer */
+        void *cancel_later_data;
+        uint64_t batches_before;
+        bool bench_batched;
+        char *bench_value;
         char **lines;
         size_t n_lines, next;
         usec_t started;
@@ -238,28 +259,177 @@ static int parse_op(Drive *d, char *w, EtcdOp *op, char **prefix_end) {
         return 0;
 }
 
-static int run_txn(Drive *d, char **words, size_t n) {
+/* A txn's words parsed; its strings point into the words. */
+typedef struct DriveTxn {
         EtcdCompare cmp[MAX_WORDS];
         EtcdOp ops[2][MAX_WORDS];
-        char *ends[MAX_WORDS] = {};
-        size_t n_cmp = 0, n_ops[2] = {}, branch = 2, n_ends = 0;
+        size_t n_cmp, n_ops[2], n_ends;
+        char *ends[MAX_WORDS];
+} DriveTxn;
+
+static void drive_txn_done(DriveTxn *t) {
+        for (size_t i = 0; i < t->n_ends; i++)
+                free(t->ends[i]);
+        t->n_ends = 0;
+}
+
+/* words: CMP... then OP... else OP... */
+static int parse_txn(Drive *d, char **words, size_t n, DriveTxn *t) {
+        size_t branch = 2;
         int r = 0;
 
-        for (size_t i = 1; i < n && r >= 0; i++) {
+        for (size_t i = 0; i < n && r >= 0; i++) {
                 if (streq(words[i], "then"))
                         branch = 0;
                 else if (streq(words[i], "else"))
                         branch = 1;
                 else if (branch == 2)
-                        r = parse_compare(d, words[i], &cmp[n_cmp++]);
+                        r = parse_compare(d, words[i], &t->cmp[t->n_cmp++]);
                 else
-                        r = parse_op(d, words[i], &ops[branch][n_ops[branch]++], &ends[n_ends++]);
+                        r = parse_op(d, words[i], &t->ops[branch][t->n_ops[branch]++],
+                                     &t->ends[t->n_ends++]);
         }
+        return r;
+}
+
+static int run_txn(Drive *d, char **words, size_t n) {
+        _cleanup_free_ DriveTxn *t = new0(DriveTxn, 1);
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        r = parse_txn(d, words + 1, n - 1, t);
         if (r >= 0)
-                r = etcd_txn(d->etcd, cmp, n_cmp, ops[0], n_ops[0], ops[1], n_ops[1], on_txn, d,
-                             NULL);
-        for (size_t i = 0; i < n_ends; i++)
-                free(ends[i]);
+                r = etcd_txn(d->etcd, t->cmp, t->n_cmp, t->ops[0], t->n_ops[0], t->ops[1],
+                             t->n_ops[1], on_txn, d, NULL);
+        drive_txn_done(t);
+        return r;
+}
+
+/* ---- nested txns: nest, batch ---- */
+
+static void print_responses(const EtcdResponse *r, const char *indent) {
+        for (size_t i = 0; i < r->n_responses; i++) {
+                const EtcdResponse *s = &r->responses[i];
+                printf("%sresp %zu rev=%" PRId64 " count=%" PRId64 " deleted=%" PRId64 "\n",
+                       indent, i, s->revision, s->count, s->deleted);
+                print_kvs(s->kvs, s->n_kvs, "    ");
+        }
+}
+
+static void on_nest(Etcd *e, const EtcdResponse *r, void *userdata) {
+        Drive *d = userdata;
+
+        if (!print_error(d, r)) {
+                d->rev = r->revision;
+                for (size_t i = 0; i < r->n_responses; i++) {
+                        const EtcdResponse *s = &r->responses[i];
+                        printf("nested %zu succeeded=%d rev=%" PRId64 " n=%zu\n", i,
+                               s->succeeded, s->revision, s->n_responses);
+                        print_responses(s, "  ");
+                }
+                printf("txn succeeded=%d rev=%" PRId64 " n=%zu", r->succeeded, r->revision,
+                       r->n_responses);
+                end_line(d);
+        }
+        step(d);
+}
+
+typedef struct BatchedTxn {
+        Drive *drive;
+        size_t index;
+} BatchedTxn;
+
+static void on_batched(Etcd *e, const EtcdResponse *r, void *userdata) {
+        BatchedTxn *b = userdata;
+        Drive *d = b->drive;
+        uint64_t requests;
+
+        if (r->error < 0)
+                printf("batched %zu error %s %s\n", b->index, strerrorname_np(-r->error) ?: "?",
+                       r->message);
+        else {
+                d->rev = MAX(d->rev, r->revision);
+                printf("batched %zu succeeded=%d rev=%" PRId64 " n=%zu\n", b->index,
+                       r->succeeded, r->revision, r->n_responses);
+                print_responses(r, "  ");
+        }
+        free(b);
+        if (d->cancel_later) {
+                etcd_batch_txn_cancel(d->cancel_later);
+                d->cancel_later = NULL;
+                d->cancel_later_data = mfree(d->cancel_later_data);
+        }
+        if (++d->count < d->target)
+                return;
+        etcd_batch_counts(d->batch, &requests, NULL);
+        printf("batch txns=%zu requests=%" PRIu64, d->count, requests - d->batches_before);
+        end_line(d);
+        step(d);
+}
+
+/* words: TXN ; TXN ... */
+static int run_nested(Drive *d, char **words, size_t n, bool batch, bool cancel) {
+        _cleanup_free_ DriveTxn *t = new0(DriveTxn, MAX_NESTED);
+        EtcdOp nested[MAX_NESTED];
+        size_t k = 0, from = 1;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 1; i <= n && r >= 0; i++) {
+                if (i < n && !streq(words[i], ";"))
+                        continue;
+                if (k == MAX_NESTED) {
+                        r = -EINVAL;
+                        break;
+                }
+                r = parse_txn(d, words + from, i - from, &t[k]);
+                nested[k] = (EtcdOp){ .type = ETCD_OP_TXN, .compare = t[k].cmp,
+                                      .n_compare = t[k].n_cmp, .success = t[k].ops[0],
+                                      .n_success = t[k].n_ops[0], .failure = t[k].ops[1],
+                                      .n_failure = t[k].n_ops[1] };
+                k++;
+                from = i + 1;
+        }
+        if (r >= 0 && !batch)
+                r = etcd_txn(d->etcd, NULL, 0, nested, k, NULL, 0, on_nest, d, NULL);
+        if (r >= 0 && batch) {
+                etcd_batch_counts(d->batch, &d->batches_before, NULL);
+                d->count = 0;
+                d->target = k;
+        }
+        if (r >= 0 && cancel && k != 3)
+                r = -EINVAL;
+        if (r >= 0 && cancel)
+                d->target = 1;
+        for (size_t i = 0; r >= 0 && batch && i < k; i++) {
+                BatchedTxn *b = new0(BatchedTxn, 1);
+                EtcdBatchTxn *handle = NULL;
+                if (b)
+                        *b = (BatchedTxn){ .drive = d, .index = i };
+                r = b ? etcd_batch_txn(d->batch, nested[i].compare, nested[i].n_compare,
+                                       nested[i].success, nested[i].n_success,
+                                       nested[i].failure, nested[i].n_failure, on_batched, b,
+                                       &handle)
+                      : -ENOMEM;
+                if (r >= 0 && cancel && i == 1) {
+                        etcd_batch_txn_cancel(handle);
+                        free(b);
+                } else if (r >= 0 && cancel && i == 2) {
+                        d->cancel_later = handle;
+                        d->cancel_later_data = b;
+                }
+                if (r < 0) {
+                        free(b);
+                        /* those queued answer; the count waits for them only */
+                        d->target = i;
+                        r = i > 0 ? 0 : r;
+                        break;
+                }
+        }
+        for (size_t i = 0; i < MIN(k, (size_t) MAX_NESTED); i++)
+                drive_txn_done(&t[i]);
         return r;
 }
 
@@ -446,6 +616,11 @@ static void on_bench(Etcd *e, const EtcdResponse *r, void *userdata) {
         printf("bench txns=%zu ok=%zu seconds=%.3f rate=%.0f p50_us=%" PRIu64 " p99_us=%" PRIu64,
                d->count, d->ok, secs, d->count / secs, d->lat[d->count / 2],
                d->lat[d->count * 99 / 100]);
+        if (d->bench_batched) {
+                uint64_t requests;
+                etcd_batch_counts(d->batch, &requests, NULL);
+                printf(" requests=%" PRIu64, requests - d->batches_before);
+        }
         end_line(d);
         d->lat = mfree(d->lat);
         step(d);
@@ -467,10 +642,15 @@ static int bench_next(Drive *d) {
                         d->issued);
         c[0] = (EtcdCompare) { .key = key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL };
         c[1] = (EtcdCompare) { .key = claim, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL };
-        ops[0] = (EtcdOp) { .type = ETCD_OP_PUT, .key = key, .value = "{\"status\":\"claimed\"}" };
-        ops[1] = (EtcdOp) { .type = ETCD_OP_PUT, .key = claim, .value = "{\"claim\":true}" };
+        ops[0] = (EtcdOp) { .type = ETCD_OP_PUT, .key = key,
+                            .value = d->bench_value ?: "{\"status\":\"claimed\"}" };
+        ops[1] = (EtcdOp) { .type = ETCD_OP_PUT, .key = claim,
+                            .value = d->bench_value ?: "{\"claim\":true}" };
         *b = (BenchTxn) { .drive = d, .sent = now_usec(CLOCK_MONOTONIC) };
-        r = etcd_txn(d->etcd, c, 2, ops, 2, NULL, 0, on_bench, b, NULL);
+        if (d->bench_batched)
+                r = etcd_batch_txn(d->batch, c, 2, ops, 2, NULL, 0, on_bench, b, NULL);
+        else
+                r = etcd_txn(d->etcd, c, 2, ops, 2, NULL, 0, on_bench, b, NULL);
         if (r < 0) {
                 free(b);
                 return r;
@@ -500,6 +680,8 @@ static int run(Drive *d, char **w, size_t n) {
         }
         if (streq(w[0], "txn"))
                 return run_txn(d, w, n);
+        if (streq(w[0], "nest") || streq(w[0], "batch") || streq(w[0], "batch-cancel"))
+                return run_nested(d, w, n, !streq(w[0], "nest"), streq(w[0], "batch-cancel"));
         if (streq(w[0], "grant") && n >= 2)
                 return etcd_lease_grant(d->etcd, number(d, w[1]), on_lease, d, NULL);
         if (streq(w[0], "keepalive"))
@@ -518,9 +700,21 @@ static int run(Drive *d, char **w, size_t n) {
                 return run_watch(d, w, n);
         if (streq(w[0], "wait"))
                 return run_wait(d, w, n);
-        if (streq(w[0], "bench-txn") && n >= 2) {
+        if ((streq(w[0], "bench-txn") || streq(w[0], "bench-batch")) && n >= 2) {
                 size_t parallel = n > 2 ? MAX(strtoull(w[2], NULL, 10), 1ULL) : 1;
                 int r = 0;
+
+                d->bench_batched = streq(w[0], "bench-batch");
+                etcd_batch_counts(d->batch, &d->batches_before, NULL);
+                d->bench_value = mfree(d->bench_value);
+                if (n > 3) {
+                        size_t size = strtoull(w[3], NULL, 10);
+                        d->bench_value = malloc(size + 1);
+                        if (!d->bench_value)
+                                return -ENOMEM;
+                        memset(d->bench_value, 'x', size);
+                        d->bench_value[size] = '\0';
+                }
 
                 d->target = MAX(strtoull(w[1], NULL, 10), 1ULL);
                 d->count = d->ok = d->issued = 0;
@@ -641,6 +835,9 @@ int main(int argc, char **argv) {
         config.endpoints = endpoints;
         config.timeout_usec = strtoull(getenv("ETCD_TIMEOUT_MS") ?: "2000", NULL, 10) *
                               USEC_PER_MSEC;
+        config.ca_file = getenv("ETCD_CA_FILE");
+        config.cert_file = getenv("ETCD_CERT_FILE");
+        config.key_file = getenv("ETCD_KEY_FILE");
         (void) fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
         if (sd_event_default(&d.event) < 0 ||
             sd_event_add_io(d.event, &d.input, STDIN_FILENO, EPOLLIN, on_stdin, &d) < 0 ||
@@ -650,6 +847,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
         r = etcd_new(&d.etcd, d.event, &config);
+        if (r >= 0)
+                r = etcd_batch_new(&d.batch, d.etcd, d.event, 1);
         if (r < 0) {
                 fprintf(stderr, "etcd_new: %s\n", strerror(-r));
                 return 1;
@@ -657,7 +856,9 @@ int main(int argc, char **argv) {
         r = sd_event_loop(d.event);
         for (size_t i = 0; i < MAX_WATCHES; i++)
                 etcd_watch_free(d.watches[i].watch);
+        etcd_batch_free(d.batch);
         etcd_free(d.etcd);
+        free(d.bench_value);
         sd_event_source_unref(d.timer);
         sd_event_source_unref(d.input);
         sd_event_unref(d.event);

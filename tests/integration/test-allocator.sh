@@ -221,6 +221,12 @@ allocate_at 3 game m3/1 '"buildConfigurationId":"b1","regionId":"eu"'
 allocate_at 3 game m3/2 '"buildConfigurationId":"b1","regionId":"eu"'
 allocate_at 3 game m3/0 '"buildConfigurationId":"b1","regionId":"eu"'
 allocate_at 3 game m2/0 '"buildConfigurationId":"b1","regionId":"eu"'
+# The claim of the last resort says so (its host lets it through while draining); the others
+# do not.
+assert_eq "$(ectl get $P/hosts/m2/claims/0 --print-value-only | json draining)" true \
+        "the claim on the draining machine says draining"
+assert_eq "$(ectl get $P/hosts/m3/claims/4 --print-value-only | json draining)" false \
+        "a claim on a machine not draining"
 out=$(post 3 game "$(uuid)" '"regionId":"eu"')
 assert_eq "$(status_of "$out")" 503 "no capacity left in eu"
 assert_eq "$(body_of "$out" | json error)" "no capacity in fleet game (region eu)" "the 503's error"
@@ -284,6 +290,15 @@ print(len(a), len({(x["machineId"], x["serverId"]) for x in a}))')" "$n_slots $n
         "allocations and distinct slots"
 assert_eq "$(count_keys $P/hosts/)" "$n_slots" \
         "claims in etcd"
+# The claims went to etcd through the group commit (SPEC §13): each replica's requests carried
+# every transaction it sent (how many shared a request depends on the timing: noted only).
+for r in 6 7; do
+        batches=$(metric $r slotd_allocator_etcd_batches_total)
+        batched=$(metric $r slotd_allocator_etcd_batched_txns_total)
+        assert_ok "replica $r: $batched transactions in $batches requests" \
+                test "$batches" -gt 0 -a "$batched" -ge "$batches"
+        note "replica $r: $batched claim and read transactions in $batches etcd requests"
+done
 alloc_stop 6 7
 
 note "a claim not confirmed by its deadline is placed elsewhere (by one replica of two)"
@@ -332,6 +347,69 @@ gone() { [ "$(status_of "$(get_alloc 10 game "$U")")" = 404 ]; }
 wait_until $((5 * TIME_SCALE)) "the allocation refused everywhere is dropped" gone
 assert_eq "$(metric 10 slotd_allocator_claims_dropped_total)" 1 "claims dropped"
 alloc_stop 10
+
+note "a claim refused while no allocator runs: placed again by the next to start; or dropped"
+P=/t/orphan
+printf '%s\n' "machine m1" "machine m2" "slot game m1 0 online running true 1001 eu" \
+        "slot game m2 0 online running true 1001 eu" | sim $P -
+alloc_start 14 $P
+U=$(uuid)
+assert_eq "$(status_of "$(post 14 game "$U")")" 200 "POST"
+assert_eq "$(where 14 game "$U")" m1/0 "the first claim"
+alloc_stop 14
+# The registry's refusal (one transaction: the claim deleted, m1 added to excluded) while no
+# replica watches: nobody sees the claim go.
+sim $P refuse m1 0
+assert_eq "$(count_keys $P/hosts/)" 0 "claims in etcd after the refusal"
+assert_eq "$(ectl get $P/allocations/game/$U --print-value-only | json status)" claimed \
+        "the record, stranded"
+alloc_start 14 $P
+# Watched in etcd, not through GET (a GET places such a record again too: below).
+claim_on() { [ "$(ectl get $P/hosts/$1/claims/0 --print-value-only | json allocationId)" = "$U" ]; }
+wait_until $((5 * TIME_SCALE)) "the stranded record is placed again on m2 by a replica that starts" \
+        claim_on m2
+assert_eq "$(where 14 game "$U")" m2/0 "the record on m2"
+assert_eq "$(count_keys $P/hosts/)" 1 "claims in etcd"
+assert_eq "$(metric 14 'slotd_allocator_claims_replaced_total{reason="orphaned"}')" 1 \
+        "claims re-placed (orphaned)"
+sim $P confirm m2 0
+assert_eq "$(get_alloc 14 game "$U" | cut -d' ' -f2- | json status)" fulfilled "confirmed on m2"
+# The fleet full but for m1's slot: a claim there refused while no replica runs is dropped.
+U=$(uuid)
+assert_eq "$(status_of "$(post 14 game "$U")")" 200 "POST in the full fleet"
+assert_eq "$(where 14 game "$U")" m1/0 "the claim on the last slot"
+alloc_stop 14
+sim $P refuse m1 0
+alloc_start 14 $P
+no_record() { [ -z "$(ectl get $P/allocations/game/$U --print-value-only)" ]; }
+wait_until $((5 * TIME_SCALE)) "the stranded record with nowhere to go is dropped" no_record
+assert_eq "$(status_of "$(get_alloc 14 game "$U")")" 404 "GET of the dropped allocation"
+assert_eq "$(metric 14 slotd_allocator_claims_dropped_total)" 1 "claims dropped"
+assert_eq "$(count_keys $P/allocations/)" 1 "records in etcd"
+# A record claimed whose claim is gone by other means (a crash between steps, a person),
+# written while a replica runs but without any claim event, its deadline passed: a GET finds
+# it. Its excluded is empty: the move adds m1, as for a refusal.
+sim $P slot game m3 0 online running true 1001 eu
+sim $P machine m3
+wait_until $((5 * TIME_SCALE)) "m3 in the fleet view" metric_is 14 slotd_allocator_cache_machines 3
+wait_until $((5 * TIME_SCALE)) "m3's slot in the fleet view" metric_is 14 slotd_allocator_cache_slots 3
+U=$(uuid)
+ectl put $P/allocations/game/$U "$(jq -cn --arg u "$U" --arg p $FLEET_PROJECT \
+        --arg e $FLEET_ENVIRONMENT '{allocationId: $u, projectId: $p, environmentId: $e,
+        fleetId: "game", buildConfigurationId: "1001", regionId: "eu", payload: "",
+        status: "claimed", machineID: "m1", slotID: 0, ipv4: "192.0.2.1", ipv6: "",
+        gamePort: 7000, requested: "2020-01-01T00:00:00.000Z",
+        claimed: "2020-01-01T00:00:00.000Z", deadline: "2020-01-01T00:00:05.000Z",
+        fulfilled: "", attempts: 1, excluded: []}')" >/dev/null
+assert_eq "$(where 14 game "$U")" m1/0 "the stranded record, as GET first reads it"
+wait_until $((5 * TIME_SCALE)) "a GET places the stranded record again on m3" claim_on m3
+assert_eq "$(where 14 game "$U")" m3/0 "the record on m3"
+rec=$(ectl get $P/allocations/game/$U --print-value-only)
+assert_eq "$(json excluded <<<"$rec")" '["m1"]' "the record excludes m1"
+assert_eq "$(json attempts <<<"$rec")" 2 "the record's attempts"
+assert_eq "$(metric 14 'slotd_allocator_claims_replaced_total{reason="orphaned"}')" 1 \
+        "claims re-placed (orphaned), by the replica started last"
+alloc_stop 14
 
 note "an allocationId of another fleet: 409"
 P=/t/fleets
@@ -440,5 +518,48 @@ assert_eq "$(body_of "$out" | json ipv4)" "$(fleet_ip "$k")" "the machine's addr
 assert_eq "$(status_of "$(fleet_delete 20 "$(fleet_allocations)/$U")")" 204 "DELETE"
 deallocated() { [ -z "$(on_host "$k" sprop "$slot" AllocationUUID)" ]; }
 wait_until $((20 * TIME_SCALE)) "slotd deallocated the slot" deallocated
+
+note "real hosts: a draining machine is the last resort, and its slotd lets the claim through"
+alloc_stop 20
+on_host 1 mcall SetDraining b true >/dev/null
+fleet_wait_running 1 2
+# Every slot free and running in etcd, host 1's (and only its) documents draining; replica
+# 21 then reads that view at its start.
+view_drains_1() {
+        fleet_etcdctl get --prefix "$FLEET_PREFIX/slots/$FLEET_NAME/" --print-value-only |
+                jq -s -e --arg m "$(fleet_machine_id 1)" --argjson n $((2 * FLEET_SLOTS)) \
+                'length == $n and all(.[]; .allocationId == "" and .state == "online" and
+                        .processState == "running" and .draining == (.machineID == $m))' \
+                >/dev/null &&
+                [ "$(fleet_etcd_get "machines/$(fleet_machine_id 1)" | json draining)" = true ] &&
+                [ "$(fleet_etcd_get "machines/$(fleet_machine_id 2)" | json draining)" = false ]
+}
+wait_until $((20 * TIME_SCALE)) "host 1 draining in the fleet view" view_drains_1
+alloc_start 21 $FLEET_PREFIX
+# fleet_allocate UUID: POST, fulfilled by its host; HOST_OF is the machine's host number.
+fleet_allocate() {
+        local out
+        U=$1
+        out=$(post 21 game "$U" '"payload":"last resort"')
+        assert_eq "$(status_of "$out")" 200 "POST ($out)"
+        wait_until $((20 * TIME_SCALE)) "allocation $U fulfilled by its host" fulfilled
+        HOST_OF=$(fleet_host_of_machine "$(get_alloc 21 game "$U" | cut -d' ' -f2- | json machineId)")
+}
+fulfilled() { [ "$(get_alloc 21 game "$U" | cut -d' ' -f2- | json status)" = fulfilled ]; }
+# Host 2 first (packed would take host 1, the lower machine ID, were it not draining), until
+# it is full; then host 1, whose slotd allocates although it is draining.
+for i in $(seq 1 "$FLEET_SLOTS"); do
+        fleet_allocate "$(uuid)"
+        assert_eq "$HOST_OF" 2 "allocation $i on the host not draining"
+done
+fleet_allocate "$(uuid)"
+assert_eq "$HOST_OF" 1 "with host 2 full, the draining host"
+out=$(get_alloc 21 game "$U")
+slot=$(body_of "$out" | json serverId)
+assert_eq "$(on_host 1 sprop "$slot" AllocationUUID)" "$U" "the draining slotd's slot holds it"
+assert_eq "$(on_host 1 mprop Draining)" true "host 1 still draining"
+assert_eq "$(json attempts <<<"$(fleet_etcd_get "allocations/game/$U")")" 1 \
+        "fulfilled at the first claim (not refused, placed again)"
+assert_eq "$(metric 21 slotd_allocator_claims_dropped_total)" 0 "no claim dropped"
 
 finish

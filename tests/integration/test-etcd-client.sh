@@ -91,6 +91,63 @@ assert_eq "$(printf '%s\n' "${OUT[@]}" | sed -nE 's/^resp 0 .* deleted=([0-9]+)$
 d get /it/t
 assert_eq "$(kv_lines)" "" "the key the txn deleted"
 
+# ---- nested txns (etcd 3.4's request_txn): one request, each nested txn on its own compares ----
+# nested_line I: the "nested I" or "batched I" line of OUT.
+nested_line() { printf '%s\n' "${OUT[@]}" | grep -E "^(nested|batched) $1 " || true; }
+d put /it/n/taken old
+taken_rev=$(field rev)
+d nest create:/it/n/a:=:0 then put:/it/n/a:A else get:/it/n/a ';' \
+        create:/it/n/taken:=:0 then put:/it/n/taken:B else get:/it/n/taken
+assert_eq "$(field succeeded) $(field n)" "1 2" "the txn of two nested txns ($R)"
+nest_rev=$(field rev)
+assert_ok "a nested txn whose compare held ($(nested_line 0))" \
+        grep -q "^nested 0 succeeded=1 rev=$nest_rev n=1\$" <<<"$(nested_line 0)"
+assert_ok "a nested txn whose compare failed ($(nested_line 1))" \
+        grep -q "^nested 1 succeeded=0 rev=$nest_rev n=1\$" <<<"$(nested_line 1)"
+assert_eq "$(kv_lines)" "/it/n/taken old" "the failed nested txn's failure branch read the key"
+d get /it/n/a
+assert_eq "$(kv_lines)" "/it/n/a A" "the nested put that held, read back"
+assert_ok "written at the txn's revision" grep -q " c=$nest_rev m=$nest_rev " <<<"${OUT[0]}"
+d get /it/n/taken
+assert_eq "$(kv_lines)" "/it/n/taken old" "the nested put that failed its compare, not written"
+assert_ok "unchanged" grep -q " m=$taken_rev " <<<"${OUT[0]}"
+
+# The group commit (etcd_batch_txn): three txns queued at once go in one request; two that put
+# the same key (etcd would refuse the request) go in two, in their order.
+d batch create:/it/b/1:=:0 then put:/it/b/1:one ';' \
+        create:/it/n/taken:=:0 then put:/it/n/taken:X else get:/it/n/taken ';' \
+        create:/it/b/2:=:0 then put:/it/b/2:two
+assert_eq "$(field txns) $(field requests)" "3 1" "three txns queued at once, one request"
+batch_rev=$(nested_line 0 | sed -nE 's/.* rev=([0-9]+) .*/\1/p')
+assert_ok "txn 0 held ($(nested_line 0))" grep -q "^batched 0 succeeded=1 " <<<"$(nested_line 0)"
+assert_ok "txn 1 failed its compare alone ($(nested_line 1))" \
+        grep -q "^batched 1 succeeded=0 rev=$batch_rev " <<<"$(nested_line 1)"
+assert_ok "txn 2 held, at the same revision ($(nested_line 2))" \
+        grep -q "^batched 2 succeeded=1 rev=$batch_rev " <<<"$(nested_line 2)"
+assert_eq "$(kv_lines)" "/it/n/taken old" "txn 1's failure branch"
+d prefix /it/b/
+assert_eq "$(kv_lines)" "/it/b/1 one,/it/b/2 two" "the batch's puts, read back"
+d batch create:/it/d:=:0 then put:/it/d:first ';' create:/it/d:=:0 then put:/it/d:second else get:/it/d
+assert_eq "$(field txns) $(field requests)" "2 2" "two txns putting one key: two requests"
+assert_ok "the first put it ($(nested_line 0))" grep -q "^batched 0 succeeded=1 " <<<"$(nested_line 0)"
+assert_ok "the second found it ($(nested_line 1))" grep -q "^batched 1 succeeded=0 " <<<"$(nested_line 1)"
+assert_eq "$(kv_lines)" "/it/d first" "the second's failure branch read the first's put"
+# A txn cancelled while queued is never sent; one cancelled once sent (by the answer of another
+# in its request) is applied but its callback never runs.
+d batch-cancel create:/it/c/0:=:0 then put:/it/c/0:a ';' create:/it/c/1:=:0 then put:/it/c/1:b ';' \
+        create:/it/c/2:=:0 then put:/it/c/2:c
+assert_eq "$(field txns) $(field requests)" "1 1" "one txn answered, in one request ($R)"
+assert_eq "$(printf '%s\n' "${OUT[@]}" | grep -c '^batched ')" 1 "no answer for the cancelled txns"
+d prefix /it/c/
+assert_eq "$(kv_lines)" "/it/c/0 a,/it/c/2 c" "the txn cancelled before it was sent is not applied"
+# etcd's limits: 300 txns of two compares and two puts at once are 3 requests (126 nested txns
+# and their 2 ops within --max-txn-ops 128); 40 of two 30,000-byte values are 4 (1 MiB each at
+# most, under --max-request-bytes 1.5 MiB). etcd would refuse either as one request.
+d bench-batch 300 300
+assert_eq "$(field txns) $(field ok) $(field requests)" "300 300 3" "300 txns queued at once ($R)"
+d bench-batch 40 40 30000
+assert_eq "$(field txns) $(field ok) $(field requests)" "40 40 4" "40 large txns queued at once ($R)"
+
 # ---- leases: keepalive keeps keys past their TTL; without it they vanish ----
 ttl=$((2 * TIME_SCALE))
 d grant "$ttl"
@@ -146,7 +203,34 @@ d wait m 1 $((10 * TIME_SCALE))
 # Member 1 (the client's first endpoint, where it is connected) dies while member 3 leads: no
 # election, so every request must succeed at its first try, through another endpoint.
 etcd_make_leader 3
+# First with a batch in flight: member 1 stopped, so that the batch (a read and a write) waits
+# unread in its socket, then killed (the connection resets). The write fails (ECONNRESET: its
+# outcome unknown, it is never sent again; here it was never read), the read goes again in
+# the next batch, to member 2, and is answered.
+request_waits_on_1() {
+        ss -tnH state established "( sport = :${ETCD_CLIENT_PORT[1]} )" |
+                awk '$1 > 0 { f = 1 } END { exit !f }'
+}
+etcd_kill 1 STOP
+echo "batch then get:/it/m/1 ; create:/it/m/lost:=:0 then put:/it/m/lost:x" >&"$DRIVE_IN"
+echo "> batch (member 1 stopped, then killed)" >>"$LOG"
+wait_until $((10 * TIME_SCALE)) "the batch waiting in member 1's socket" request_waits_on_1
 etcd_kill 1
+OUT=()
+while IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT"; do
+        echo "$line" >>"$LOG"
+        OUT+=("$line")
+        [[ $line =~ \ ms=[0-9]+$ ]] && break
+done
+R=${OUT[-1]:-}
+assert_eq "$(field txns) $(field requests)" "2 2" "the batch, and its read sent again ($R)"
+assert_ok "the write in the broken request failed ($(nested_line 1))" \
+        grep -q "^batched 1 error ECONNRESET " <<<"$(nested_line 1)"
+assert_ok "the read in it was sent again and answered ($(nested_line 0))" \
+        grep -q "^batched 0 succeeded=1 " <<<"$(nested_line 0)"
+assert_eq "$(kv_lines)" "/it/m/1 before" "the read's answer"
+d get /it/m/lost
+assert_eq "$(kv_lines)" "" "the write member 1 never read"
 d put /it/m/2 after
 ok_result
 d get /it/m/2

@@ -2,7 +2,8 @@
 # Machine TTL (SPEC §7): idle = no slot allocated or reserved; deprovisionable once idle for
 # machine.idle_ttl with no hold reaching past now (the furthest hold counts); the
 # Deprovisionable signal once per entry into that state. Draining: no new allocations or
-# reservations, running sessions go on.
+# reservations, running sessions go on; AllocateWithOptions with `draining` true (a fleet
+# allocator's last resort) is let through, on both doors, and counted as granted.
 . "$(dirname "$0")/lib.sh"
 
 # machine.idle_ttl: 1 s on a host; under TCG in the VM a few busctl calls take longer than
@@ -13,6 +14,8 @@ TTL=$((1000000 * TTL_SEC)) # in µs
 MACHINE_CPUS=2 write_config
 config_key machine "idle_ttl = ${TTL_SEC}s"
 write_fleet game "servers = 2" "[ports]" "game_base = 25300" "query_base = 25350"
+MPORT=$(free_port)
+printf '[metrics]\nlisten = 127.0.0.1:%s\n' "$MPORT" >> "$T/etc/slotd.ini"
 # The monitor is attached before slotd starts, so that the first signal is not missed.
 start_monitor "$T/signals.log"
 t_start=$(now_usec)
@@ -90,6 +93,63 @@ expect_serr Draining $other Allocate string:d-2 string:
 assert_eq "$(sprop $other State)" online "the other slot not allocated while draining"
 assert_eq "$(sprop $d State)" allocated "the running session goes on"
 assert_eq "$(sprop $d MainPID)" "$pid" "same process while draining"
+
+# 7. A fleet allocator's last resort (SPEC §8, §13): AllocateWithOptions with `draining` true
+# is let through; without it, or false, refused as before; not a boolean: InvalidArgument.
+# gcall PATH METHOD ARGS...: gdbus (which, unlike busctl, takes an a{sv} and prints the error
+# name); prints the reply, or "Error NAME: MESSAGE".
+gcall() {
+        local path=$1 method=$2 out
+        shift 2
+        if out=$(gdbus call --address "$BUS" --dest org.slotd.Supervisor1 --object-path "$path" \
+                 --method "org.slotd.Supervisor1.$method" "$@" 2>&1); then
+                echo "$out"
+                return 0
+        fi
+        sed -nE 's/.*GDBus\.Error:([A-Za-z0-9_.]+): (.*)/Error \1: \2/p' <<<"$out" | grep . || echo "$out"
+        return 1
+}
+expect_gerr() { # NAME PATH METHOD ARGS...
+        local name=org.slotd.Supervisor1.Error.$1 out
+        shift
+        out=$(gcall "$@") && fail "expected $name from $*, got success: $out"
+        grep -q "^Error ${name//./\\.}:" <<<"$out" || fail "expected $name from $*, got: $out"
+        PASSED=$((PASSED + 1))
+}
+M=/org/slotd/Supervisor1
+metric() { curl -s --max-time 10 "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+metric_set() { [ -n "$(metric "$1")" ]; }
+ok_metric='slotd_allocations_total{fleet="game",result="ok"}'
+drain_metric='slotd_allocations_total{fleet="game",result="Draining"}'
+wait_until $((10 * TIME_SCALE)) "metrics served" metric_set "$drain_metric"
+ok0=$(metric "$ok_metric")
+drained0=$(metric "$drain_metric")
+expect_gerr Draining $M Manager.AllocateWithOptions game d-4 "" "@a{sv} {}"
+expect_gerr Draining $M Manager.AllocateWithOptions game d-4 "" "{'draining': <false>}"
+expect_gerr Draining $M Manager.AllocateWithOptions game d-4 "" "{'payload': <b'map'>}"
+expect_gerr InvalidArgument $M Manager.AllocateWithOptions game d-4 "" "{'draining': <'yes'>}"
+expect_gerr Draining $M/slot/$other Slot.AllocateWithOptions d-4 "" "{'draining': <false>}"
+assert_eq "$(sprop $other State)" online "nothing allocated by the refused calls"
+out=$(gcall $M Manager.AllocateWithOptions game d-4 "" "{'draining': <true>, 'payload': <b'map'>}") ||
+        fail "AllocateWithOptions with draining true while draining: $out"
+assert_eq "$out" "(uint32 $other, objectpath '$M/slot/$other')" "the last resort's reply"
+assert_eq "$(sprop $other AllocationUUID)" d-4 "allocated while draining, with draining true"
+assert_eq "$(server_json $other allocatedUUID)" d-4 "server.json of the last resort's allocation"
+# A retry of it needs no option: the allocation is in effect.
+assert_eq "$(allocate game d-4)" "$other" "the same UUID again while draining"
+mcall Deallocate s d-4
+# The slot door (the registry's) lets it through as well.
+out=$(gcall $M/slot/$other Slot.AllocateWithOptions d-5 "" "{'draining': <true>}") ||
+        fail "Slot.AllocateWithOptions with draining true while draining: $out"
+assert_eq "$(sprop $other AllocationUUID)" d-5 "allocated through the slot door while draining"
+assert_eq "$(server_json $other allocatedUUID)" d-5 "server.json of the slot door's allocation"
+mcall Deallocate s d-5
+# Granted ones count as ok (the retry too, as every granted request), refused ones as Draining.
+wait_until $((10 * TIME_SCALE)) "allocations counted ok" metric_is "$ok_metric" $((ok0 + 3))
+assert_eq "$(metric "$drain_metric")" $((drained0 + 4)) "allocations counted Draining"
+assert_eq "$(mprop Draining)" true "still draining"
+
 mcall Deallocate s d-1
 assert_eq "$(sprop $d State)" online "Deallocate works while draining"
 assert_ok "PropertiesChanged for Draining" grep -q '"Draining":{"type":"b","data":true}' "$T/signals.log"

@@ -268,6 +268,71 @@ static void test_fleet_layer(_unused_ void **state) {
         assert_null(d->fleet.etcd_endpoints);
 }
 
+static void test_fleet_tls(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = new_config(), *d = new_config(), *e = new_config(),
+                                       *f = new_config();
+        _cleanup_free_ char *err = NULL;
+
+        /* none by default */
+        assert_int_equal(config_parse_machine(c, "m.ini", "", &err), 0);
+        assert_null(c->fleet.etcd_ca);
+        assert_null(c->fleet.etcd_cert);
+        assert_null(c->fleet.etcd_key);
+
+        assert_int_equal(config_parse_machine(c, "m.ini",
+                                              "[fleet]\n"
+                                              "etcd_endpoints = https://10.0.0.5:2379,"
+                                              "https://[2001:db8::6]:2379\n"
+                                              "etcd_ca = /etc/etcd//ca.crt\n"
+                                              "etcd_cert = /etc/slotd/etcd-client.crt\n"
+                                              "etcd_key = /etc/slotd/etcd-client.key\n",
+                                              &err),
+                         0);
+        assert_null(err);
+        assert_string_equal(c->fleet.etcd_ca, "/etc/etcd/ca.crt");
+        assert_string_equal(c->fleet.etcd_cert, "/etc/slotd/etcd-client.crt");
+        assert_string_equal(c->fleet.etcd_key, "/etc/slotd/etcd-client.key");
+
+        /* a CA alone (etcd without client-certificate auth); empty is unset */
+        assert_int_equal(config_parse_machine(d, "m.ini",
+                                              "[fleet]\netcd_endpoints = https://etcd:2379\n"
+                                              "etcd_ca = /ca.pem\netcd_cert =\netcd_key =\n",
+                                              &err),
+                         0);
+        assert_string_equal(d->fleet.etcd_ca, "/ca.pem");
+        assert_null(d->fleet.etcd_cert);
+        assert_null(d->fleet.etcd_key);
+
+        /* https:// without a CA: the system's trust store */
+        assert_int_equal(config_parse_machine(e, "m.ini",
+                                              "[fleet]\netcd_endpoints = https://etcd:2379\n"
+                                              "etcd_cert = /c.pem\netcd_key = /k.pem\n",
+                                              &err),
+                         0);
+        assert_null(e->fleet.etcd_ca);
+        assert_string_equal(e->fleet.etcd_cert, "/c.pem");
+
+        /* the fleet layer off: the files wait for it */
+        assert_int_equal(config_parse_machine(f, "m.ini", "[fleet]\netcd_ca = /ca.pem\n", &err),
+                         0);
+        assert_null(f->fleet.etcd_endpoints);
+
+        check_machine_error("[fleet]\netcd_endpoints = https://a:1\n\netcd_cert = /c.pem\n",
+                            "m.ini:4: fleet.etcd_cert: set without fleet.etcd_key: a client "
+                            "certificate and its key go together (set both, or neither)");
+        check_machine_error("[fleet]\netcd_key = /k.pem\netcd_endpoints = https://a:1\n",
+                            "m.ini:2: fleet.etcd_key: set without fleet.etcd_cert: a client "
+                            "certificate and its key go together (set both, or neither)");
+        check_machine_error("[fleet]\netcd_endpoints = https://a:1,http://b:2\n"
+                            "etcd_ca = /ca.pem\n",
+                            "m.ini:3: fleet.etcd_ca: TLS to etcd needs https:// endpoints, but "
+                            "fleet.etcd_endpoints has http://b:2");
+        check_machine_error("[fleet]\netcd_endpoints = http://a:1\n"
+                            "etcd_key = /k.pem\netcd_cert = /c.pem\n",
+                            "m.ini:4: fleet.etcd_cert: TLS to etcd needs https:// endpoints, but "
+                            "fleet.etcd_endpoints has http://a:1");
+}
+
 static void test_machine_slots_dir(_unused_ void **state) {
         _cleanup_(config_freep) Config *c = new_config();
         _cleanup_(config_freep) Config *d = new_config();
@@ -355,6 +420,9 @@ static void test_machine_bad_values(_unused_ void **state) {
                 { "fleet", "lease_ttl", "soon", "expected a duration like 5s" },
                 { "fleet", "etcd_timeout", "0", "must be greater than 0" },
                 { "fleet", "registry_user", "", "must not be empty" },
+                { "fleet", "etcd_ca", "ca.pem", "expected an absolute path" },
+                { "fleet", "etcd_cert", "./etcd-client.crt", "expected an absolute path" },
+                { "fleet", "etcd_key", "~/etcd-client.key", "expected an absolute path" },
                 { "localproxy", "group", "", "must not be empty" },
         };
 
@@ -677,6 +745,7 @@ int main(void) {
                 cmocka_unit_test(test_machine_all_keys),
                 cmocka_unit_test(test_machine_slots_dir),
                 cmocka_unit_test(test_fleet_layer),
+                cmocka_unit_test(test_fleet_tls),
                 cmocka_unit_test(test_machine_bad_values),
                 cmocka_unit_test(test_localproxy_off),
                 cmocka_unit_test(test_localproxy_many),

@@ -12,6 +12,7 @@
 
 #include "etcd-json.h"
 #include "macro.h"
+#include "strv.h"
 
 #define HDR "\"header\":{\"cluster_id\":\"11942735582411456322\",\"member_id\":\"1288\"," \
             "\"revision\":\"5\",\"raft_term\":\"2\"}"
@@ -260,9 +261,170 @@ static void test_decode_txn(void **state) {
         assert_int_equal(a.response.responses[0].n_kvs, 0);
         etcd_answer_done(&a);
 
-        /* a nested txn is never sent, so never expected */
+        /* an op answer of no known kind */
         assert_int_equal(parse(ETCD_ANSWER_TXN, 200,
-                               "{" HDR ",\"responses\":[{\"response_txn\":{}}]}", &a),
+                               "{" HDR ",\"responses\":[{\"response_lease\":{}}]}", &a),
+                         -EBADMSG);
+        assert_int_equal(a.response.n_responses, 0);
+        etcd_answer_done(&a);
+}
+
+static void test_encode_nested(void **state) {
+        const EtcdCompare cmp1[] = {
+                { .key = "/a/b", .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+        };
+        const EtcdOp ok1[] = { { .type = ETCD_OP_PUT, .key = "/a/b", .value = "hello" } };
+        const EtcdOp ko1[] = { { .type = ETCD_OP_RANGE, .key = "/a/b", .limit = 1 } };
+        const EtcdOp ok2[] = { { .type = ETCD_OP_DELETE, .key = "/a/" } };
+        const EtcdOp nested[] = {
+                { .type = ETCD_OP_TXN, .compare = cmp1, .n_compare = 1, .success = ok1,
+                  .n_success = 1, .failure = ko1, .n_failure = 1 },
+                { .type = ETCD_OP_TXN, .success = ok2, .n_success = 1 },
+        };
+        const EtcdOp deep3 = { .type = ETCD_OP_TXN, .success = nested, .n_success = 2 };
+        const EtcdOp deep2 = { .type = ETCD_OP_TXN, .success = &deep3, .n_success = 1 };
+        const EtcdOp deep1 = { .type = ETCD_OP_TXN, .success = &deep2, .n_success = 1 };
+        const EtcdOp bad = { .type = ETCD_OP_TXN, .success = NULL, .n_success = 1 };
+        char *b, *ops[3] = {};
+
+        check_body(etcd_json_txn(NULL, 0, nested, 2, NULL, 0, &b), b,
+                   "{\"compare\":[],\"success\":["
+                   "{\"request_txn\":{\"compare\":["
+                   "{\"key\":\"L2EvYg==\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                   "\"create_revision\":\"0\"}],"
+                   "\"success\":[{\"request_put\":{\"key\":\"L2EvYg==\",\"value\":\"aGVsbG8=\"}}],"
+                   "\"failure\":[{\"request_range\":{\"key\":\"L2EvYg==\",\"limit\":\"1\"}}]}},"
+                   "{\"request_txn\":{\"compare\":[],"
+                   "\"success\":[{\"request_delete_range\":{\"key\":\"L2Ev\"}}],"
+                   "\"failure\":[]}}],\"failure\":[]}");
+        /* the same, made of its ops (the group commit's way) */
+        assert_int_equal(etcd_json_op(&nested[0], &ops[0]), 0);
+        assert_int_equal(etcd_json_op(&nested[1], &ops[1]), 0);
+        assert_int_equal(etcd_json_txn_of_ops(ops, 2, &b), 0);
+        {
+                char *want = NULL;
+                assert_int_equal(etcd_json_txn(NULL, 0, nested, 2, NULL, 0, &want), 0);
+                assert_string_equal(b, want);
+                free(want);
+        }
+        free(b);
+        check_body(etcd_json_txn_of_ops(ops, 0, &b), b,
+                   "{\"compare\":[],\"success\":[],\"failure\":[]}");
+        free(ops[0]);
+        free(ops[1]);
+        /* three levels below the txn are the most */
+        assert_int_equal(etcd_json_txn(NULL, 0, &deep3, 1, NULL, 0, &b), 0);
+        free(b);
+        assert_int_equal(etcd_json_txn(NULL, 0, &deep2, 1, NULL, 0, &b), 0);
+        assert_non_null(strstr(b, "{\"request_txn\":{\"compare\":[],\"success\":["
+                                  "{\"request_txn\":{\"compare\":[],\"success\":["
+                                  "{\"request_txn\":{\"compare\":[{"));
+        free(b);
+        assert_int_equal(etcd_json_txn(NULL, 0, &deep1, 1, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_json_op(&bad, &b), -EINVAL);
+}
+
+static void test_nested_checks(void **state) {
+        const EtcdCompare cmp[3] = {
+                { .key = "/r", .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+                { .key = "/s", .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL },
+                { .key = "/c", .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+        };
+        const EtcdOp ok[] = {
+                { .type = ETCD_OP_PUT, .key = "/r", .value = "x" },
+                { .type = ETCD_OP_PUT, .key = "/c", .value = "y" },
+        };
+        const EtcdOp ko[] = {
+                { .type = ETCD_OP_RANGE, .key = "/r" },
+                { .type = ETCD_OP_PUT, .key = "/c", .value = "z" },
+                { .type = ETCD_OP_DELETE, .key = "/d" },
+                { .type = ETCD_OP_RANGE, .key = "/s" },
+        };
+        const EtcdOp claim = { .type = ETCD_OP_TXN, .compare = cmp, .n_compare = 3,
+                               .success = ok, .n_success = 2, .failure = ko, .n_failure = 4 };
+        const EtcdOp ranged = { .type = ETCD_OP_DELETE, .key = "/a", .range_end = "/b" };
+        const EtcdOp inner = { .type = ETCD_OP_TXN, .success = &ranged, .n_success = 1 };
+        const EtcdOp outer = { .type = ETCD_OP_TXN, .compare = cmp, .n_compare = 2,
+                               .success = &inner, .n_success = 1 };
+        const EtcdOp put = { .type = ETCD_OP_PUT, .key = "/p", .value = "" };
+        char **keys = NULL;
+        bool range = true;
+
+        /* the longest of its lists, plus its deepest nested txn's share */
+        assert_int_equal(etcd_txn_op_cost(&claim), 4);
+        assert_int_equal(etcd_txn_op_cost(&outer), 3);
+        assert_int_equal(etcd_txn_op_cost(&put), 0);
+        /* every key it may put or delete, once */
+        assert_int_equal(etcd_txn_op_write_keys(&claim, &keys, &range), 0);
+        assert_false(range);
+        assert_int_equal(strv_length(keys), 3);
+        assert_string_equal(keys[0], "/r");
+        assert_string_equal(keys[1], "/c");
+        assert_string_equal(keys[2], "/d");
+        keys = strv_free(keys);
+        assert_int_equal(etcd_txn_op_write_keys(&outer, &keys, &range), 0);
+        assert_true(range);
+        assert_int_equal(strv_length(keys), 1);
+        keys = strv_free(keys);
+}
+
+static void test_decode_nested(void **state) {
+        EtcdAnswer a;
+        const EtcdResponse *n0, *n1;
+
+        /* etcd 3.4.23's answer to test_encode_nested's txn, /a/b being there already (the
+         * first compare fails): a nested txn's header is empty */
+        assert_int_equal(parse(ETCD_ANSWER_TXN, 200,
+                               "{" HDR ",\"succeeded\":true,\"responses\":["
+                               "{\"response_txn\":{\"header\":{},\"responses\":["
+                               "{\"response_range\":{\"header\":{\"revision\":\"4\"},\"kvs\":["
+                               "{\"key\":\"L2EvYg==\",\"create_revision\":\"2\","
+                               "\"mod_revision\":\"3\",\"version\":\"2\","
+                               "\"value\":\"aGVsbG8=\"}],\"count\":\"1\"}}]}},"
+                               "{\"response_txn\":{\"header\":{},\"succeeded\":true,"
+                               "\"responses\":[{\"response_delete_range\":{\"header\":"
+                               "{\"revision\":\"5\"},\"deleted\":\"1\"}}]}}]}",
+                               &a),
+                         0);
+        assert_true(a.response.succeeded);
+        assert_int_equal(a.response.revision, 5);
+        assert_int_equal(a.response.n_responses, 2);
+        n0 = &a.response.responses[0];
+        n1 = &a.response.responses[1];
+        assert_false(n0->succeeded);
+        assert_int_equal(n0->error, 0);
+        assert_string_equal(n0->message, "");
+        assert_int_equal(n0->revision, 5); /* the enclosing txn's */
+        assert_int_equal(n0->n_responses, 1);
+        assert_int_equal(n0->responses[0].n_kvs, 1);
+        assert_int_equal(n0->responses[0].revision, 4);
+        assert_string_equal(n0->responses[0].kvs[0].value, "hello");
+        assert_int_equal(n0->responses[0].kvs[0].mod_revision, 3);
+        assert_true(n1->succeeded);
+        assert_int_equal(n1->revision, 5);
+        assert_int_equal(n1->n_responses, 1);
+        assert_int_equal(n1->responses[0].deleted, 1);
+        etcd_answer_done(&a);
+
+        /* nested as deep as it may be sent, and one deeper */
+        assert_int_equal(parse(ETCD_ANSWER_TXN, 200,
+                               "{" HDR ",\"responses\":[{\"response_txn\":{\"responses\":["
+                               "{\"response_txn\":{\"responses\":[{\"response_txn\":{"
+                               "\"responses\":[{\"response_put\":{}}]}}]}}]}}]}",
+                               &a),
+                         0);
+        assert_int_equal(a.response.responses[0].responses[0].responses[0].n_responses, 1);
+        etcd_answer_done(&a);
+        assert_int_equal(parse(ETCD_ANSWER_TXN, 200,
+                               "{" HDR ",\"responses\":[{\"response_txn\":{\"responses\":["
+                               "{\"response_txn\":{\"responses\":[{\"response_txn\":{"
+                               "\"responses\":[{\"response_txn\":{}}]}}]}}]}}]}",
+                               &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        /* a nested txn's answer of the wrong type */
+        assert_int_equal(parse(ETCD_ANSWER_TXN, 200,
+                               "{" HDR ",\"responses\":[{\"response_txn\":[]}]}", &a),
                          -EBADMSG);
         assert_int_equal(a.response.n_responses, 0);
         etcd_answer_done(&a);
@@ -461,6 +623,9 @@ int main(void) {
                 cmocka_unit_test(test_decode_range),
                 cmocka_unit_test(test_decode_simple),
                 cmocka_unit_test(test_decode_txn),
+                cmocka_unit_test(test_encode_nested),
+                cmocka_unit_test(test_nested_checks),
+                cmocka_unit_test(test_decode_nested),
                 cmocka_unit_test(test_decode_errors),
                 cmocka_unit_test(test_decode_malformed),
                 cmocka_unit_test(test_watch_messages),

@@ -271,14 +271,32 @@ static void test_claim_and_deallocation(_unused_ void **state) {
         _cleanup_free_ char *ct = NULL, *dt = NULL;
         ClaimDoc pc;
         DeallocationDoc pd;
+        const char *t;
 
         assert_int_equal(claim_doc_format(&c, &ct), 0);
         assert_string_equal(ct, "{\"allocationId\":\"a-1\",\"fleetId\":\"f\","
                                 "\"buildConfigurationId\":\"\",\"payload\":\"\","
-                                "\"deadline\":\"2026-11-24T10:00:00.123Z\"}");
+                                "\"deadline\":\"2026-11-24T10:00:00.123Z\",\"draining\":false}");
         assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
         assert_int_equal(pc.deadline, T1);
+        assert_false(pc.draining);
         claim_doc_done(&pc);
+        ct = mfree(ct);
+        /* A claim on a draining machine, the allocator's last resort, says so. */
+        c.draining = true;
+        assert_int_equal(claim_doc_format(&c, &ct), 0);
+        assert_non_null(strstr(ct, ",\"draining\":true}"));
+        assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
+        assert_true(pc.draining);
+        claim_doc_done(&pc);
+        /* An allocator that does not know the field writes none: not draining. */
+        t = "{\"allocationId\":\"a-1\",\"fleetId\":\"f\"}";
+        assert_int_equal(claim_doc_parse(t, strlen(t), &pc), 0);
+        assert_false(pc.draining);
+        claim_doc_done(&pc);
+        /* Not a boolean: refused, as every field of the wrong type. */
+        t = "{\"allocationId\":\"a-1\",\"fleetId\":\"f\",\"draining\":1}";
+        assert_int_equal(claim_doc_parse(t, strlen(t), &pc), -EBADMSG);
         assert_int_equal(deallocation_doc_format(&d, &dt), 0);
         assert_string_equal(dt, "{\"allocationId\":\"a-1\",\"fleetId\":\"f\",\"slotID\":4}");
         assert_int_equal(deallocation_doc_parse(dt, strlen(dt), &pd), 0);
