@@ -10,6 +10,9 @@
 #include "log.h"
 
 #define DELETE_ATTEMPTS_MAX 4
+/* A deletion whose answer was lost with its etcd member is read and sent again at most this
+ * many times (allocator-claim.c's in-doubt claims alike). */
+#define DELETE_IN_DOUBT_MAX 2
 
 char *allocator_record_key(const Allocator *a, const char *fleet, const char *allocation_id) {
         return fleet_key_allocation(a->config->prefix, fleet, allocation_id);
@@ -32,6 +35,7 @@ typedef struct ReadOp {
         char *key;
         int64_t record_revision;
         unsigned attempts;
+        unsigned in_doubt; /* DELETE: its transaction's outcome was unknown this many times */
 } ReadOp;
 
 static void read_op_free(ReadOp *op) {
@@ -218,6 +222,17 @@ static void on_deleted(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ReadOp *op = userdata;
 
         op->txn = NULL;
+        if (resp->error == -ECONNRESET && op->in_doubt < DELETE_IN_DOUBT_MAX) {
+                /* The answer was lost with its member: the deletion may have been applied or
+                 * not. The record read anew tells (gone: it was), and a deletion sent again
+                 * is guarded by the record's revision as the first was. */
+                op->in_doubt++;
+                op->allocator->metrics.etcd_in_doubt++;
+                log_info("Allocation %s: etcd's answer to its deletion was lost (%s); reading "
+                         "it again", api_request_route(op->req)->allocation, resp->message);
+                delete_read(op);
+                return;
+        }
         if (allocator_etcd_failed(op->allocator, resp)) {
                 read_op_unavailable(op, resp);
                 return;
@@ -277,6 +292,12 @@ static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ReadOp *op = userdata;
 
         op->txn = NULL;
+        if (op->in_doubt > 0 && resp->error >= 0 && resp->n_kvs == 0) {
+                /* gone after a deletion whose answer was lost: that deletion (or another) */
+                op->allocator->metrics.deallocations++;
+                read_op_answer(op, 204, NULL);
+                return;
+        }
         if (!read_op_record(op, resp, &rec))
                 return;
         op->record_revision = resp->kvs[0].mod_revision;

@@ -14,6 +14,9 @@
 #include "log.h"
 
 #define CLAIM_ATTEMPTS_MAX 16
+/* A claim whose request broke after it was sent (its etcd member died: the outcome is
+ * unknown) is sent again, the same guarded transaction, at most this many times. */
+#define CLAIM_IN_DOUBT_MAX 2
 
 typedef struct ClaimOp {
         Allocator *allocator;
@@ -22,6 +25,8 @@ typedef struct ClaimOp {
         char *record_key;
         AllocationRecord rec;
         unsigned attempts;
+        unsigned in_doubt; /* times the same claim was sent again, its outcome unknown */
+        int64_t slot_revision; /* the slot document's, as the claim compares it */
         bool pending; /* rec's slot is marked in flight in placement */
         char *slot_key, *claim_key, *claim_value;
         EtcdRequest *etcd;       /* the record's read, with no slot left */
@@ -129,12 +134,58 @@ static void claim_no_capacity(ClaimOp *op) {
                 claim_op_etcd_failed(op, NULL);
 }
 
+static int claim_send(ClaimOp *op);
+
+/* A claim sent whose request broke before etcd answered (ECONNRESET: the member died with
+ * it; it may have been applied, by the leader it was forwarded to, or not): the same
+ * transaction again, to the next member. Its compares make it apply at most once: if the
+ * first was applied, the second finds the record and answers with it (claim_was_ours). */
+static bool claim_in_doubt(ClaimOp *op, const EtcdResponse *resp) {
+        if (resp->error != -ECONNRESET || op->in_doubt >= CLAIM_IN_DOUBT_MAX)
+                return false;
+        op->in_doubt++;
+        op->allocator->metrics.etcd_in_doubt++;
+        log_info("Allocation %s: etcd's answer to its claim of slot %" PRIu32 " of %s was "
+                 "lost (%s); sending the same transaction again, which applies at most once",
+                 op->rec.allocation_id, op->rec.slot_id, op->rec.machine_id, resp->message);
+        if (claim_send(op) < 0)
+                return false;
+        return true;
+}
+
+/* The record found by a claim sent again is this claim's own (the first was applied): the
+ * claim still there as sent, or (the registry may have confirmed it and deleted the claim
+ * meanwhile) the record with this op's machine, slot and times, as etcd holds them. */
+static bool claim_was_ours(const ClaimOp *op, const EtcdResponse *resp) {
+        _cleanup_(allocation_record_done) AllocationRecord theirs = {}, mine = {};
+        _cleanup_free_ char *text = NULL;
+        const EtcdKv *c, *rec;
+
+        if (op->in_doubt == 0 || resp->n_responses < 3 || resp->responses[0].n_kvs == 0)
+                return false;
+        if (resp->responses[2].n_kvs > 0) {
+                c = &resp->responses[2].kvs[0];
+                if (c->value_len == strlen(op->claim_value) &&
+                    memcmp(c->value, op->claim_value, c->value_len) == 0)
+                        return true;
+        }
+        rec = &resp->responses[0].kvs[0];
+        if (allocation_record_format(&op->rec, &text) < 0 ||
+            allocation_record_parse(text, strlen(text), &mine) < 0 ||
+            allocation_record_parse(rec->value, rec->value_len, &theirs) < 0)
+                return false;
+        return theirs.requested == mine.requested && theirs.claimed == mine.claimed &&
+               theirs.slot_id == mine.slot_id && streq_ptr(theirs.machine_id, mine.machine_id);
+}
+
 static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ClaimOp *op = userdata;
         Allocator *a = op->allocator;
         EtcdKv claim;
 
         op->claim_txn = NULL;
+        if (claim_in_doubt(op, resp))
+                return;
         claim_op_unpend(op);
         if (allocator_etcd_failed(a, resp)) {
                 claim_op_etcd_failed(op, resp);
@@ -152,7 +203,8 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 return;
         }
         if (resp->n_responses >= 1 && resp->responses[0].n_kvs > 0) {
-                claim_op_created(op, ALLOC_RESULT_EXISTING);
+                claim_op_created(op, claim_was_ours(op, resp) ? ALLOC_RESULT_CLAIMED
+                                                              : ALLOC_RESULT_EXISTING);
                 return;
         }
         a->metrics.txn_conflicts++;
@@ -172,11 +224,11 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         claim_try(op);
 }
 
-static int claim_send(ClaimOp *op, const CacheSlot *s) {
+static int claim_send(ClaimOp *op) {
         const EtcdCompare cmp[] = {
                 { .key = op->record_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
                 { .key = op->slot_key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
-                  .number = s->mod_revision },
+                  .number = op->slot_revision },
                 { .key = op->claim_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
         };
         _cleanup_free_ char *record = NULL;
@@ -217,6 +269,7 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
         if (r < 0 || !op->slot_key || !op->claim_key)
                 return -ENOMEM;
         op->rec.slot_id = s->slot_id;
+        op->slot_revision = s->mod_revision;
         op->rec.game_port = s->doc.game_port;
         op->rec.claimed = now;
         op->rec.deadline = now + a->config->claim_timeout;
@@ -247,7 +300,7 @@ static void claim_try(ClaimOp *op) {
         op->attempts++;
         r = claim_prepare(op, s);
         if (r >= 0)
-                r = claim_send(op, s);
+                r = claim_send(op);
         if (r < 0) {
                 log_error_errno(r, "Allocation %s: cannot send its claim: %m",
                                 op->rec.allocation_id);

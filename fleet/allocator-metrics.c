@@ -87,6 +87,10 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
         put_counter(f, "slotd_allocator_etcd_errors_total",
                     "Requests to etcd that failed (no answer, no quorum, an error).",
                     m->etcd_errors);
+        put_counter(f, "slotd_allocator_etcd_in_doubt_total",
+                    "Writes to etcd whose answer was lost with their member, sent again "
+                    "(guarded: each applies at most once).",
+                    m->etcd_in_doubt);
         put_counter(f, "slotd_allocator_claim_conflicts_total",
                     "Claim transactions whose slot was taken or changed first.",
                     m->txn_conflicts);

@@ -42,6 +42,7 @@ typedef struct AllocatorMetrics {
         usec_t latency_sum;
         uint64_t deallocations;
         uint64_t etcd_errors;
+        uint64_t etcd_in_doubt; /* writes sent again after their answer was lost */
         uint64_t txn_conflicts;  /* claim transactions whose compares failed */
         uint64_t claims_replaced[_REPLACE_REASON_MAX];
         uint64_t claims_dropped; /* refused (or orphaned) claims that could be placed nowhere */

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Writes whose outcome is in doubt (issue 15, SPEC §13 "Guarantees"): etcd applies a write,
+# and its answer is lost with the connection, as when the member a client sent it to dies
+# right after. A relay in front of etcd (answer-drop-proxy.py) does exactly that, once, on
+# demand, so that the case is met every run rather than by luck in test-fleet-faults.
+# slotd-allocator has the relay as its first etcd endpoint and etcd itself as its second.
+#  1. A POST whose claim etcd applied but whose answer was lost: 200 all the same (the same
+#     guarded transaction, sent again to the next member, finds its own record), counted
+#     as claimed, the record written once, the allocation fulfilled on its host.
+#  2. A DELETE whose transaction etcd applied but whose answer was lost: 204 (the record
+#     read again is gone), and the host deallocates the slot.
+#  3. Every answer lost (the relay is etcd's only endpoint): the POST is sent again at most
+#     twice and then answered 503; what was applied stays one allocation, which a retry of
+#     the same allocationId (through etcd itself) answers with 200.
+#  4. The registry's confirmation applied, its answer lost: the registry does the work again
+#     from its claim, which is gone: the record is written once by it, and nothing is left.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd-lib.sh"
+FLEET_PORT_BASE=44000 # not test-allocator's (41000-42999) or test-etcd-tls's (43000-)
+FLEET_SLOTS=2
+. "$(dirname "$0")/fleet-lib.sh"
+: "${SLOTD_REGISTRY:?SLOTD_REGISTRY must name the slotd-registry binary}"
+: "${SLOTD_ALLOCATOR:?SLOTD_ALLOCATOR must name the slotd-allocator binary}"
+command -v etcdctl >/dev/null || skip "etcdctl is not installed (Debian's etcd-client)"
+[ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
+
+etcd_cluster_start 1
+ETCD_REAL=$ETCD_ENDPOINTS
+fleet_host_start 0
+fleet_wait_running 0
+fleet_wait_registered 0
+
+PROXY_PORT=$(free_port)
+python3 "$(dirname "$0")/answer-drop-proxy.py" --listen "$PROXY_PORT" \
+        --upstream "${ETCD_CLIENT_PORT[1]}" --arm "$T/drop" --log "$T/proxy.log" &
+bg_track $!
+wait_until $((10 * TIME_SCALE)) "the relay listening" grep -q "^listening" "$T/proxy.log"
+PROXY=http://127.0.0.1:$PROXY_PORT
+
+# start_allocator R ENDPOINTS: replica R of the allocator with those etcd endpoints.
+start_allocator() {
+        ETCD_ENDPOINTS=$2
+        fleet_allocator_start "$1"
+        ETCD_ENDPOINTS=$ETCD_REAL
+}
+metric() { curl -s "$(fleet_url "$1" /metrics)" | awk -v m="$2" '$1 == m { print $2 }'; }
+dropped() { grep -c "^dropped $1 " "$T/proxy.log" || true; }
+COLL=$(fleet_allocations)
+body() { printf '{"allocationId":"%s","buildConfigurationId":%s}' "$1" "$FLEET_BUILD_CONFIGURATION"; }
+status_of() { fleet_get "$1" "$COLL/$2" | cut -d' ' -f2- | json status; }
+status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
+record_version() {
+        fleet_etcdctl get -w json "$FLEET_PREFIX/allocations/$FLEET_NAME/$1" | jq -r '.kvs[0].version // 0'
+}
+
+# ---- 1. a claim applied, its answer lost ----
+start_allocator 0 "$PROXY,$ETCD_REAL"
+A=$(cat /proc/sys/kernel/random/uuid)
+printf request_put > "$T/drop"
+out=$(fleet_post 0 "$COLL" "$(body "$A")")
+assert_eq "$(dropped request_put)" 1 "claims whose answer the relay lost ($(cat "$T/proxy.log"))"
+assert_eq "${out%% *}" 200 "POST whose claim's answer was lost ($out)"
+assert_eq "$(json allocationId <<<"${out#* }")" "$A" "the allocationId answered"
+assert_eq "$(metric 0 slotd_allocator_etcd_in_doubt_total)" 1 "writes the allocator found in doubt"
+assert_eq "$(metric 0 'slotd_allocator_allocations_total{result="claimed"}')" 1 \
+        "the POST counted as claimed (its own claim found), not as an existing allocation"
+assert_eq "$(metric 0 'slotd_allocator_allocations_total{result="unavailable"}')" 0 "POSTs answered 503"
+assert_ok "the allocator said it sent the claim again" \
+        grep -q "Allocation $A: etcd's answer to its claim of slot .* was lost" "$T/allocator-0.log"
+wait_until $((20 * TIME_SCALE)) "allocation $A fulfilled" status_is 0 "$A" fulfilled
+slot=$(fleet_get 0 "$COLL/$A" | cut -d' ' -f2- | json serverId)
+assert_eq "$(on_host 0 sprop "$slot" AllocationUUID)" "$A" "slot $slot of the host holds $A"
+# Written by the claim, then by the registry's confirmation: twice; a claim applied twice
+# would be three.
+assert_eq "$(record_version "$A")" 2 "versions of $A's record (claim, confirmation)"
+assert_eq "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" 1 "allocated slots on the host"
+
+# ---- 2. a deletion applied, its answer lost ----
+# A new replica: the first now sends to etcd itself (a request that broke moves a client to
+# the next endpoint).
+start_allocator 1 "$PROXY,$ETCD_REAL"
+printf request_delete_range > "$T/drop"
+out=$(fleet_delete 1 "$COLL/$A")
+assert_eq "$(dropped request_delete_range)" 1 "deletions whose answer the relay lost"
+assert_eq "${out%% *}" 204 "DELETE whose answer was lost ($out)"
+assert_eq "$(metric 1 slotd_allocator_etcd_in_doubt_total)" 1 "writes replica 1 found in doubt"
+assert_eq "$(metric 1 slotd_allocator_deallocations_total)" 1 "deallocations counted"
+assert_eq "$(record_version "$A")" 0 "versions of $A's record (gone)"
+deallocated() { [ -z "$(on_host 0 sprop "$slot" AllocationUUID)" ]; }
+wait_until $((20 * TIME_SCALE)) "the host deallocated slot $slot" deallocated
+assert_eq "$(fleet_get 1 "$COLL/$A" | cut -d' ' -f1)" 404 "GET of the deleted allocation"
+
+# ---- 3. every answer lost ----
+# The relay alone: the claim and both of its repeats reach etcd, every answer is lost.
+start_allocator 2 "$PROXY"
+B=$(cat /proc/sys/kernel/random/uuid)
+before=$(dropped request_put)
+printf 'request_put 3\n' > "$T/drop"
+out=$(fleet_post 2 "$COLL" "$(body "$B")")
+assert_eq "${out%% *}" 503 "POST when every answer is lost ($out)"
+assert_ok "the relay is disarmed (3 answers lost)" test ! -e "$T/drop"
+assert_eq "$(( $(dropped request_put) - before ))" 3 "claims sent: the first and its 2 repeats"
+assert_eq "$(metric 2 slotd_allocator_etcd_in_doubt_total)" 2 "repeats of the claim"
+out=$(fleet_post 0 "$COLL" "$(body "$B")")
+assert_eq "${out%% *}" 200 "the client's retry of $B (through etcd itself)"
+assert_eq "$(metric 0 'slotd_allocator_allocations_total{result="existing"}')" 1 \
+        "the retry answered with the allocation the first send made"
+wait_until $((20 * TIME_SCALE)) "allocation $B fulfilled" status_is 0 "$B" fulfilled
+# The first send was applied; its repeats and the retry found its record and applied
+# nothing: the claim, then the registry's confirmation.
+assert_eq "$(record_version "$B")" 2 "versions of $B's record after 3 sends and a retry"
+assert_eq "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" 1 "allocated slots on the host"
+
+# ---- 4. a confirmation applied, its answer lost ----
+# The host's registry restarted with the relay first, etcd second.
+sed -i "s|^etcd_endpoints = .*|etcd_endpoints = $PROXY,$ETCD_REAL|" "$(fleet_dir 0)/etc/slotd.ini"
+fleet_registry_kill 0
+REG_LOG=$(fleet_dir 0)/registry.log
+registrations() { grep -c "registered under lease" "$REG_LOG" || true; }
+registered_since() { [ "$(registrations)" -gt "$1" ]; }
+n=$(registrations)
+fleet_registry_start 0
+wait_until $((10 * TIME_SCALE)) "the registry registered again" registered_since "$n"
+C=$(cat /proc/sys/kernel/random/uuid)
+# Its confirmation is a transaction that deletes the claim.
+before=$(dropped request_delete_range)
+printf 'request_delete_range 1\n' > "$T/drop"
+out=$(fleet_post 0 "$COLL" "$(body "$C")")
+assert_eq "${out%% *}" 200 "POST of $C"
+wait_until $((20 * TIME_SCALE)) "allocation $C fulfilled" status_is 0 "$C" fulfilled
+assert_eq "$(( $(dropped request_delete_range) - before ))" 1 "confirmations whose answer was lost"
+assert_ok "the registry said the confirmation failed ($(tail -n 5 "$REG_LOG"))" \
+        grep -q "confirming allocation $C failed" "$REG_LOG"
+no_claims() { [ "$(fleet_etcd_count hosts/)" = 0 ]; }
+wait_until $((20 * TIME_SCALE)) "no claim or deallocation left in etcd" no_claims
+assert_eq "$(record_version "$C")" 2 "versions of $C's record (the claim, one confirmation)"
+slot=$(fleet_get 0 "$COLL/$C" | cut -d' ' -f2- | json serverId)
+assert_eq "$(on_host 0 sprop "$slot" AllocationUUID)" "$C" "slot $slot of the host holds $C"
+assert_eq "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" 2 "allocated slots on the host ($B, $C)"
+
+finish
