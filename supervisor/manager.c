@@ -466,9 +466,9 @@ static void notify_stray(Slot *s, pid_t pid, const char *why) {
                            (unsigned) (FLOOD_LOG_INTERVAL / USEC_PER_SEC));
 }
 
-/* Reads one datagram from a slot's notify socket; false when there was none. Only a process
- * of that very slot is heard. */
-bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
+/* Handles the datagram at the head of a slot's notify socket, left there (MSG_PEEK); false
+ * when there was none. Only a process of that very slot is heard. */
+static bool notify_handle_head(Manager *m, int fd, Slot *expected) {
         char buf[NOTIFY_MESSAGE_MAX + 1];
         union {
                 struct cmsghdr header;
@@ -486,7 +486,7 @@ bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
         ssize_t n;
         Slot *s;
 
-        n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
+        n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
         if (n < 0)
                 return false;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
@@ -521,6 +521,19 @@ bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
                 return true;
         }
         slot_handle_notify(s, buf, (size_t) n);
+        return true;
+}
+
+/* Reads one datagram from a slot's notify socket; false when there was none. It leaves the
+ * socket only once it was handled (its effect recorded: READY=1 marks the status file, which
+ * the next slotd reads): slotd killed in between, the next one, which takes the socket back
+ * from the keeper, reads it again, rather than the server's READY=1 being lost with a
+ * slotd that took it and died before marking it (test-soak). Every message is idempotent
+ * (READY=1 once ready, a STATUS unchanged, a heartbeat). */
+bool manager_receive_notify(Manager *m, int fd, Slot *expected) {
+        if (!notify_handle_head(m, fd, expected))
+                return false;
+        (void) recv(fd, NULL, 0, MSG_DONTWAIT); /* a datagram socket: drops the whole datagram */
         return true;
 }
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A READY=1 that slotd took from the slot's notify socket and was SIGKILLed before it recorded
+# (test-soak met it under the sanitizers: a slot left starting for good although its server
+# was ready). gdb stops slotd at slot_became_ready(), the first thing it does with a READY=1
+# it has read, and kills it there with SIGKILL: nothing of it is marked or committed. The
+# next slotd takes the socket back from the keeper and must find the datagram still there
+# (slotd drops a datagram only once it has handled it), so the slot becomes running.
+. "$(dirname "$0")/lib.sh"
+
+command -v gdb >/dev/null || skip "gdb is not installed (tests/deps.sh installs it)"
+
+MACHINE_CPUS=1 write_config
+write_fleet game "servers = 1" "[ports]" "game_base = 36400" "query_base = 36500"
+fleet_args game "--no-ready"
+start_slotd
+wait_prop 0 ProcessState starting
+wait_until 10 "the server of slot 0 up" server_up 0
+server=$(sprop 0 MainPID)
+# The server's own state file, read while slotd is away.
+server_state_of() { sed -n "s/^$2=//p" "$T/slots/game/slot-$1/test-server.state"; }
+
+# gdb on slotd: a breakpoint where a READY=1 read from the socket is first acted on, and the
+# kill (SIGKILL, through ptrace) when it is hit.
+gdb -p "$SLOTD_PID" -batch -nx -ex 'set pagination off' -ex 'break slot_became_ready' \
+        -ex 'continue' -ex 'bt 3' -ex 'kill' > "$T/gdb.log" 2>&1 &
+gdb_pid=$!
+bg_track $gdb_pid
+wait_until $((30 * TIME_SCALE)) "gdb attached with its breakpoint" \
+        grep -q "^Breakpoint 1 at" "$T/gdb.log"
+# Sent while gdb holds slotd or after: the datagram waits in the socket either way.
+control 0 "ready 1"
+wait_until $((30 * TIME_SCALE)) "gdb to stop slotd at slot_became_ready and kill it" gone "$gdb_pid"
+wait "$gdb_pid" || true
+bg_untrack $gdb_pid
+assert_ok "gdb stopped slotd at slot_became_ready ($(grep -m1 '^Breakpoint 1,' "$T/gdb.log"))" \
+        grep -q "^Breakpoint 1, slot_became_ready" "$T/gdb.log"
+wait_until $((10 * TIME_SCALE)) "slotd killed" gone "$SLOTD_PID"
+wait "$SLOTD_PID" 2>/dev/null || true
+SLOTD_PID=
+assert_ok "gdb saw the READY=1 handled from the socket ($(grep -m1 '^#1' "$T/gdb.log"))" \
+        grep -qE "^#[12] .*(slot_handle_notify|notify_handle_head)" "$T/gdb.log"
+assert_eq "$(server_state_of 0 ready)" 1 "the server said READY=1"
+assert_ok "the state file says slot 0 is not ready (nothing committed)" \
+        grep -qE "^slot id=0 .*ready=0" "$T/state/state"
+assert_ok "no READY=1 mark in slot 0's status file (nothing marked)" \
+        sh -c "! grep -qa 'ready ' '$T/state/exit/0'"
+assert_ok "slotd logged no READY=1 for slot 0 before it died" \
+        sh -c "! grep -q 'slot 0 (game): READY=1' '$T/slotd.log'"
+
+# The next slotd adopts the server and reads the READY=1 the socket still holds.
+start_slotd
+assert_eq "$(sprop 0 MainPID)" "$server" "slot 0: the same server, adopted"
+wait_prop 0 ProcessState running $((10 * TIME_SCALE))
+assert_ok "the READY=1 came from the socket, read again ($(grep 'slot 0 (game)' "$T/slotd.log" | tail -n 3 | paste -sd '|'))" \
+        grep -qx "slotd\[debug\]: slot 0 (game): READY=1" "$T/slotd.log"
+assert_ok "slot 0: one server" one_server 0
+finish
