@@ -15,10 +15,6 @@
 
 /* IPC messages handled in one wake-up before the rest of the loop gets a turn. */
 #define IPC_BATCH 64
-/* microhttpd's timeouts are whole milliseconds; an hour bounds a wake-up nobody asked for. */
-#define MHD_TIMEOUT_CAP_MS 3600000ULL
-/* sd-event's default of 250 ms would be added to every timeout microhttpd asks for. */
-#define MHD_TIMER_ACCURACY_USEC USEC_PER_MSEC
 /* File descriptors kept for what is not a connection: IPC, epoll, timers, listeners. */
 #define FDS_RESERVED 64
 
@@ -35,56 +31,8 @@ struct Pending {
 /* jansson's own cleanup helper. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
-/* microhttpd in external epoll mode: its epoll fd tells when to run it, and MHD_get_timeout
- * when it must run anyway: at once when it has work queued that no fd will announce (a
- * resumed connection, a response to send), later for idle connections. */
-static void rearm_mhd_timer(Proxy *p) {
-        MHD_UNSIGNED_LONG_LONG ms, min = MHD_TIMEOUT_CAP_MS;
-        bool any = false;
-
-        for (size_t i = 0; i < p->n_daemons; i++)
-                if (MHD_get_timeout(p->daemons[i].mhd, &ms) == MHD_YES) {
-                        min = MIN(min, ms);
-                        any = true;
-                }
-        if (!any) {
-                (void) sd_event_source_set_enabled(p->mhd_timer, SD_EVENT_OFF);
-                return;
-        }
-        if (min == 0) {
-                proxy_kick(p);
-                return;
-        }
-        (void) sd_event_source_set_time_relative(p->mhd_timer, (uint64_t) min * USEC_PER_MSEC);
-        (void) sd_event_source_set_enabled(p->mhd_timer, SD_EVENT_ONESHOT);
-}
-
-static void run_all_daemons(Proxy *p) {
-        for (size_t i = 0; i < p->n_daemons; i++)
-                (void) MHD_run(p->daemons[i].mhd);
-        rearm_mhd_timer(p);
-}
-
-static int on_daemon_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        ProxyDaemon *d = userdata;
-
-        (void) MHD_run(d->mhd);
-        rearm_mhd_timer(d->proxy);
-        return 0;
-}
-
-static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        run_all_daemons(userdata);
-        return 0;
-}
-
-static int on_mhd_kick(sd_event_source *s, void *userdata) {
-        run_all_daemons(userdata);
-        return 0;
-}
-
 void proxy_kick(Proxy *p) {
-        (void) sd_event_source_set_enabled(p->mhd_kick, SD_EVENT_ONESHOT);
+        mhd_event_kick(p->mhd_event);
 }
 
 /* The control queue: "conn" and "close" must reach slotd even when its socket is full for a
@@ -479,14 +427,10 @@ static int daemon_start(Proxy *p, ProxyDaemon *d, int listen_fd, unsigned max_co
 }
 
 int proxy_daemon_watch(Proxy *p, ProxyDaemon *d) {
-        const union MHD_DaemonInfo *info;
         int r;
 
         d->proxy = p;
-        info = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-        if (!info)
-                return log_error_errno(EINVAL, "microhttpd has no epoll fd");
-        r = sd_event_add_io(p->event, &d->source, info->epoll_fd, EPOLLIN, on_daemon_io, d);
+        r = mhd_event_add_daemon(p->mhd_event, d->mhd);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch microhttpd: %m");
         return 0;
@@ -523,12 +467,7 @@ int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_liste
         }
         r = sd_event_add_io(event, &p->ipc_source, ipc_fd, EPOLLIN, on_ipc, p);
         if (r >= 0)
-                r = sd_event_add_time(event, &p->mhd_timer, CLOCK_MONOTONIC, USEC_INFINITY,
-                                      MHD_TIMER_ACCURACY_USEC, on_mhd_timer, p);
-        if (r >= 0)
-                r = sd_event_add_defer(event, &p->mhd_kick, on_mhd_kick, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->mhd_kick, SD_EVENT_OFF);
+                r = mhd_event_new(event, &p->mhd_event);
         if (r < 0) {
                 proxy_free(p);
                 return log_error_errno(r, "Failed to set up the event loop: %m");
@@ -552,7 +491,6 @@ int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_liste
                         return r;
                 }
         }
-        rearm_mhd_timer(p);
         *ret = p;
         return 0;
 }
@@ -572,14 +510,11 @@ Proxy *proxy_free(Proxy *p) {
                 pending_finish(p->pending_list, NULL);
         for (Conn *c = p->conns_list; c; c = c->conns_next)
                 http_conn_identified(c);
-        for (size_t i = 0; i < p->n_daemons; i++) {
-                sd_event_source_disable_unref(p->daemons[i].source);
+        p->mhd_event = mhd_event_free(p->mhd_event);
+        for (size_t i = 0; i < p->n_daemons; i++)
                 MHD_stop_daemon(p->daemons[i].mhd);
-        }
         free(p->daemons);
         sd_event_source_disable_unref(p->ipc_source);
-        sd_event_source_disable_unref(p->mhd_timer);
-        sd_event_source_disable_unref(p->mhd_kick);
         hashmap_done(&p->conns);
         hashmap_done(&p->pending);
         hashmap_done_free(&p->slots, free_value);

@@ -9,6 +9,7 @@
 
 #include "hashmap.h"
 #include "list.h"
+#include "mhd-event.h"
 #include "request.h"
 #include "time-util.h"
 
@@ -51,7 +52,6 @@ struct Conn {
 typedef struct ProxyDaemon {
         Proxy *proxy;
         struct MHD_Daemon *mhd;
-        sd_event_source *source;
 } ProxyDaemon;
 
 /* metrics.listen (metrics.c): the text asked of slotd for the scrapes waiting for it. */
@@ -71,8 +71,7 @@ struct Proxy {
         sd_event_source *ipc_source;
         ProxyDaemon *daemons;  /* localproxy.listen's, then metrics.listen's */
         size_t n_daemons;
-        sd_event_source *mhd_timer;
-        sd_event_source *mhd_kick;
+        MhdEvent *mhd_event;   /* runs the daemons from the loop (common/mhd-event.c) */
         uint64_t next_conn_id;
         uint64_t next_request_id;
         unsigned n_conns;
@@ -103,7 +102,7 @@ int proxy_request(Proxy *p, Conn *c, json_t *message, pending_handler_t handler,
 /* Ends a Pending without calling its handler. */
 void pending_cancel(Proxy *p, Pending *pend);
 
-/* Runs d's microhttpd whenever its epoll descriptor is readable. */
+/* Runs d's microhttpd from the loop (common/mhd-event.c). */
 int proxy_daemon_watch(Proxy *p, ProxyDaemon *d);
 
 /* Runs microhttpd soon, outside any of its callbacks (after a resume, an upgraded socket's
