@@ -253,23 +253,28 @@ static void on_deleted(Etcd *e, const EtcdResponse *resp, void *userdata) {
         delete_read(op); /* the record or its claim changed: read it anew */
 }
 
-/* The transaction: the record as read deleted; a claim of it deleted too (if the view knows
- * it as this allocation's: a claim of another on the slot is not touched); for a fulfilled
- * record, its machine's deallocation key put for the registry. */
+/* The transaction: the record as read deleted, and its allocationId's index; a claim of it
+ * deleted too (if the view knows it as this allocation's: a claim of another on the slot is
+ * not touched); for a fulfilled record, its machine's deallocation key put for the registry. */
 static int delete_send(ReadOp *op, const AllocationRecord *rec) {
         Allocator *a = op->allocator;
         CacheClaim *c = rec->machine_id ? cache_claim_by_index(a, rec->machine_id, rec->slot_id)
                                         : NULL;
         DeallocationDoc d = { .allocation_id = rec->allocation_id, .fleet_id = rec->fleet_id,
                               .slot_id = rec->slot_id };
-        _cleanup_free_ char *dkey = NULL, *dvalue = NULL;
+        _cleanup_free_ char *dkey = NULL, *dvalue = NULL,
+                *ikey = fleet_key_allocation_id(a->config->prefix, rec->allocation_id);
         EtcdCompare cmp[2] = {
                 { .key = op->key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
                   .number = op->record_revision },
         };
-        EtcdOp ops[2] = { { .type = ETCD_OP_DELETE, .key = op->key } };
-        size_t n = 1;
+        EtcdOp ops[3] = { { .type = ETCD_OP_DELETE, .key = op->key },
+                          { .type = ETCD_OP_DELETE, .key = ikey } };
+        size_t n = 2;
         int r;
+
+        if (!ikey)
+                return -ENOMEM;
 
         if (rec->status == ALLOCATION_FULFILLED && !str_isempty(rec->machine_id)) {
                 dkey = fleet_key_deallocation(a->config->prefix, rec->machine_id,

@@ -23,6 +23,7 @@ typedef struct ClaimOp {
         ApiRequest *req;
         ApiAllocateBody body;
         char *record_key;
+        char *index_key, *index_value; /* the allocationId's index (SPEC §13) */
         AllocationRecord rec;
         unsigned attempts;
         unsigned in_doubt; /* times the same claim was sent again, its outcome unknown */
@@ -50,6 +51,8 @@ static void claim_op_free(ClaimOp *op) {
         free(op->rec.ipv4);
         free(op->rec.ipv6);
         free(op->record_key);
+        free(op->index_key);
+        free(op->index_value);
         free(op->slot_key);
         free(op->claim_key);
         free(op->claim_value);
@@ -178,6 +181,29 @@ static bool claim_was_ours(const ClaimOp *op, const EtcdResponse *resp) {
                theirs.slot_id == mine.slot_id && streq_ptr(theirs.machine_id, mine.machine_id);
 }
 
+/* No record in this fleet, but the allocationId's index exists: another fleet's claim of it
+ * won (perhaps through another replica, whose claim this one's view had not seen yet). */
+static void claim_op_index_taken(ClaimOp *op, const EtcdKv *index) {
+        _cleanup_(allocation_id_doc_done) AllocationIdDoc doc = {};
+
+        /* Written with its record and deleted with it: one alone was written by hand. */
+        if (allocation_id_doc_parse(index->value, index->value_len, &doc) < 0 ||
+            streq(doc.fleet_id, op->rec.fleet_id)) {
+                log_warning("Allocation %s: %s in etcd has no record of fleet %s beside it",
+                            op->rec.allocation_id, op->index_key, op->rec.fleet_id);
+                claim_op_finish(op, ALLOC_RESULT_CONFLICT, 409,
+                                api_error_json("allocation %s: %s in etcd has no record "
+                                               "beside it; the allocationId cannot be used "
+                                               "until that key is deleted",
+                                               op->rec.allocation_id, op->index_key));
+                return;
+        }
+        claim_op_finish(op, ALLOC_RESULT_CONFLICT, 409,
+                        api_error_json("allocation %s is of fleet %s, not %s",
+                                       op->rec.allocation_id, doc.fleet_id,
+                                       op->rec.fleet_id));
+}
+
 static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ClaimOp *op = userdata;
         Allocator *a = op->allocator;
@@ -207,6 +233,10 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                                                               : ALLOC_RESULT_EXISTING);
                 return;
         }
+        if (resp->n_responses >= 4 && resp->responses[3].n_kvs > 0) {
+                claim_op_index_taken(op, &resp->responses[3].kvs[0]);
+                return;
+        }
         a->metrics.txn_conflicts++;
         if (resp->n_responses >= 3) {
                 cache_apply_kv(a, op->slot_key,
@@ -224,15 +254,19 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         claim_try(op);
 }
 
+/* The claim: the record, its index and the claim put if none of the three exists yet and the
+ * slot's document is as read; else the four read (on_claim_answer tells which compare
+ * failed). */
 static int claim_send(ClaimOp *op) {
         const EtcdCompare cmp[] = {
                 { .key = op->record_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
                 { .key = op->slot_key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
                   .number = op->slot_revision },
                 { .key = op->claim_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+                { .key = op->index_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
         };
         _cleanup_free_ char *record = NULL;
-        EtcdOp success[2], failure[3];
+        EtcdOp success[3], failure[4];
         int r;
 
         r = allocation_record_format(&op->rec, &record);
@@ -241,11 +275,15 @@ static int claim_send(ClaimOp *op) {
         success[0] = (EtcdOp){ .type = ETCD_OP_PUT, .key = op->record_key, .value = record };
         success[1] = (EtcdOp){ .type = ETCD_OP_PUT, .key = op->claim_key,
                                .value = op->claim_value };
+        success[2] = (EtcdOp){ .type = ETCD_OP_PUT, .key = op->index_key,
+                               .value = op->index_value };
         failure[0] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->record_key, .limit = 1 };
         failure[1] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->slot_key, .limit = 1 };
         failure[2] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->claim_key, .limit = 1 };
-        return etcd_batch_txn(op->allocator->batch, cmp, ELEMENTSOF(cmp), success, 2,
-                              failure, 3, on_claim_answer, op, &op->claim_txn);
+        failure[3] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->index_key, .limit = 1 };
+        return etcd_batch_txn(op->allocator->batch, cmp, ELEMENTSOF(cmp), success,
+                              ELEMENTSOF(success), failure, ELEMENTSOF(failure), on_claim_answer,
+                              op, &op->claim_txn);
 }
 
 /* The record and the claim for slot s. */
@@ -347,7 +385,11 @@ static ClaimOp *claim_op_new(Allocator *a, ApiRequest *req, ApiAllocateBody *bod
                 .attempts = 1,
         };
         op->record_key = allocator_record_key(a, rt->fleet, op->body.allocation_id);
-        if (!op->record_key) {
+        op->index_key = fleet_key_allocation_id(a->config->prefix, op->body.allocation_id);
+        if (!op->record_key || !op->index_key ||
+            allocation_id_doc_format(&(AllocationIdDoc){ .allocation_id = op->body.allocation_id,
+                                                          .fleet_id = (char *) rt->fleet },
+                                     &op->index_value) < 0) {
                 claim_op_free(op);
                 return NULL;
         }

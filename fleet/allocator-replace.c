@@ -223,11 +223,14 @@ static void drop_record(ReplaceOp *op) {
                   .number = op->record_revision },
                 old_claim_not_the_records(op),
         };
-        const EtcdOp del = { .type = ETCD_OP_DELETE, .key = op->record_key };
+        _cleanup_free_ char *ikey = fleet_key_allocation_id(op->allocator->config->prefix,
+                                                           op->allocation_id);
+        const EtcdOp del[2] = { { .type = ETCD_OP_DELETE, .key = op->record_key },
+                                { .type = ETCD_OP_DELETE, .key = ikey } };
         const EtcdOp fail = { .type = ETCD_OP_RANGE, .key = op->old_claim_key };
 
-        if (++op->attempts > REPLACE_ATTEMPTS_MAX ||
-            etcd_txn(op->allocator->etcd, cmp, 2, &del, 1, &fail, 1, on_dropped, op,
+        if (++op->attempts > REPLACE_ATTEMPTS_MAX || !ikey ||
+            etcd_txn(op->allocator->etcd, cmp, 2, del, 2, &fail, 1, on_dropped, op,
                      &op->etcd) < 0)
                 op_give_up(op, "its record cannot be deleted");
 }

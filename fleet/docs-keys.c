@@ -199,6 +199,10 @@ char *fleet_key_deallocation(const char *prefix, const char *machine_id,
         return key_printf("%s/hosts/%s/deallocations/%s", prefix, machine_id, allocation_id);
 }
 
+char *fleet_key_allocation_id(const char *prefix, const char *allocation_id) {
+        return key_printf("%s/allocation-ids/%s", prefix, allocation_id);
+}
+
 /* Splits what follows "<prefix>/<kind>/" into exactly n '/'-separated components, each
  * valid; parts[] get malloc'd copies. */
 static int key_split(const char *prefix, const char *kind, const char *key, size_t n,

@@ -107,6 +107,11 @@ static const Field deallocation_fields[] = {
         FIELD(DeallocationDoc, "slotID", FIELD_U32, slot_id),
 };
 
+static const Field allocation_id_fields[] = {
+        REQUIRED(AllocationIdDoc, "allocationId", FIELD_STRING, allocation_id),
+        REQUIRED(AllocationIdDoc, "fleetId", FIELD_STRING, fleet_id),
+};
+
 static const char *const status_names[_ALLOCATION_STATUS_MAX] = {
         [ALLOCATION_CLAIMED] = "claimed",
         [ALLOCATION_FULFILLED] = "fulfilled",
@@ -348,3 +353,4 @@ DEFINE_DOC(machine_doc, MachineDoc, machine_fields)
 DEFINE_DOC(allocation_record, AllocationRecord, record_fields)
 DEFINE_DOC(claim_doc, ClaimDoc, claim_fields)
 DEFINE_DOC(deallocation_doc, DeallocationDoc, deallocation_fields)
+DEFINE_DOC(allocation_id_doc, AllocationIdDoc, allocation_id_fields)

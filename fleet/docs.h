@@ -57,6 +57,8 @@ char *fleet_key_allocation(const char *prefix, const char *fleet, const char *al
 char *fleet_key_claim(const char *prefix, const char *machine_id, uint32_t slot_id);
 char *fleet_key_deallocation(const char *prefix, const char *machine_id,
                              const char *allocation_id);
+/* <prefix>/allocation-ids/<allocationId>: which fleet holds the allocationId (AllocationIdDoc). */
+char *fleet_key_allocation_id(const char *prefix, const char *allocation_id);
 
 /* The parts of a key of the named kind under prefix; -EINVAL when key is not one (other
  * prefix, other kind, a component that fails fleet_key_component_valid(), a slot id that is
@@ -190,3 +192,17 @@ typedef struct DeallocationDoc {
 int deallocation_doc_format(const DeallocationDoc *d, char **ret);
 int deallocation_doc_parse(const char *text, size_t len, DeallocationDoc *ret);
 void deallocation_doc_done(DeallocationDoc *d);
+
+/* ---- allocationId index: <prefix>/allocation-ids/<allocationId> ---- */
+
+/* Put with the allocation record, in the claim's transaction, whose compare wants it absent,
+ * and deleted with the record: an allocationId is one fleet's at a time, as etcd decides it
+ * (SPEC §13), not only as a replica's view shows it. */
+typedef struct AllocationIdDoc {
+        char *allocation_id; /* required */
+        char *fleet_id;      /* required */
+} AllocationIdDoc;
+
+int allocation_id_doc_format(const AllocationIdDoc *d, char **ret);
+int allocation_id_doc_parse(const char *text, size_t len, AllocationIdDoc *ret);
+void allocation_id_doc_done(AllocationIdDoc *d);

@@ -106,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_DOC(AllocationRecord, allocation_record, data, size);
         FUZZ_DOC(ClaimDoc, claim_doc, data, size);
         FUZZ_DOC(DeallocationDoc, deallocation_doc, data, size);
+        FUZZ_DOC(AllocationIdDoc, allocation_id_doc, data, size);
 
         if (size > 4096)
                 return 0;

@@ -346,6 +346,7 @@ sim $P refuse m2 0
 gone() { [ "$(status_of "$(get_alloc 10 game "$U")")" = 404 ]; }
 wait_until $((5 * TIME_SCALE)) "the allocation refused everywhere is dropped" gone
 assert_eq "$(metric 10 slotd_allocator_claims_dropped_total)" 1 "claims dropped"
+assert_eq "$(count_keys $P/allocation-ids/)" 0 "the dropped allocation's index, deleted with it"
 alloc_stop 10
 
 note "a claim refused while no allocator runs: placed again by the next to start; or dropped"
@@ -418,8 +419,27 @@ printf '%s\n' "machine m1" "slot game m1 0 online running true 1001 eu" \
 alloc_start 11 $P
 U=$(uuid)
 assert_eq "$(status_of "$(post 11 other "$U")")" 200 "POST in fleet other"
+assert_eq "$(ectl get $P/allocation-ids/$U --print-value-only | json fleetId)" other \
+        "the allocationId's index, put by the claim"
 out=$(post 11 game "$U")
 assert_eq "$(status_of "$out")" 409 "the same allocationId in fleet game ($out)"
+# What the view cannot show (another replica's claim, not seen yet: its index alone, here):
+# the claim's transaction finds the index and refuses, nothing of it written.
+U2=$(uuid)
+ectl put $P/allocation-ids/$U2 "{\"allocationId\":\"$U2\",\"fleetId\":\"other\"}" >/dev/null
+out=$(post 11 game "$U2")
+assert_eq "$(status_of "$out")" 409 "an allocationId whose index names fleet other ($out)"
+assert_eq "$(body_of "$out" | json error)" "allocation $U2 is of fleet other, not game" \
+        "the 409 names the fleet"
+assert_eq "$(count_keys $P/allocations/game/)" 0 "records of fleet game after the 409s"
+assert_eq "$(count_keys $P/hosts/m1/claims/)" 1 "claims after the 409s (fleet other's)"
+assert_eq "$(metric 11 'slotd_allocator_allocations_total{result="conflict"}')" 2 \
+        "allocations answered 409"
+# DELETE takes the index with the record: the allocationId is free again, for any fleet.
+assert_eq "$(status_of "$(fleet_delete 11 "$(fleet_allocations other)/$U")")" 204 \
+        "DELETE in fleet other"
+assert_eq "$(count_keys $P/allocation-ids/$U)" 0 "the index, deleted with the record"
+assert_eq "$(status_of "$(post 11 game "$U")")" 200 "POST in fleet game once fleet other's is gone"
 alloc_stop 11
 
 note "capacity: counts by State and ProcessState, per region and in total"

@@ -118,6 +118,14 @@ static void test_keys(_unused_ void **state) {
                          -EINVAL);
         assert_int_equal(fleet_key_parse_host(P, P "/hosts/m2/claims/x", &kind, NULL, NULL, NULL),
                          -EINVAL);
+
+        /* The allocationId index: outside allocations/ (the list of a fleet's records) and
+         * outside the ranges the allocator watches (slots/, machines/, hosts/). */
+        k = mfree(k);
+        k = fleet_key_allocation_id(P, "a-9");
+        assert_string_equal(k, P "/allocation-ids/a-9");
+        assert_int_equal(fleet_key_parse_allocation(P, k, NULL, NULL), -EINVAL);
+        assert_int_equal(fleet_key_parse_host(P, k, &kind, NULL, NULL, NULL), -EINVAL);
 }
 
 static void test_slot_doc(_unused_ void **state) {
@@ -304,6 +312,24 @@ static void test_claim_and_deallocation(_unused_ void **state) {
         deallocation_doc_done(&pd);
 }
 
+static void test_allocation_id_doc(_unused_ void **state) {
+        AllocationIdDoc d = { .allocation_id = (char *) "a-1", .fleet_id = (char *) "f" }, pd;
+        _cleanup_free_ char *t = NULL;
+        const char *s;
+
+        assert_int_equal(allocation_id_doc_format(&d, &t), 0);
+        assert_string_equal(t, "{\"allocationId\":\"a-1\",\"fleetId\":\"f\"}");
+        assert_int_equal(allocation_id_doc_parse(t, strlen(t), &pd), 0);
+        assert_string_equal(pd.allocation_id, "a-1");
+        assert_string_equal(pd.fleet_id, "f");
+        allocation_id_doc_done(&pd);
+        /* Both fields are required: an index that names no fleet refuses nothing in silence. */
+        s = "{\"allocationId\":\"a-1\"}";
+        assert_int_equal(allocation_id_doc_parse(s, strlen(s), &pd), -EBADMSG);
+        s = "{\"allocationId\":\"a-1\",\"fleetId\":7}";
+        assert_int_equal(allocation_id_doc_parse(s, strlen(s), &pd), -EBADMSG);
+}
+
 static void test_format_refuses_bad_utf8(_unused_ void **state) {
         SlotDoc d = { .machine_id = (char *) "m\xff", .fleet_id = (char *) "f" };
         char *text = NULL;
@@ -324,6 +350,7 @@ int main(void) {
                 cmocka_unit_test(test_machine_doc),
                 cmocka_unit_test(test_record),
                 cmocka_unit_test(test_claim_and_deallocation),
+                cmocka_unit_test(test_allocation_id_doc),
                 cmocka_unit_test(test_format_refuses_bad_utf8),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
