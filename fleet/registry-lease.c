@@ -4,7 +4,10 @@
  * one, then the old one revoked) whenever slotd was read anew or etcd failed us: a write
  * whose outcome is unknown is then written again, and keys of slots that are no more go with
  * the old lease. Dirty documents go in one transaction per flush (REGISTRY_TXN_OPS_MAX at
- * most), one transaction in flight at a time: what changes meanwhile waits for the next. */
+ * most), one transaction in flight at a time: what changes meanwhile waits for the next. The
+ * flush goes in the registry's batch, as the confirmations (registry-claim.c) do, so that
+ * etcd applies the slot documents of both in the order they were made: a confirmation's
+ * document queued before a flush's newer one is never applied after it. */
 #include <inttypes.h>
 
 #include "log.h"
@@ -204,7 +207,7 @@ static void on_flush_done(Etcd *e, const EtcdResponse *resp, void *userdata) {
         Registry *r = userdata;
         usec_t took = now_usec(CLOCK_MONOTONIC) - r->flush_started;
 
-        r->flush_req = NULL;
+        r->flush_txn = NULL;
         if (resp->error < 0) {
                 flush_restore(r);
                 flush_clear(r);
@@ -302,14 +305,14 @@ static void flush_send(Registry *r) {
         _cleanup_(flush_ops_done) FlushOps f = {};
         int k;
 
-        if (r->lease_state != LEASE_READY || r->flush_req || !flush_pending(r))
+        if (r->lease_state != LEASE_READY || r->flush_txn || !flush_pending(r))
                 return;
         k = flush_build(r, &f);
         if (k >= 0 && f.n_ops == 0)
                 return;
         if (k >= 0)
-                k = etcd_txn(r->etcd, NULL, 0, f.ops, f.n_ops, NULL, 0, on_flush_done, r,
-                             &r->flush_req);
+                k = etcd_batch_txn(r->batch, NULL, 0, f.ops, f.n_ops, NULL, 0, on_flush_done,
+                                   r, &r->flush_txn);
         if (k < 0) {
                 flush_restore(r);
                 flush_clear(r);
@@ -329,7 +332,7 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 void registry_schedule_flush(Registry *r) {
         int enabled = SD_EVENT_OFF;
 
-        if (r->lease_state != LEASE_READY || r->flush_req || !r->machine.machine_id)
+        if (r->lease_state != LEASE_READY || r->flush_txn || !r->machine.machine_id)
                 return;
         if (r->flush_timer)
                 (void) sd_event_source_get_enabled(r->flush_timer, &enabled);
@@ -394,7 +397,8 @@ void registry_etcd_done(Registry *r) {
         r->stop_timer = sd_event_source_disable_unref(r->stop_timer);
         r->batch = etcd_batch_free(r->batch);
         r->etcd = etcd_free(r->etcd); /* cancels every request, no callback */
-        r->grant_req = r->keepalive_req = r->flush_req = NULL;
+        r->grant_req = r->keepalive_req = NULL;
+        r->flush_txn = NULL;
         flush_clear(r);
 }
 

@@ -31,8 +31,10 @@
 #define SLOTD_SLOT_PREFIX "/org/slotd/Supervisor1/slot/"
 #define SLOTD_ERROR_PREFIX "org.slotd.Supervisor1.Error."
 
-/* etcd's default --max-txn-ops: a burst larger than this is several transactions. */
-#define REGISTRY_TXN_OPS_MAX 128
+/* etcd's default --max-txn-ops (128), counted along each nesting path, less the one op of
+ * the batch's request the flush is nested in: a burst larger than this is several
+ * transactions. */
+#define REGISTRY_TXN_OPS_MAX 127
 
 typedef struct Registry Registry;
 typedef struct RegHostKey RegHostKey;
@@ -131,7 +133,7 @@ struct Registry {
         EtcdRequest *keepalive_req;
         sd_event_source *slotd_gone_timer;
         sd_event_source *flush_timer;
-        EtcdRequest *flush_req;
+        EtcdBatchTxn *flush_txn; /* in the batch, behind the confirmations queued before it */
         uint32_t flush_ids[REGISTRY_TXN_OPS_MAX]; /* the slots of the transaction in flight */
         size_t n_flush_ids;
         char **flush_stale;    /* the stale keys it deletes */
