@@ -119,6 +119,10 @@ wait_until() {
 }
 
 start_bus() {
+        # A second daemon would leave the first one running, unknown to cleanup.
+        if [ -n "$DBUS_PID" ] && kill -0 "$DBUS_PID" 2>/dev/null; then
+                fail "start_bus: the private bus (PID $DBUS_PID) is still running"
+        fi
         cat > "$T/bus.conf" <<EOC
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
