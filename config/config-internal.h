@@ -108,7 +108,7 @@ int parse_ipv4_key(ParseContext *ctx, const ConfigKey *k, const char *value, voi
 int parse_ipv6_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_cores_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_cpu_max_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
-/* A size, or "off" (UINT64_MAX). */
+/* A size, or "off" or its synonym "max" (UINT64_MAX). */
 int parse_memory_high_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_size_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_duration_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);

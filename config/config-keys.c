@@ -104,7 +104,7 @@ int parse_memory_high_key(ParseContext *ctx, const ConfigKey *k, const char *val
         uint64_t v;
         int r;
 
-        if (streq(value, "off")) {
+        if (streq(value, "off") || streq(value, "max")) { /* "max": memory.high's own word */
                 *(uint64_t *) data = UINT64_MAX;
                 return 0;
         }

@@ -376,6 +376,33 @@ server_json() {
 server_json_is() { [ "$(server_json "$1" "$2")" = "$3" ]; }
 server_state_is() { [ "$(server_state "$1" "$2")" = "$3" ]; }
 
+# Nothing acknowledged lost (issue 14's fault matrix). ack_allocate ID: allocates slot ID to a
+# new UUID through the Slot's Allocate and records "ID UUID" in ACKED; for a slot the test
+# neither restarts nor stops (a stopped or crashed session may end its allocation by design).
+# ack_check WHAT: every allocation in ACKED is still in effect, as the slot, its server.json
+# and the slot's last line in the state file (its record) say; WHAT names the moment.
+ACKED=()
+ack_allocate() {
+        local id=$1 uuid out
+        uuid=$(cat /proc/sys/kernel/random/uuid)
+        out=$(scall "$id" Allocate ss "$uuid" "" 2>&1) || fail "Allocate($uuid) of slot $id: $out"
+        [ -z "$out" ] || fail "Allocate($uuid) of slot $id replied: $out"
+        [ "$(sprop "$id" AllocationUUID)" = "$uuid" ] || fail "slot $id not allocated to $uuid after its Allocate"
+        ACKED+=("$id $uuid")
+        note "slot $id allocated to $uuid (acknowledged)"
+}
+ack_check() {
+        local what=$1 a id uuid
+        for a in "${ACKED[@]}"; do
+                read -r id uuid <<<"$a"
+                assert_eq "$(sprop "$id" AllocationUUID)" "$uuid" "slot $id's AllocationUUID $what"
+                assert_eq "$(server_json "$id" allocatedUUID)" "$uuid" "slot $id's server.json allocatedUUID $what"
+                assert_ok "slot $id's record in the state file names uuid=$uuid $what" \
+                        bash -c 'grep "^slot id=$1 " "$2" | tail -n 1 | grep -q " uuid=$3 "' \
+                        sh "$id" "$T/state/state" "$uuid"
+        done
+}
+
 # stays_true MS DESCRIPTION COMMAND...: COMMAND holds at every poll for MS milliseconds.
 # Only for showing that something does not happen; each caller says why MS is enough.
 stays_true() {

@@ -107,12 +107,18 @@ between "$(uptime_ms)" $(($(max $((t_start0 + TTL * 1000)) $((t0 + HOLD * 1000))
 assert_ok "the strike still counted within checks.window" strikes_is
 
 # ---- 2. The machine busy: a reservation and a payload with its TTL ----
+# Acknowledged allocations the steps must not lose: slot 3's (not in part 1, which needs the
+# machine idle), and p-step's below. Slot 3 taken, Reserve and Allocate pick among 0-2.
+ack_allocate 3
 t0=$(uptime_ms)
 R=$(reserve game r-step $((D * 1000000)))
 t1=$(uptime_ms)
 out=$(mcall AllocateWithOptions sssa{sv} game p-step "" 1 payload ay 3 104 105 33) ||
         fail "AllocateWithOptions: $out"
 t2=$(uptime_ms)
+P=$(set -- $out; echo "$2")
+[[ $P =~ ^[0-9]+$ ]] || fail "AllocateWithOptions reply: $out"
+ACKED+=("$P p-step")
 payload_is() { [ "$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$URL/payload/p-step")" = "$1" ]; }
 wait_boot 20 "the local proxy" payload_is 200
 assert_eq "$(curl -s --max-time 5 "$URL/payload/p-step")" "hi!" "the payload"
@@ -136,9 +142,12 @@ wait_boot $((D + 30 * TS)) "the payload's TTL over" payload_is 404
 between "$(uptime_ms)" $((t1 + D * 1000 - 50)) $((t2 + (D + SLACK) * 1000)) \
         "when the payload's TTL ended (boot clock, ms)"
 assert_ok "the allocation itself stays (the TTL is the payload's)" test -n "$(slot_of p-step)"
+# (Checked here, not at once after the steps: the reservation's end is timed meanwhile.)
+ack_check "after the steps and the ends they must not move"
 
 # The servers were never touched by any of it.
 for id in 0 1 2 3; do assert_eq "$(sprop $id Restarts)" 0 "slot $id's restarts"; done
 restore_clock
+ack_check "with the clock put back"
 stop_slotd
 finish

@@ -40,6 +40,9 @@ done
 assert_ok "log: slotd's own memory.max" grep -q "slotd's own memory.max is 64M (in $CG/slotd)" "$T/slotd.log"
 note "slotd: $(grep VmRSS /proc/$SLOTD_PID/status), its group's memory.current $(cat "$CG/slotd/memory.current")"
 assert_eq "$(cat "$CG/slots/hot/slot-0/memory.high")" max "memory.high by default"
+# Slot 0, throttled below but never restarted (a Reload of limits restarts nobody), holds an
+# acknowledged allocation throughout; fleet plain's slots stay free for the allocation of part 2.
+ack_allocate 0
 
 # ---- 1. limits.memory_high, reloaded, and a server throttled there ----
 base=$(sprop 0 MemoryCurrent)
@@ -70,6 +73,7 @@ assert_eq "$(cat "$CG/slots/hot/slot-0/memory.high")" $((high + 64 * MB)) "memor
 wait_until $((30 * TIME_SCALE)) "log: throttling over" grep -q \
         "slot 0 (hot): No longer throttled at memory.high" "$T/slotd.log"
 assert_eq "$(sprop 0 MainPID)" "$pid0" "the server after its episode"
+ack_check "after the throttling"
 
 # ---- 2. slotd's own memory limited: servers are charged to their slots ----
 pid1=$(sprop 1 MainPID)
@@ -92,5 +96,6 @@ assert_ok "slotd alive" kill -0 "$SLOTD_PID"
 assert_ok "no OOM kill in slotd's group" awk '$1 == "oom_kill" && $2 == 0 { ok = 1 } END { exit !ok }' \
         "$CG/slotd/memory.events"
 assert_eq "$(sprop 1 MainPID)" "$pid1" "slot 1's server throughout"
+ack_check "with slotd's memory limited"
 note "slotd at the end: $(grep VmRSS /proc/$SLOTD_PID/status), its group's memory.peak $(cat "$CG/slotd/memory.peak" 2>/dev/null || echo '?')"
 finish

@@ -66,6 +66,8 @@ for id in 0 1 2 3; do
         wait_server $id
 done
 pid2=$(sprop 2 MainPID)
+# Slot 2, which no fault touches, holds an acknowledged allocation throughout.
+ack_allocate 2
 faults_has() { bctl get-property org.slotd.Supervisor1 /org/slotd/Supervisor1 org.slotd.Supervisor1.Manager Faults | grep -q -- "$1"; }
 
 # ---- 1. Fork refused: pids.max leaves no room ----
@@ -97,6 +99,7 @@ assert_eq "$(sprops 0 Restarts FailureReason)" "$r0|" "slot 0 after the fault (i
 assert_eq "$(sprop 1 Restarts)" "$r1" "Restarts of slot 1 after the fault"
 assert_eq "$(sig_count "$SIGS" Crashed 0)" 1 "Crashed signals of slot 0 after the fault"
 assert_eq "$(sprop 2 MainPID)" "$pid2" "slot 2's server throughout"
+ack_check "after the fork fault"
 
 # ---- 2. A cgroup limit write refused (where limits are written at all) ----
 file=
@@ -122,6 +125,7 @@ if [ -n "$file" ]; then
         wait_until 30 "the cgroup fault cleared" bash -c "! busctl --address='$BUS' get-property org.slotd.Supervisor1 /org/slotd/Supervisor1 org.slotd.Supervisor1.Manager Faults | grep -q cgroup:"
         assert_eq "$(cat "$CG/slots/game/slot-1/$file")" "$want" "$file of slot 1 once it started"
         assert_eq "$(sig_count "$SIGS" Crashed 1)" 0 "Crashed signals of slot 1"
+        ack_check "after the cgroup fault"
 else
         note "no limit is written on this host (no v2 controllers): the limit write part does not apply"
 fi
@@ -151,4 +155,5 @@ assert_ok "slot 3's server in its new cgroup" one_server 3
 assert_ok "slot 3 runs a new server" test "$(sprop 3 MainPID)" != "$pid3"
 assert_eq "$(sprop 2 MainPID)" "$pid2" "slot 2's server throughout"
 assert_eq "$(mprop Faults)" 0 "Faults at the end"
+ack_check "at the end"
 finish

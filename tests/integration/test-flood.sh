@@ -84,6 +84,8 @@ note "probe socket: 127.0.0.1:$PORT"
 NOTIFY=()
 for id in 0 1 2; do NOTIFY+=("$T/state/notify.d/$id"); done
 for p in "${NOTIFY[@]}"; do assert_ok "notify socket $p" test -S "$p"; done
+# Slot 2, which the test never strikes, holds an acknowledged allocation through the flood.
+ack_allocate 2
 
 pids=()
 for id in 0 1 2; do pids+=("$(sprop $id MainPID)"); done
@@ -126,11 +128,13 @@ assert_ok "slotd alive" kill -0 "$SLOTD_PID"
 wait_rounds 0 3 "$D"
 assert_eq "$(signal_count "$SIGS" Misbehaved)" 0 "Misbehaved signals"
 assert_eq "$(signal_count "$SIGS" Crashed)" 0 "Crashed signals"
+states=(online online allocated)
 for id in 0 1 2; do
         assert_eq "$(sprops $id MainPID State ProcessState Strikes LastCheckError)" \
-                "${pids[$id]}|online|running|0|" "slot $id MainPID|State|ProcessState|Strikes|LastCheckError"
+                "${pids[$id]}|${states[$id]}|running|0|" "slot $id MainPID|State|ProcessState|Strikes|LastCheckError"
 done
 assert_eq "$(mprop Faults)" 0 "Faults"
+ack_check "after the flood"
 probe_lines=$(grep -c "Dropping a datagram on the probe socket from 127.0.0.1:[0-9]* that answers no probe" "$T/slotd.log" || true)
 note "probe socket log lines: $probe_lines"
 assert_ok "the probe socket's drops are logged ($probe_lines lines)" [ "$probe_lines" -ge 1 ]
@@ -150,4 +154,5 @@ assert_ok "RSS grew by at most 2 MB ($rss0 → $rss1 kB)" [ $((rss1 - rss0)) -le
 control 1 "query off"
 wait_sig "$SIGS" Misbehaved "1 query 1" "$D"
 assert_eq "$(sig_args "$SIGS" Misbehaved | paste -sd,)" "1 query 1" "Misbehaved signals after the flood"
+ack_check "at the end"
 finish

@@ -32,6 +32,8 @@ assert_eq "$(sprop 0 LastCheckError)" "" "LastCheckError while the probes work"
 in_netns() { nsenter --net="/proc/$SLOTD_PID/ns/net" "$@"; }
 assert_ok "slotd in a namespace of its own" \
         bash -c "[ \"\$(readlink /proc/$SLOTD_PID/ns/net)\" != \"\$(readlink /proc/self/ns/net)\" ]"
+# Slot 1, which the test neither strikes nor restarts, holds an acknowledged allocation.
+ack_allocate 1
 
 pids=()
 for id in 0 1 2; do pids+=("$(sprop $id MainPID)"); done
@@ -80,6 +82,7 @@ assert_eq "$(raised)" "$causes" "log lines raising a check-error fault after rec
 for id in 0 1 2; do
         assert_eq "$(sprops $id MainPID Strikes)" "${pids[$id]}|0" "slot $id MainPID|Strikes"
 done
+ack_check "with loopback up again"
 # A server silent now is its own fault: struck out as ever.
 control 2 "query off"
 wait_sig "$SIGS" Crashed "2 0 11 misbehaviour" "$D"
@@ -89,4 +92,5 @@ wait_new_pid 2 "${pids[2]}"
 wait_prop 2 ProcessState running
 assert_eq "$(sprops 0 MainPID Strikes)" "${pids[0]}|0" "slot 0 untouched"
 assert_eq "$(signal_count "$SIGS" MachineFault)" 0 "MachineFault signals in all"
+ack_check "at the end"
 finish

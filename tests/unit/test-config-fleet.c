@@ -474,6 +474,9 @@ static void test_fleet_cross_key_ok(_unused_ void **state) {
         assert_int_equal(f->memory_high, UINT64_C(1200) << 20);
         f = parse_one_fleet(c, "o.ini", FLEET_MIN "[limits]\nmemory_high = off\n");
         assert_true(f->memory_high == UINT64_MAX);
+        /* "max", memory.high's own word for it, is the same as off (SPEC §2) */
+        f = parse_one_fleet(c, "x.ini", FLEET_MIN "[limits]\nmemory_high = max\n");
+        assert_true(f->memory_high == UINT64_MAX);
 
         /* a slow probe is fine when there is no probe, or no checks */
         f = parse_one_fleet(c, "c.ini", FLEET_MIN "[checks]\ninterval = 1s\nquery_timeout = 5s\n");
@@ -481,7 +484,7 @@ static void test_fleet_cross_key_ok(_unused_ void **state) {
         f = parse_one_fleet(c, "d.ini", FLEET_MIN "[checks]\nquery = sqp\ninterval = 0\n");
         assert_int_equal(f->check_interval, 0);
         assert_int_equal(f->query, QUERY_SQP);
-        assert_int_equal(c->n_fleets, 6);
+        assert_int_equal(c->n_fleets, 7);
 }
 
 static void test_fleet_names(_unused_ void **state) {
