@@ -315,13 +315,15 @@ json_t *request_hold_body(const json_t *result) {
                          json_is_true(held));
 }
 
-/* Multiplay's build configuration IDs are numbers; slotd's are any ID. A number when the ID
- * is one that JSON readers take exactly (at most 15 digits: within a double's precision). */
+/* Multiplay's build configuration IDs are numbers, and Unity's SDKs decode this field as an
+ * int64 only: a string would fail the whole reply. slotd's IDs are any ID: the number when
+ * the ID is one that JSON readers take exactly (at most 15 digits: within a double's
+ * precision), otherwise 0, what an SDK reads for "none" (the ID itself is in server.json). */
 static json_t *build_configuration_json(const char *id) {
         size_t n = strlen(id);
 
         if (n == 0 || n > 15 || strspn(id, "0123456789") != n || (id[0] == '0' && n > 1))
-                return json_string(id);
+                return json_integer(0);
         return json_integer((json_int_t) strtoll(id, NULL, 10));
 }
 

@@ -352,8 +352,8 @@ static int slot_reserve_op(Manager *m, const OpsCaller *c, unsigned slot_id, use
         Slot *s = NULL;
         int r;
 
-        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
-            (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = find_slot(m, slot_id, &s, st)) < 0 ||
             (r = check_timeout("Reservation", timeout, &timeout, st)) < 0)
                 return r;
         if (s->reservation_uuid) { /* a retry of the server's own request */
@@ -389,8 +389,8 @@ int ops_slot_unreserve(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStat
         Slot *s = NULL;
         int r;
 
-        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
-            (r = ops_check_slot_caller(c, slot_id, st)) < 0)
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         if (!s->reservation_uuid)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not reserved",
@@ -407,8 +407,8 @@ int ops_hold(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout, u
         Slot *s = NULL;
         int r;
 
-        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
-            (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = find_slot(m, slot_id, &s, st)) < 0 ||
             (r = check_timeout("Hold", timeout, &timeout, st)) < 0 ||
             (r = ops_check_writable(m, st)) < 0)
                 return r;
@@ -428,8 +428,8 @@ int ops_release_hold(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus
         Slot *s = NULL;
         int r;
 
-        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
-            (r = ops_check_slot_caller(c, slot_id, st)) < 0)
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         if (s->hold_until == 0)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not held", s->id);
@@ -445,8 +445,8 @@ int ops_hold_status(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t *re
         Slot *s = NULL;
         int r;
 
-        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
-            (r = ops_check_slot_caller(c, slot_id, st)) < 0)
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         *ret_until = boottime_to_wall(s->hold_until);
         return 0;
@@ -457,8 +457,8 @@ int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *
         Slot *s = NULL;
         int r;
 
-        if ((r = find_slot(m, slot_id, &s, st)) < 0 ||
-            (r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
+            (r = find_slot(m, slot_id, &s, st)) < 0 ||
             (r = ops_check_id("allocation UUID", uuid, false, st)) < 0)
                 return r;
         if (!streq_ptr(s->allocation_uuid, uuid))

@@ -226,8 +226,15 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
                         (json_int_t) e->slot_id, "epoch", epoch, "offset", (json_int_t) e->offset,
                         "event_type", e->allocate ? "AllocateEventType" : "DeallocateEventType",
                         "event_id", event_id, "allocation", e->uuid);
-        if (msg)
-                (void) proxy_send(p, msg);
+        if (!msg || proxy_send(p, msg) >= 0 || p->pid <= 0)
+                return;
+        /* The proxy is that far behind (its 4 MiB buffer full) or its socket broke: the
+         * event would be lost for the connections it holds. Restart it instead: its clients
+         * reconnect and recover from the offsets slotd keeps, so each connection still sees
+         * every allocation at least once (SPEC §11). Its exit handler restarts it. */
+        log_warning("Local proxy: event %s of slot %u not delivered; restarting the proxy so "
+                    "that its clients recover it", event_id, e->slot_id);
+        (void) kill(p->pid, SIGKILL);
 }
 
 /* slotd-proxy next to slotd's own binary (a build tree, or an install that keeps both in one

@@ -4,7 +4,7 @@
 # slot's cgroup as its game server would, see the Allocate and Deallocate events of busctl
 # calls, in order; a client of another slot is refused that channel; a client that subscribes
 # after the allocation still learns it; after slotd is SIGKILLed and started again the clients
-# reconnect and nothing is announced twice.
+# reconnect and nothing is announced twice; the same when the proxy alone is SIGKILLed.
 . "$(dirname "$0")/lib.sh"
 NODE_DIR=$(cd "$(dirname "$0")/node" && pwd)
 command -v node >/dev/null || skip "node is not installed"
@@ -88,5 +88,27 @@ wait_event v2 '"DeallocateEventType"'
 scall $A Allocate ss alloc-a2 "" >/dev/null
 wait_event v1 '"AllocationID":"alloc-a2"'
 assert_eq "$(count v1 alloc-a2)" 1 "v1 hears the next allocation once"
+
+# 5. The proxy SIGKILLed while both clients' slots are allocated: slotd starts another, the
+# clients reconnect and recover, and neither allocation is announced again. The Deallocate
+# events after it come through the same connections, in order, behind anything the new proxy
+# could have sent on the resubscription: then each allocation's count is final.
+scall $B Allocate ss alloc-b2 "" >/dev/null
+wait_event v2 '"AllocationID":"alloc-b2"'
+subs_v1=$(count v1 '"event":"subscribed"')
+subs_v2=$(count v2 '"event":"subscribed"')
+proxy=$(pgrep -P "$SLOTD_PID" -x slotd-proxy || true)
+[ -n "$proxy" ] || fail "no slotd-proxy child of slotd"
+kill -KILL "$proxy"
+wait_event v1 '"event":"subscribed"' $((subs_v1 + 1)) $((30 * TIME_SCALE))
+wait_event v2 '"event":"subscribed"' $((subs_v2 + 1)) $((30 * TIME_SCALE))
+assert_ok "a new proxy" test "$(pgrep -P "$SLOTD_PID" -x slotd-proxy)" != "$proxy"
+mcall Deallocate s alloc-a2 >/dev/null
+mcall Deallocate s alloc-b2 >/dev/null
+wait_event v1 '"DeallocateEventType".*"alloc-a2"'
+wait_event v2 '"DeallocateEventType".*"alloc-b2"'
+assert_eq "$(grep -c '"AllocateEventType".*"alloc-a2"' "$T/v1")" 1 "v1: alloc-a2 announced once across the proxy's restart"
+assert_eq "$(grep -c '"AllocateEventType".*"alloc-b2"' "$T/v2")" 1 "v2: alloc-b2 announced once across the proxy's restart"
+assert_ok "log: the proxy's death" grep -q "Local proxy killed by signal SIGKILL" "$T/slotd.log"
 
 finish

@@ -68,6 +68,11 @@ assert_near "$(sprop $A HoldUntilUSec)" $((exp * 1000000)) 1000000 "HoldUntilUSe
 expect_http $A GET /v1/servers/$A/hold "" 200 "\"expiresAt\": ?$exp" >/dev/null
 expect_http $B POST /v1/servers/$A/hold '{"timeout":"1m"}' 403 'slot' >/dev/null
 expect_http nobody POST /v1/servers/$A/hold '{"timeout":"1m"}' 403 >/dev/null
+# A server asking for a slot that is not its own learns nothing of it, not even whether it
+# exists: 403 before 404. Root learns that there is no such slot.
+expect_http $A POST /v1/servers/99/hold '{"timeout":"1m"}' 403 'own slot only.*not 99' >/dev/null
+expect_http $A PATCH /v1/servers/99/allocations/x '{"ready":true}' 403 >/dev/null
+expect_http host POST /v1/servers/99/hold '{"timeout":"1m"}' 404 'No slot 99' >/dev/null
 expect_http $B DELETE /v1/servers/$A/hold "" 403 >/dev/null
 assert_eq "$(sprop $A State)" held "a refused release changed nothing"
 expect_http $A DELETE /v1/servers/$A/hold "" 204 >/dev/null
@@ -125,8 +130,10 @@ expect_http $s PATCH /v1/servers/$s/allocations/alloc-1 '{"ready":true}' 404 >/d
 
 # 7. Reservation of a slot by its own server, and its end.
 out=$(expect_http $A POST /v1/servers/$A/reservations '{}' 200 '"reservationId"')
-assert_ok "buildConfigurationId, gamePort, times ($out)" \
-        grep -qE '"gamePort": ?25400.*|"gamePort": ?25401' <<<"$out"
+assert_ok "gamePort ($out)" grep -qE '"gamePort": ?(25400|25401)[,}]' <<<"$out"
+# The fleet's build configuration is "default", not a number: 0, never a string (Unity's SDKs
+# decode an int64).
+assert_ok "buildConfigurationId a number ($out)" grep -qE '"buildConfigurationId": ?0[,}]' <<<"$out"
 grep -qE '"(requested|created|fulfilled)": ?"20[0-9]{2}-[0-9]{2}-[0-9]{2}T' <<<"$out" ||
         fail "RFC 3339 times in '$out'"
 assert_eq "$(sprop $A State)" reserved "State after the proxy's reservation"
@@ -156,6 +163,26 @@ expect_http $B GET /payload/alloc-ttl "" 200 >/dev/null
 wait_until $((10 + 3 * TIME_SCALE)) "the payload's TTL" bash -c "[ \"\$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' \
         '$URL/payload/alloc-ttl')\" = 404 ]"
 assert_eq "$(sprop $B AllocationUUID)" alloc-ttl "the allocation outlives its payload"
+
+# 10. A payload is at most 30 KiB: one byte more is refused and allocates nothing; 30 KiB
+# exactly is taken and served as given (the TTL back to an hour: no race with it).
+sed -i "s|^payload_ttl = .*|payload_ttl = 1h|" "$T/etc/slotd.ini"
+mcall Reload >/dev/null
+big_allocate() { # big_allocate UUID FILE
+        bctl call org.slotd.Supervisor1 /org/slotd/Supervisor1 org.slotd.Supervisor1.Manager \
+                AllocateWithOptions sssa{sv} game "$1" "" 1 payload ay \
+                $(stat -c %s "$2") $(od -An -v -tu1 "$2") 2>&1
+}
+head -c 30721 /dev/urandom > "$T/big"
+if out=$(big_allocate alloc-big "$T/big"); then fail "a payload of 30721 bytes was taken: $out"; fi
+assert_ok "the refusal names the limit ($out)" grep -q "Payload of 30721 bytes: at most 30720" <<<"$out"
+assert_eq "$(slot_of alloc-big)" "" "no slot allocated by the refused payload"
+assert_ok "no payload file for it" test ! -e "$T/state/payload/alloc-big"
+head -c 30720 /dev/urandom > "$T/big"
+big_allocate alloc-big "$T/big" >/dev/null || fail "a payload of 30720 bytes was refused"
+sb=$(slot_of alloc-big)
+in_slot $sb curl -sf --max-time 10 "$URL/payload/alloc-big" > "$T/got-big" || fail "GET the 30 KiB payload"
+assert_ok "the 30 KiB payload comes back byte for byte" cmp -s "$T/big" "$T/got-big"
 sed -i "s|^listen = .*|listen = 127.0.0.1:$(free_port)|" "$T/etc/slotd.ini"
 expect_merr InvalidArgument Reload
 
