@@ -122,6 +122,7 @@ static int parse_listen_key(ParseContext *ctx, const ConfigKey *k, const char *v
         p->n_listen = parsed.n_listen;
         parsed.n_listen = 0;
         p->enabled = p->n_listen > 0;
+        p->listen_default = false;
         return 0;
 }
 
@@ -163,6 +164,7 @@ static int localproxy_init(LocalProxyConfig *p) {
                 p->n_listen++;
         }
         p->enabled = true;
+        p->listen_default = true;
         p->payload_ttl = USEC_PER_HOUR;
         return 0;
 }

@@ -153,6 +153,8 @@ typedef struct LocalProxyConfig {
         bool enabled;              /* false for listen = off */
         ProxyListen *listen;       /* NULL (and n_listen 0) when disabled */
         size_t n_listen;
+        bool listen_default;       /* the default addresses, not the key: one the host lacks
+                                    * (IPv6 off) is skipped at bind, not fatal */
         usec_t payload_ttl;        /* default 1h, > 0 */
         char *user;                /* default "nobody" */
         char *group;               /* default "nogroup" */

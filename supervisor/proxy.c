@@ -287,11 +287,21 @@ static int proxy_bind(Proxy *p) {
         for (size_t i = 0; i < lp->n_listen; i++) {
                 int fd = bind_one(&lp->listen[i]);
 
+                /* The default [::1]:8086 on a host without IPv6 (disabled, or not built in):
+                 * the other default serves. An address the key names is never skipped. */
+                if (fd < 0 && lp->listen_default && lp->listen[i].family == AF_INET6 &&
+                    (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)) {
+                        log_warning_errno(fd, "Not listening on %s (localproxy.listen's default): "
+                                          "%m; IPv6 is off on this host", lp->listen[i].text);
+                        continue;
+                }
                 if (fd < 0)
                         return log_error_errno(fd, "Failed to listen on %s (localproxy.listen): %m",
                                                lp->listen[i].text);
                 p->listen_fds[p->n_listen++] = fd;
         }
+        if (lp->n_listen > 0 && p->n_listen == 0)
+                return log_error_errno(-EADDRNOTAVAIL, "No address of localproxy.listen to listen on");
         if (p->manager->config->metrics_listen.family != AF_UNSPEC) {
                 p->metrics_fd = bind_one(&p->manager->config->metrics_listen);
                 if (p->metrics_fd < 0)

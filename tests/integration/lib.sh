@@ -207,8 +207,10 @@ start_slotd() {
                 # their own with its loopback up, for tests that take the loopback down; the
                 # host's is not touched. D-Bus is a unix socket, unaffected. unshare execs
                 # without forking, so $! is slotd. Reach the namespace with
-                # nsenter --net=/proc/$SLOTD_PID/ns/net.
-                SLOTD_LOG_LEVEL=debug unshare --net -- sh -c 'ip link set lo up && exec "$@"' sh \
+                # nsenter --net=/proc/$SLOTD_PID/ns/net. SLOTD_NETNS_SETUP: a shell command run
+                # in the namespace before slotd (sysctls of its own).
+                SLOTD_LOG_LEVEL=debug NETNS_SETUP=${SLOTD_NETNS_SETUP:-true} unshare --net -- \
+                        sh -c 'ip link set lo up && eval "$NETNS_SETUP" && exec "$@"' sh \
                         "$SLOTD" --config "$T/etc/slotd.ini" >>"$T/slotd.log" 2>&1 &
         else
                 SLOTD_LOG_LEVEL=debug "$SLOTD" --config "$T/etc/slotd.ini" >>"$T/slotd.log" 2>&1 &
