@@ -10,6 +10,11 @@ command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
 PORT=$(free_port)
 LOCALPROXY_LISTEN="127.0.0.1:$PORT" write_config
 write_fleet game "servers = 2" "[ports]" "game_base = 25400" "query_base = 25450"
+# supervisor.admin_group: the proxy knows a caller by its uid alone (sock_diag), so membership
+# is the user's in the group database; group daemon is user daemon's own (base-passwd).
+getent passwd daemon >/dev/null && getent group daemon >/dev/null ||
+        skip "no user and group daemon to test supervisor.admin_group with"
+config_key supervisor "admin_group = daemon"
 start_slotd
 set -- $(list_slots | awk '$2 == "game" { print $1 }')
 A=$1 B=$2
@@ -26,13 +31,15 @@ in_slot() {
                  --regid=65534 --clear-groups "$@"' in_slot "$cg" "$@"
 }
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups "$@"; }
 # http WHO METHOD PATH [BODY]: prints "STATUS BODY"; WHO is a slot id, "host" (root) or
-# "nobody" (an unprivileged process of the host).
+# "nobody" (an unprivileged process of the host) or "admin" (user daemon, of admin_group).
 http() {
         local who=$1 method=$2 path=$3 body=${4:-} run=()
         case $who in
                 host) run=() ;;
                 nobody) run=(as_nobody) ;;
+                admin) run=(as_daemon) ;;
                 *) run=(in_slot "$who") ;;
         esac
         "${run[@]}" curl -s --max-time 10 -w ' %{http_code}' -X "$method" \
@@ -68,6 +75,9 @@ assert_near "$(sprop $A HoldUntilUSec)" $((exp * 1000000)) 1000000 "HoldUntilUSe
 expect_http $A GET /v1/servers/$A/hold "" 200 "\"expiresAt\": ?$exp" >/dev/null
 expect_http $B POST /v1/servers/$A/hold '{"timeout":"1m"}' 403 'slot' >/dev/null
 expect_http nobody POST /v1/servers/$A/hold '{"timeout":"1m"}' 403 >/dev/null
+# A member of supervisor.admin_group outside any slot may, as root may.
+expect_http admin GET /v1/servers/$A/hold "" 200 "\"expiresAt\": ?$exp" >/dev/null
+expect_http admin GET /token "" 200 '"error": ?""' >/dev/null
 # A server asking for a slot that is not its own learns nothing of it, not even whether it
 # exists: 403 before 404. Root learns that there is no such slot.
 expect_http $A POST /v1/servers/99/hold '{"timeout":"1m"}' 403 'own slot only.*not 99' >/dev/null
