@@ -87,10 +87,10 @@ void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
             n <= s->keeper_restarts)
                 return;
         s->keeper_restarts = n;
+        s->keeper_restart_failed = failed;
         s->armed = s->restart_pending = false;
-        /* The fork failed: the keeper ends, and its exit is handled as any other. (Had the
-         * record been read before it said so, that exit counts twice: a fork failing in a
-         * process of a few KiB is not worth more.) */
+        /* The fork failed: the keeper ends, and its exit is handled as any other (had the
+         * record been read before it said so: slot_keeper_restart_raced()). */
         if (failed)
                 return;
         cause = slot_checks_exit_cause(s);
@@ -174,12 +174,33 @@ static void slot_log_exec_failure(Slot *s) {
 
 /* The keeper is gone: how the server ended is in the status file, or, when the keeper was
  * killed before it could write it, in how the keeper itself ended. */
+/* The keeper's restart was accounted as made, from its record written before the fork; then
+ * the fork failed (pids.max, RLIMIT_NPROC: the host's fault) and the keeper ended. Its exit is
+ * the same crash: not counted again, and the restart that never happened is slotd's to make
+ * (which meets the host fault fork itself, and waits). */
+static bool slot_keeper_restart_raced(Slot *s) {
+        unsigned n;
+        int code, sig;
+        bool failed;
+
+        if (s->status_fd < 0 || spawn_read_restart(s->status_fd, &n, &failed, &code, &sig) <= 0 ||
+            !failed || n == 0 || n != s->keeper_restarts || s->keeper_restart_failed)
+                return false;
+        s->keeper_restart_failed = true;
+        if (s->restarts > 0)
+                s->restarts--;
+        log_slot_warning(s, "Its keeper could not start the server again (its fork was refused); "
+                         "slotd starts it");
+        return true;
+}
+
 void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         pid_t server;
 
         /* A restart the keeper made before it ended, not yet accounted: first that exit. */
         s->account_timer = sd_event_source_disable_unref(s->account_timer);
         slot_account_keeper_restart(s, true);
+        s->exit_accounted = slot_keeper_restart_raced(s);
         s->token_fd = safe_close(s->token_fd);
         s->armed = s->restart_pending = false;
         server = s->server_pid;

@@ -146,6 +146,7 @@ static void slot_new_token(Slot *s) {
         s->token_fd = safe_close(s->token_fd);
         s->armed = s->restart_pending = s->keeper_outdated = false;
         s->keeper_restarts = 0;
+        s->keeper_restart_failed = false;
         if (s->fleet->keeper_restarts) {
                 s->token_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
                 if (s->token_fd < 0)
@@ -399,8 +400,12 @@ static void slot_settle(Slot *s) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         ExitVerdict v;
 
+        /* Counted, logged and announced already, as its keeper's restart (slot-keeper.c). */
+        bool counted = s->exit_accounted;
+
+        s->exit_accounted = false;
         s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
-        if (!requested && !clean)
+        if (!requested && !clean && !counted)
                 time_window_add(&s->crashes, now);
         v = slot_judge_exit(s, clean, cause, now);
         s->ready = false;
@@ -415,7 +420,7 @@ static void slot_settle(Slot *s) {
                 s->stale = false;
                 (void) free_and_strdup(&s->build_configuration, s->fleet->config->build_configuration);
         }
-        if (!requested && !clean)
+        if (!requested && !clean && !counted)
                 slot_log_crash(s, cause, v);
 
         s->stop_requested = s->restart_requested = false;

@@ -90,6 +90,8 @@ typedef struct Slot {
         bool restart_pending;     /* the keeper took it: the server ended, the next is starting */
         bool keeper_outdated;     /* started before a Reload, or by an earlier slotd: no restarts */
         unsigned keeper_restarts; /* restarts made by the current keeper that slotd accounted */
+        bool keeper_restart_failed; /* the last of them said its fork failed (not accounted) */
+        bool exit_accounted;      /* the exit being settled was accounted already (slot-keeper.c) */
         sd_event_source *account_timer;   /* accounts a keeper's restart (slot-keeper.c) */
         sd_event_source *child_source;    /* owns the pidfd */
         sd_event_source *stop_timer;
