@@ -405,6 +405,54 @@ ack_check() {
         done
 }
 
+# ---- pids.max over slotd and its slots (issue 14: fork refused) ----
+# pids_limit_init: slotd is to run in $CG/slotd, beside the slot tree $CG/slots, as under a
+# systemd unit with Delegate=yes; LIMIT is where pids.max is the fault: $CG (the unit's
+# TasksMax, which counts the game servers too), or, on a host whose v2 tree has no pids
+# controller, a v1 pids group V1 that slotd joins and its children inherit.
+# start_slotd_in_group: start_slotd, in $CG/slotd (and V1). pids_limit_cleanup: the test's
+# EXIT trap (set again after start_monitor): BOUND, a bind mount over a cgroup file, taken off;
+# the limit lifted; V1 emptied and removed; then bg_cleanup.
+V1=
+LIMIT=
+pids_limit_init() {
+        mkdir -p "$CG/slotd"
+        if grep -qw pids "$CG_MOUNT/cgroup.controllers"; then
+                grep -qw pids "$CG_MOUNT/cgroup.subtree_control" ||
+                        echo +pids > "$CG_MOUNT/cgroup.subtree_control"
+                LIMIT=$CG
+        elif [ -d /sys/fs/cgroup/pids ] && [ -e /sys/fs/cgroup/pids/cgroup.procs ]; then
+                V1=/sys/fs/cgroup/pids/slotd-it-$$-$RANDOM
+                mkdir "$V1"
+                LIMIT=$V1
+        else
+                skip "no pids controller, v2 or v1"
+        fi
+        note "pids.max is set on $LIMIT"
+}
+start_slotd_in_group() {
+        (
+                echo "$BASHPID" > "$CG/slotd/cgroup.procs"
+                [ -z "$V1" ] || echo "$BASHPID" > "$V1/cgroup.procs"
+                SLOTD_LOG_LEVEL=debug exec "$SLOTD" --config "$T/etc/slotd.ini"
+        ) >>"$T/slotd.log" 2>&1 &
+        SLOTD_PID=$!
+        wait_until 20 "slotd on the bus" bus_name_owned
+}
+pids_limit_cleanup() {
+        local rc=$? deadline=$((SECONDS + 10))
+        set +e
+        [ -n "${BOUND:-}" ] && umount -l "$BOUND" 2>/dev/null
+        [ -n "$LIMIT" ] && [ -e "$LIMIT/pids.max" ] && echo max > "$LIMIT/pids.max"
+        if [ -n "$V1" ] && [ -d "$V1" ]; then
+                [ -n "$SLOTD_PID" ] && kill -TERM "$SLOTD_PID" 2>/dev/null && wait "$SLOTD_PID" 2>/dev/null
+                xargs -r kill -9 < "$V1/cgroup.procs" 2>/dev/null
+                until rmdir "$V1" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.05; done
+        fi
+        (exit $rc)
+        bg_cleanup
+}
+
 # stays_true MS DESCRIPTION COMMAND...: COMMAND holds at every poll for MS milliseconds.
 # Only for showing that something does not happen; each caller says why MS is enough.
 stays_true() {

@@ -10,47 +10,9 @@
 # instead, which its children inherit.
 . "$(dirname "$0")/lib.sh"
 SIGS="$T/signals.json"
-V1=
 
-fault_cleanup() {
-        local rc=$?
-        set +e
-        [ -n "${BOUND:-}" ] && umount -l "$BOUND" 2>/dev/null
-        if [ -n "$V1" ] && [ -d "$V1" ]; then
-                echo max > "$V1/pids.max"
-                [ -n "$SLOTD_PID" ] && kill -TERM "$SLOTD_PID" 2>/dev/null && wait "$SLOTD_PID" 2>/dev/null
-                xargs -r kill -9 < "$V1/cgroup.procs" 2>/dev/null
-                local deadline=$((SECONDS + 10))
-                until rmdir "$V1" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.05; done
-        fi
-        (exit $rc)
-        bg_cleanup
-}
-trap fault_cleanup EXIT
-
-mkdir -p "$CG/slotd"
-if grep -qw pids "$CG_MOUNT/cgroup.controllers"; then
-        grep -qw pids "$CG_MOUNT/cgroup.subtree_control" || echo +pids > "$CG_MOUNT/cgroup.subtree_control"
-        LIMIT=$CG
-elif [ -d /sys/fs/cgroup/pids ] && [ -e /sys/fs/cgroup/pids/cgroup.procs ]; then
-        V1=/sys/fs/cgroup/pids/slotd-it-$$-$RANDOM
-        mkdir "$V1"
-        LIMIT=$V1
-else
-        skip "no pids controller, v2 or v1"
-fi
-note "pids.max is set on $LIMIT"
-
-# start_slotd, in $CG/slotd (and $V1).
-start_slotd_in_group() {
-        (
-                echo "$BASHPID" > "$CG/slotd/cgroup.procs"
-                [ -z "$V1" ] || echo "$BASHPID" > "$V1/cgroup.procs"
-                SLOTD_LOG_LEVEL=debug exec "$SLOTD" --config "$T/etc/slotd.ini"
-        ) >>"$T/slotd.log" 2>&1 &
-        SLOTD_PID=$!
-        wait_until 20 "slotd on the bus" bus_name_owned
-}
+trap pids_limit_cleanup EXIT
+pids_limit_init
 
 MACHINE_CPUS=4 write_config
 sed -i "s|^cgroup = .*|cgroup = $CG/slots|" "$T/etc/slotd.ini"
@@ -60,7 +22,7 @@ write_fleet weak "servers = 1" "[ports]" "game_base = 27700" "query_base = 27750
         "[crash]" "restarts = 0" "window = 10m"
 start_slotd_in_group
 start_monitor "$SIGS"
-trap fault_cleanup EXIT # start_monitor set its own
+trap pids_limit_cleanup EXIT # start_monitor set its own
 for id in 0 1 2 3; do
         wait_prop $id ProcessState running
         wait_server $id

@@ -12,49 +12,17 @@
 . "$(dirname "$0")/lib.sh"
 command -v gdb >/dev/null || skip "gdb is not installed (tests/deps.sh installs it)"
 SIGS="$T/signals.json"
-V1=
 
-fault_cleanup() {
-        local rc=$?
-        set +e
-        [ -n "$LIMIT" ] && echo max > "$LIMIT/pids.max"
-        if [ -n "$V1" ] && [ -d "$V1" ]; then
-                [ -n "$SLOTD_PID" ] && kill -TERM "$SLOTD_PID" 2>/dev/null && wait "$SLOTD_PID" 2>/dev/null
-                xargs -r kill -9 < "$V1/cgroup.procs" 2>/dev/null
-                local deadline=$((SECONDS + 10))
-                until rmdir "$V1" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.05; done
-        fi
-        (exit $rc)
-        bg_cleanup
-}
-LIMIT=
-trap fault_cleanup EXIT
-
-mkdir -p "$CG/slotd"
-if grep -qw pids "$CG_MOUNT/cgroup.controllers"; then
-        grep -qw pids "$CG_MOUNT/cgroup.subtree_control" || echo +pids > "$CG_MOUNT/cgroup.subtree_control"
-        LIMIT=$CG
-elif [ -d /sys/fs/cgroup/pids ] && [ -e /sys/fs/cgroup/pids/cgroup.procs ]; then
-        V1=/sys/fs/cgroup/pids/slotd-it-$$-$RANDOM
-        mkdir "$V1"
-        LIMIT=$V1
-else
-        skip "no pids controller, v2 or v1"
-fi
+trap pids_limit_cleanup EXIT
+pids_limit_init
 
 MACHINE_CPUS=4 write_config
 sed -i "s|^cgroup = .*|cgroup = $CG/slots|" "$T/etc/slotd.ini"
 write_fleet game "servers = 1" "[ports]" "game_base = 27800" "query_base = 27850" \
         "[crash]" "restarts = 1" "window = 10m"
-(
-        echo "$BASHPID" > "$CG/slotd/cgroup.procs"
-        [ -z "$V1" ] || echo "$BASHPID" > "$V1/cgroup.procs"
-        SLOTD_LOG_LEVEL=debug exec "$SLOTD" --config "$T/etc/slotd.ini"
-) >>"$T/slotd.log" 2>&1 &
-SLOTD_PID=$!
-wait_until 20 "slotd on the bus" bus_name_owned
+start_slotd_in_group
 start_monitor "$SIGS"
-trap fault_cleanup EXIT # start_monitor set its own
+trap pids_limit_cleanup EXIT # start_monitor set its own
 wait_prop 0 ProcessState running
 wait_server 0
 
@@ -69,6 +37,7 @@ gdb -p "$keeper" -batch -nx -ex 'set pagination off' -ex 'break keeper_clone' -e
         -ex 'detach' > "$T/gdb.log" 2>&1 &
 gdb_pid=$!
 bg_track $gdb_pid
+trap pids_limit_cleanup EXIT # bg_track set its own
 wait_until $((30 * TIME_SCALE)) "gdb attached to the keeper with its breakpoint" \
         grep -q "^Breakpoint 1 at" "$T/gdb.log"
 
