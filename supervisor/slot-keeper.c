@@ -172,8 +172,6 @@ static void slot_log_exec_failure(Slot *s) {
                              exec_errno_name(s->exec_errno, name), why);
 }
 
-/* The keeper is gone: how the server ended is in the status file, or, when the keeper was
- * killed before it could write it, in how the keeper itself ended. */
 /* The keeper's restart was accounted as made, from its record written before the fork; then
  * the fork failed (pids.max, RLIMIT_NPROC: the host's fault) and the keeper ended. Its exit is
  * the same crash: not counted again, and the restart that never happened is slotd's to make
@@ -194,6 +192,8 @@ static bool slot_keeper_restart_raced(Slot *s) {
         return true;
 }
 
+/* The keeper is gone: how the server ended is in the status file, or, when the keeper was
+ * killed before it could write it, in how the keeper itself ended. */
 void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         pid_t server;
 
