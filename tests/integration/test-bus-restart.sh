@@ -64,7 +64,9 @@ for round in 1 2; do
         DBUS_PID=
         wait "$burst" 2>/dev/null || true
         bg_untrack $burst
-        wait_until 10 "slotd noticed the bus is gone" test "$(fault_lines)" -ge $round
+        # (wait_until runs a command again each time; a $(...) argument would be read once)
+        at_least() { [ "$("$1")" -ge "$2" ]; }
+        wait_until 10 "slotd noticed the bus is gone" at_least fault_lines $round
         assert_eq "$(fault_lines)" $round "disconnects logged (once each)"
         kill -0 "$SLOTD_PID" || fail "slotd died with the bus"
 
@@ -95,7 +97,7 @@ for round in 1 2; do
         start_monitor "$T/signals-$round"
         kill -CONT "$SLOTD_PID"
         wait_until $((20 * TIME_SCALE)) "slotd back on the new bus" bus_name_owned
-        wait_until 10 "the reconnection logged" test "$(reconnect_lines)" -ge $round
+        wait_until 10 "the reconnection logged" at_least reconnect_lines $round
         assert_eq "$(reconnect_lines)" $round "reconnections logged (once each)"
         assert_eq "$(cleared_lines)" $round "bus faults cleared (once each)"
         assert_eq "$(mprop Faults)" 0 "no fault left"
@@ -118,9 +120,10 @@ for round in 1 2; do
         # 5. Announced: the Manager's properties and every slot's, and SlotChanged for the
         # slot whose hold ended while nobody could hear it.
         ann() { grep -c "\"path\":\"$1\",.*\"member\":\"PropertiesChanged\"" "$T/signals-$round" || true; }
-        wait_until 10 "the Manager's announcement" test "$(ann /org/slotd/Supervisor1)" -ge 1
+        announced() { [ "$(ann "$1")" -ge 1 ]; }
+        wait_until 10 "the Manager's announcement" announced /org/slotd/Supervisor1
         for id in $(seq 0 7); do
-                wait_until 10 "slot $id's announcement" test "$(ann /org/slotd/Supervisor1/slot/$id)" -ge 1
+                wait_until 10 "slot $id's announcement" announced /org/slotd/Supervisor1/slot/$id
                 PASSED=$((PASSED + 1))
         done
         wait_sig "$T/signals-$round" SlotChanged "$H online running" 10
