@@ -199,17 +199,19 @@ static int parse_txn_responses(const json_t *o, EtcdResponse *resp, int depth) {
                 }
                 if (!inner)
                         return -EBADMSG;
+                /* etcd gives a nested txn no header: it is made at the enclosing revision,
+                 * which parse_body() keeps when the op has none (a nested txn's ops too). */
+                resp->responses[i].revision = resp->revision;
                 r = parse_body(ops[j].kind, inner, &resp->responses[i], depth + 1);
                 if (r < 0)
                         return r;
-                /* etcd gives a nested txn no header: it is made at the enclosing revision. */
-                if (resp->responses[i].revision == 0)
-                        resp->responses[i].revision = resp->revision;
         }
         return 0;
 }
 
+/* resp->revision is the enclosing txn's on entry (0 at the top), kept when o has no header. */
 static int parse_body(EtcdAnswerKind kind, const json_t *o, EtcdResponse *resp, int depth) {
+        int64_t enclosing = resp->revision;
         int r;
 
         /* depth: a txn's op answers are 1 down, a nested txn's 2, ... */
@@ -218,6 +220,8 @@ static int parse_body(EtcdAnswerKind kind, const json_t *o, EtcdResponse *resp, 
         r = get_header_revision(o, &resp->revision);
         if (r < 0)
                 return r;
+        if (resp->revision == 0)
+                resp->revision = enclosing;
         switch (kind) {
         case ETCD_ANSWER_RANGE:
                 r = parse_kvs(o, resp);

@@ -414,6 +414,12 @@ static void test_decode_nested(void **state) {
                                &a),
                          0);
         assert_int_equal(a.response.responses[0].responses[0].responses[0].n_responses, 1);
+        /* none of them has a header: each level, and the put below, is at the outermost's */
+        assert_int_equal(a.response.responses[0].revision, 5);
+        assert_int_equal(a.response.responses[0].responses[0].revision, 5);
+        assert_int_equal(a.response.responses[0].responses[0].responses[0].revision, 5);
+        assert_int_equal(a.response.responses[0].responses[0].responses[0].responses[0].revision,
+                         5);
         etcd_answer_done(&a);
         assert_int_equal(parse(ETCD_ANSWER_TXN, 200,
                                "{" HDR ",\"responses\":[{\"response_txn\":{\"responses\":["
