@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etcd-grpc.h"
 #include "etcd-json.h"
 #include "etcd.h"
 #include "hashmap.h"
@@ -16,8 +17,8 @@
 #include "macro.h"
 #include "strv.h"
 
-/* etcd's --max-request-bytes defaults to 1.5 MiB (of protobuf, which the JSON's base64 only
- * overstates); its --max-txn-ops to 128, counted along each nesting path. */
+/* etcd's --max-request-bytes defaults to 1.5 MiB (of protobuf, the request's own encoding);
+ * its --max-txn-ops to 128, counted along each nesting path. */
 #define BATCH_BYTES_MAX (1024U * 1024U)
 #define BATCH_OPS_MAX 128U
 /* How far past a txn that must wait (it writes a key of the batch) the queue is searched. */
@@ -33,7 +34,7 @@ struct EtcdBatchTxn {
         Flight *flight;                   /* the request it went in */
         size_t index;                     /* in flight->txns */
         bool dispatching;
-        char *json;  /* {"request_txn":{...}}, until sent */
+        EtcdBytes op; /* its op (a request_txn), gRPC's or the gateway's, until sent */
         size_t size;
         char **keys; /* what it puts or deletes */
         bool alone;  /* deletes a range: sent alone */
@@ -83,7 +84,7 @@ static void queue_remove(EtcdBatch *b, EtcdBatchTxn *t) {
 }
 
 static void txn_free(EtcdBatchTxn *t) {
-        free(t->json);
+        etcd_bytes_done(&t->op);
         strv_free(t->keys);
         free(t);
 }
@@ -147,7 +148,7 @@ static void flight_requeue_reads(Flight *f, const EtcdResponse *resp) {
         for (size_t i = 0; i < f->n_txns; i++) {
                 EtcdBatchTxn *t = f->txns[i];
 
-                if (!t || !txn_read_only(t) || !t->json || t->resent >= BATCH_RESEND_MAX)
+                if (!t || !txn_read_only(t) || !t->op.data || t->resent >= BATCH_RESEND_MAX)
                         continue;
                 f->txns[i] = NULL;
                 t->flight = NULL;
@@ -276,21 +277,31 @@ static int batch_take(EtcdBatch *b, Flight *f) {
 }
 
 /* The body: the taken txns' ops, which they need no more. */
-static int flight_body(Flight *f, char **ret) {
-        _cleanup_free_ char **ops = new0(char *, f->n_txns + 1);
+static int flight_body(Flight *f, EtcdBytes *ret) {
+        _cleanup_free_ EtcdBytes *ops = new0(EtcdBytes, f->n_txns + 1);
+        _cleanup_free_ char **json = new0(char *, f->n_txns + 1);
+        char *body = NULL;
         int r;
 
-        if (!ops)
+        if (!ops || !json)
                 return -ENOMEM;
-        for (size_t i = 0; i < f->n_txns; i++)
-                ops[i] = f->txns[i]->json;
-        r = etcd_json_txn_of_ops(ops, f->n_txns, ret);
+        for (size_t i = 0; i < f->n_txns; i++) {
+                ops[i] = f->txns[i]->op;
+                json[i] = (char *) f->txns[i]->op.data;
+        }
+        if (etcd_speaks_grpc(f->batch->etcd))
+                r = etcd_grpc_txn_of_ops(ops, f->n_txns, ret);
+        else {
+                r = etcd_json_txn_of_ops(json, f->n_txns, &body);
+                if (r >= 0)
+                        *ret = (EtcdBytes) { .data = (uint8_t *) body, .size = strlen(body) };
+        }
         if (r < 0)
                 return r;
-        /* A read keeps its JSON: it may go again (flight_requeue_reads). */
+        /* A read keeps its op: it may go again (flight_requeue_reads). */
         for (size_t i = 0; i < f->n_txns; i++)
                 if (!txn_read_only(f->txns[i]))
-                        f->txns[i]->json = mfree(f->txns[i]->json);
+                        etcd_bytes_done(&f->txns[i]->op);
         return 0;
 }
 
@@ -305,7 +316,7 @@ static bool flight_read_only(const Flight *f) {
 static void batch_send(EtcdBatch *b) {
         Etcd *e = b->etcd;
         Flight *f = new0(Flight, 1);
-        char *body = NULL;
+        EtcdBytes body = {};
         size_t queued = 0;
         int r = -ENOMEM;
 
@@ -319,7 +330,8 @@ static void batch_send(EtcdBatch *b) {
         if (r >= 0)
                 r = flight_body(f, &body);
         if (r >= 0)
-                r = etcd_txn_json(e, body, flight_read_only(f), on_flight_answer, f, &f->req);
+                r = etcd_txn_body(e, &body, flight_read_only(f), on_flight_answer, f, &f->req);
+        etcd_bytes_done(&body);
         if (r >= 0) {
                 LIST_PREPEND(flights, b->flights, f);
                 b->n_in_flight++;
@@ -410,14 +422,21 @@ static int batch_queue(EtcdBatch *b, const EtcdOp *op, bool range, etcd_callback
                 return -ENOMEM;
         *t = (EtcdBatchTxn){ .batch = b, .range = range, .cb = cb, .userdata = userdata,
                              .cost = etcd_txn_op_cost(op) };
-        r = etcd_json_op(op, &t->json);
+        if (etcd_speaks_grpc(b->etcd))
+                r = etcd_grpc_op(op, &t->op);
+        else {
+                char *json = NULL;
+                r = etcd_json_op(op, &json);
+                if (r >= 0)
+                        t->op = (EtcdBytes) { .data = (uint8_t *) json, .size = strlen(json) };
+        }
         if (r >= 0)
                 r = etcd_txn_op_write_keys(op, &t->keys, &t->alone);
         if (r < 0) {
                 txn_free(t);
                 return r;
         }
-        t->size = strlen(t->json) + 1;
+        t->size = t->op.size + 11; /* with its tag and length (or its comma) in the batch */
         queue_append(b, t);
         batch_schedule(b);
         if (ret)

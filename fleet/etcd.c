@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The etcd client (etcd.h): libcurl's multi interface on sd-event. One easy handle per request
- * or watch; the multi handle's connection cache keeps the HTTP/1.1 connections alive between
- * requests. No user callback ever runs inside a libcurl callback: curl's callbacks only
- * collect bytes, and the answers are dispatched once curl_multi_socket_action() returned, so
- * a callback may start, cancel or free anything, the Etcd included. */
+/* The etcd client (etcd.h). The KV calls (range, put, delete, txn) are etcd's gRPC
+ * (etcd-grpc.h) on one HTTP/2 connection per endpoint (etcd-h2.c, nghttp2) when every endpoint
+ * is http:// with a numeric address; otherwise, and always for leases and watches, the JSON
+ * gateway (etcd-json.h) through libcurl's multi interface on sd-event: one easy handle per
+ * request or watch, the multi handle's connection cache keeping the HTTP/1.1 connections alive
+ * between requests. No user callback ever runs inside a libcurl or nghttp2 callback: those
+ * only collect bytes, and the answers are dispatched from the loop afterwards, so a callback
+ * may start, cancel or free anything, the Etcd included. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +14,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "etcd-grpc.h"
+#include "etcd-h2.h"
 #include "etcd-json.h"
 #include "etcd.h"
 #include "list.h"
@@ -37,6 +42,7 @@ typedef struct Transfer {
          * so that its own retry of a request on a reused connection that died fails
          * (CURLE_SEND_FAIL_REWIND) rather than sending the write again. */
         bool repeatable;
+        bool grpc; /* a gRPC call on etcd->h2[endpoint], not a curl transfer */
         const char *path;
         size_t endpoint; /* index into etcd->endpoints */
         size_t tries;    /* endpoints tried without sending anything */
@@ -52,6 +58,11 @@ struct EtcdRequest {
         bool dispatching;
         EtcdAnswerKind answer_kind;
         EtcdLineBuffer answer;
+        /* a gRPC call's: the call in flight, then how it ended */
+        EtcdH2Call *call;
+        int call_error;
+        char *call_detail, *grpc_status, *grpc_message;
+        long call_status;
         usec_t deadline;
         etcd_callback_t cb;
         void *userdata;
@@ -79,6 +90,7 @@ struct Etcd {
         CURLM *multi;
         char **endpoints;
         size_t n_endpoints, current;
+        EtcdH2 **h2; /* per endpoint, when the KV calls are gRPC's; else NULL */
         usec_t timeout;
         char *ca_file, *cert_file, *key_file;
         struct curl_slist *headers, *watch_headers;
@@ -162,7 +174,6 @@ static int transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t
                 return -ENOMEM;
         t->easy = c;
         t->endpoint = e->current;
-        t->body_size = strlen(t->body);
         if (curl_easy_setopt(c, CURLOPT_PRIVATE, t) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_READFUNCTION, on_body_read) != CURLE_OK ||
@@ -279,9 +290,21 @@ static size_t on_request_data(char *ptr, size_t size, size_t nmemb, void *userda
         return etcd_line_buffer_append(&req->answer, ptr, n) < 0 ? 0 : n;
 }
 
+static void request_forget_call(EtcdRequest *req) {
+        etcd_h2_call_cancel(req->call);
+        req->call = NULL;
+        req->call_detail = mfree(req->call_detail);
+        req->grpc_status = mfree(req->grpc_status);
+        req->grpc_message = mfree(req->grpc_message);
+        req->call_error = 0;
+        req->call_status = 0;
+        etcd_line_buffer_done(&req->answer);
+}
+
 static EtcdRequest *request_free(EtcdRequest *req) {
         if (!req)
                 return NULL;
+        request_forget_call(req);
         transfer_done(&req->t);
         etcd_line_buffer_done(&req->answer);
         return mfree(req);
@@ -292,31 +315,79 @@ static usec_t request_remaining(EtcdRequest *req) {
         return req->deadline > now ? req->deadline - now : 0;
 }
 
-static int request_restart(EtcdRequest *req) {
-        usec_t left = MAX(request_remaining(req), USEC_PER_MSEC);
-        return transfer_start(&req->t, left, left);
+static void request_complete(EtcdRequest *req, CURLcode result);
+static void etcd_process(Etcd *e);
+static int request_start(EtcdRequest *req, usec_t timeout_usec);
+
+/* A gRPC call's end (etcd-h2.h; from the loop): one that sent nothing goes to the next
+ * endpoint while there is time, as a transfer that could not connect does; the others are
+ * answered. */
+static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata) {
+        EtcdRequest *req = userdata;
+        Etcd *e = req->t.etcd;
+
+        req->call = NULL;
+        /* As a transfer's: one that sent nothing, or a read, may go to the next endpoint. */
+        req->t.result = CURLE_OK;
+        if ((a->error == -ECONNREFUSED || a->error == -ECONNRESET) &&
+            (!a->sent || req->t.repeatable) && request_remaining(req) > 0 &&
+            transfer_failover(&req->t, true) &&
+            request_start(req, MAX(request_remaining(req), USEC_PER_MSEC)) >= 0)
+                return;
+        req->call_error = a->error;
+        req->call_status = a->http_status;
+        req->call_detail = strdup(a->detail);
+        req->grpc_status = a->grpc_status ? strdup(a->grpc_status) : NULL;
+        req->grpc_message = a->grpc_message ? strdup(a->grpc_message) : NULL;
+        if (!req->call_detail || (a->grpc_status && !req->grpc_status) ||
+            (a->grpc_message && !req->grpc_message) ||
+            (a->size > 0 && etcd_line_buffer_append(&req->answer, a->body, a->size) < 0))
+                req->call_error = -ENOMEM;
+        request_complete(req, CURLE_OK);
+        etcd_process(e);
 }
 
-static int request_submit(Etcd *e, EtcdAnswerKind kind, char *body, bool repeatable,
-                          etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
-        _cleanup_free_ char *b = body;
-        EtcdRequest *req;
-        int r;
+static int request_start(EtcdRequest *req, usec_t timeout_usec) {
+        Etcd *e = req->t.etcd;
 
-        if (!e || e->freed || !cb)
+        if (!req->t.grpc)
+                return transfer_start(&req->t, timeout_usec, timeout_usec);
+        request_forget_call(req);
+        return etcd_h2_call(e->h2[req->t.endpoint], req->t.path, (const uint8_t *) req->t.body,
+                            req->t.body_size, timeout_usec, on_call_answer, req, &req->call);
+}
+
+static int request_restart(EtcdRequest *req) {
+        return request_start(req, MAX(request_remaining(req), USEC_PER_MSEC));
+}
+
+/* body: the JSON of the gateway, or with grpc a gRPC call's prefixed message (etcd-grpc.h);
+ * taken either way. */
+static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool grpc,
+                          bool repeatable, etcd_callback_t cb, void *userdata,
+                          EtcdRequest **ret) {
+        _cleanup_(etcd_bytes_done) EtcdBytes b = body;
+        EtcdRequest *req;
+        int r = 0;
+
+        if (!e || e->freed || !cb || !b.data)
                 return -EINVAL;
         req = new0(EtcdRequest, 1);
         if (!req)
                 return -ENOMEM;
-        req->t = (Transfer) { .kind = TRANSFER_REQUEST, .etcd = e, .body = TAKE_PTR(b),
-                              .repeatable = repeatable, .path = etcd_answer_path(kind) };
+        req->t = (Transfer) { .kind = TRANSFER_REQUEST, .etcd = e, .body = (char *) b.data,
+                              .body_size = b.size, .repeatable = repeatable, .grpc = grpc,
+                              .path = grpc ? etcd_grpc_path(kind) : etcd_answer_path(kind),
+                              .endpoint = e->current };
+        b = (EtcdBytes) {};
         req->answer_kind = kind;
         req->cb = cb;
         req->userdata = userdata;
         req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
-        r = transfer_setup(&req->t, on_request_data, e->headers);
+        if (!grpc)
+                r = transfer_setup(&req->t, on_request_data, e->headers);
         if (r >= 0)
-                r = transfer_start(&req->t, e->timeout, e->timeout);
+                r = request_start(req, e->timeout);
         if (r < 0) {
                 request_free(req);
                 return r;
@@ -336,11 +407,33 @@ static void request_finished(EtcdRequest *req, CURLcode result) {
         request_complete(req, result);
 }
 
+/* A gRPC call's answer, or how it failed. */
+static void request_call_answer(EtcdRequest *req, EtcdAnswer *a, const char *what) {
+        if (req->call_error < 0) {
+                if (req->call_error != -ECONNREFUSED)
+                        transfer_demote_endpoint(&req->t);
+                etcd_answer_fail(a, req->call_error, what, req->call_detail);
+                return;
+        }
+        if (req->call_status >= 500)
+                transfer_demote_endpoint(&req->t);
+        if (etcd_grpc_answer_parse(req->answer_kind, req->call_status, req->grpc_status,
+                                   req->grpc_message, (const uint8_t *) req->answer.data,
+                                   req->answer.size, a) < 0) {
+                _cleanup_free_ char *m = a->message ? strdup(a->message) : NULL;
+                etcd_answer_fail(a, a->response.error, what, m);
+        }
+}
+
 static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
         char what[512];
         long status = 0;
 
         transfer_describe(&req->t, what, sizeof(what));
+        if (req->t.grpc) {
+                request_call_answer(req, a, what);
+                return;
+        }
         if (req->t.result != CURLE_OK) {
                 int error = curl_error_to_errno(req->t.result);
                 long sent = 0;
@@ -480,8 +573,10 @@ int etcd_watch(Etcd *e, const char *key, const char *range_end, int64_t start_re
         w = new0(EtcdWatch, 1);
         if (!w)
                 return -ENOMEM;
-        w->t = (Transfer) { .kind = TRANSFER_WATCH, .etcd = e, .body = TAKE_PTR(body),
-                            .repeatable = true, .path = "/v3/watch" };
+        w->t = (Transfer) { .kind = TRANSFER_WATCH, .etcd = e, .repeatable = true,
+                            .path = "/v3/watch" };
+        w->t.body_size = strlen(body);
+        w->t.body = TAKE_PTR(body);
         w->n_ref = 1;
         w->cb = cb;
         w->userdata = userdata;
@@ -527,6 +622,9 @@ static void etcd_unref(Etcd *e) {
         for (size_t i = 0; i < e->n_endpoints; i++)
                 free(e->endpoints[i]);
         free(e->endpoints);
+        for (size_t i = 0; e->h2 && i < e->n_endpoints; i++)
+                etcd_h2_free(e->h2[i]);
+        free(e->h2);
         free(e->ca_file);
         free(e->cert_file);
         free(e->key_file);
@@ -709,6 +807,27 @@ static int etcd_setup_curl(Etcd *e) {
         return e->headers && e->watch_headers ? 0 : -ENOMEM;
 }
 
+/* gRPC's connections, one per endpoint, when every endpoint can have one (http://, a numeric
+ * address: etcd-h2.h); else the KV calls go to the gateway too. */
+static int etcd_setup_h2(Etcd *e) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+        int r;
+
+        for (size_t i = 0; i < e->n_endpoints; i++)
+                if (etcd_h2_endpoint_parse(e->endpoints[i], &sa, &len) < 0)
+                        return 0;
+        e->h2 = new0(EtcdH2 *, e->n_endpoints);
+        if (!e->h2)
+                return -ENOMEM;
+        for (size_t i = 0; i < e->n_endpoints; i++) {
+                r = etcd_h2_new(&e->h2[i], e->event, e->endpoints[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config) {
         Etcd *e;
         int r;
@@ -734,6 +853,8 @@ int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config) {
         }
         if (r >= 0)
                 r = etcd_setup_curl(e);
+        if (r >= 0)
+                r = etcd_setup_h2(e);
         if (r < 0) {
                 etcd_unref(e);
                 return r;
@@ -752,46 +873,90 @@ Etcd *etcd_free(Etcd *e) {
                 etcd_request_cancel(e->completed);
         while (e->watches)
                 (void) etcd_watch_free(e->watches);
+        for (size_t i = 0; e->h2 && i < e->n_endpoints; i++)
+                e->h2[i] = etcd_h2_free(e->h2[i]);
         etcd_unref(e);
         return NULL;
 }
 
 /* ---- the calls ---- */
 
+/* The KV calls: gRPC's when the Etcd has its connections, else the gateway's JSON. */
+static int kv_submit(Etcd *e, EtcdAnswerKind kind, int r, EtcdBytes pb, char *json,
+                     bool repeatable, etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
+        EtcdBytes body = e && e->h2 ? pb : (EtcdBytes) { .data = (uint8_t *) json,
+                                                         .size = json ? strlen(json) : 0 };
+
+        if (e && e->h2)
+                free(json);
+        else
+                etcd_bytes_done(&pb);
+        if (r < 0) {
+                etcd_bytes_done(&body);
+                return r;
+        }
+        return request_submit(e, kind, body, e && e->h2, repeatable, cb, userdata, ret);
+}
+
+bool etcd_speaks_grpc(const Etcd *e) {
+        return e && e->h2;
+}
+
 int etcd_range(Etcd *e, const char *key, const char *range_end, int64_t limit,
                etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_range(key, range_end, limit, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_RANGE, body, true, cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e) ? etcd_grpc_range(key, range_end, limit, &pb)
+                                    : etcd_json_range(key, range_end, limit, &json);
+        return kv_submit(e, ETCD_ANSWER_RANGE, r, pb, json, true, cb, userdata, ret);
 }
 
 int etcd_put(Etcd *e, const char *key, const char *value, int64_t lease, etcd_callback_t cb,
              void *userdata, EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_put(key, value, lease, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_PUT, body, false, cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e) ? etcd_grpc_put(key, value, lease, &pb)
+                                    : etcd_json_put(key, value, lease, &json);
+        return kv_submit(e, ETCD_ANSWER_PUT, r, pb, json, false, cb, userdata, ret);
 }
 
 int etcd_delete(Etcd *e, const char *key, const char *range_end, etcd_callback_t cb,
                 void *userdata, EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_delete(key, range_end, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_DELETE, body, false, cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e) ? etcd_grpc_delete(key, range_end, &pb)
+                                    : etcd_json_delete(key, range_end, &json);
+        return kv_submit(e, ETCD_ANSWER_DELETE, r, pb, json, false, cb, userdata, ret);
 }
 
 int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
              size_t n_success, const EtcdOp *failure, size_t n_failure, etcd_callback_t cb,
              void *userdata, EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_txn(compare, n_compare, success, n_success, failure, n_failure, &body);
-        return r < 0 ? r : request_submit(e, ETCD_ANSWER_TXN, body, false, cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e)
+                        ? etcd_grpc_txn(compare, n_compare, success, n_success, failure,
+                                        n_failure, &pb)
+                        : etcd_json_txn(compare, n_compare, success, n_success, failure,
+                                        n_failure, &json);
+        return kv_submit(e, ETCD_ANSWER_TXN, r, pb, json, false, cb, userdata, ret);
 }
 
-int etcd_txn_json(Etcd *e, char *body, bool read_only, etcd_callback_t cb, void *userdata,
+int etcd_txn_body(Etcd *e, EtcdBytes *body, bool read_only, etcd_callback_t cb, void *userdata,
                   EtcdRequest **ret) {
-        if (!body)
+        EtcdBytes b;
+
+        if (!body || !body->data)
                 return -EINVAL;
-        return request_submit(e, ETCD_ANSWER_TXN, body, read_only, cb, userdata, ret);
+        b = *body;
+        *body = (EtcdBytes) {};
+        return request_submit(e, ETCD_ANSWER_TXN, b, etcd_speaks_grpc(e), read_only, cb,
+                              userdata, ret);
+}
+
+/* A JSON body of the gateway, as request_submit takes it. */
+static EtcdBytes json_body(char *body) {
+        return (EtcdBytes) { .data = (uint8_t *) body, .size = body ? strlen(body) : 0 };
 }
 
 int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
@@ -799,7 +964,8 @@ int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdat
         char *body = NULL;
         int r = etcd_json_lease_grant(ttl_sec, &body);
         return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_GRANT, body, false, cb, userdata, ret);
+                     : request_submit(e, ETCD_ANSWER_LEASE_GRANT, json_body(body), false, false,
+                                      cb, userdata, ret);
 }
 
 int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
@@ -807,8 +973,8 @@ int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *us
         char *body = NULL;
         int r = etcd_json_lease_id(lease_id, &body);
         return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, body, true, cb, userdata,
-                                      ret);
+                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, json_body(body), false,
+                                      true, cb, userdata, ret);
 }
 
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
@@ -816,5 +982,6 @@ int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userd
         char *body = NULL;
         int r = etcd_json_lease_id(lease_id, &body);
         return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, body, false, cb, userdata, ret);
+                     : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, json_body(body), false, false,
+                                      cb, userdata, ret);
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A client of etcd v3's JSON gateway (/v3/kv/range, put, deleterange, txn; /v3/lease/grant,
- * keepalive, revoke; /v3/watch), on libcurl's multi interface driven by one sd-event loop,
- * with jansson. Every call is asynchronous: it returns at once and its callback runs from the
- * loop, exactly once (unless the request is cancelled with etcd_request_cancel()). No call
+/* A client of etcd v3 on one sd-event loop: its gRPC KV service for range, put, delete and txn
+ * (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2) when every endpoint is http:// with
+ * a numeric address, else its JSON gateway for those too (/v3/kv/...); the gateway always for
+ * leases (/v3/lease/grant, keepalive, revoke) and watches (/v3/watch); the gateway's JSON with
+ * jansson, through libcurl's multi interface. Every call is asynchronous: it returns at once and its callback runs from the loop,
+ * exactly once (unless the request is cancelled with etcd_request_cancel()). No call
  * blocks.
  *
  * A txn's ops may be nested txns (ETCD_OP_TXN); etcd_batch_txn() sends independent txns of
@@ -181,7 +183,7 @@ void etcd_request_cancel(EtcdRequest *req);
  * write in the batch is then unknown, and no write is sent again (a txn that writes nothing,
  * as etcd_batch_range's, goes again in the next batch when the connection broke after the
  * request was sent, as a range goes to the next endpoint). A batch holds at most 1 MiB
- * of JSON and as many txns as --max-txn-ops (128, etcd's default, at least) allows beside
+ * of protobuf and as many txns as --max-txn-ops (128, etcd's default, at least) allows beside
  * the deepest one (a larger txn goes alone); two txns that write (put or delete) the same
  * key never share a batch (etcd would refuse it): the later one waits for the next. */
 typedef struct EtcdBatch EtcdBatch;
@@ -204,10 +206,15 @@ void etcd_batch_txn_cancel(EtcdBatchTxn *t);
 /* Requests sent, and txns answered through them (with or without an error), so far. */
 void etcd_batch_counts(const EtcdBatch *b, uint64_t *ret_batches, uint64_t *ret_txns);
 
-/* A txn whose JSON body is made already (etcd-json.h); takes body. read_only: it writes
- * nothing, so it may be sent again to the next endpoint after a reset, as a range is. For
- * etcd-batch.c. */
-int etcd_txn_json(Etcd *e, char *body, bool read_only, etcd_callback_t cb, void *userdata,
+/* Whether the KV calls are etcd's gRPC (every endpoint http:// with a numeric address), not
+ * the JSON gateway's. */
+bool etcd_speaks_grpc(const Etcd *e);
+/* A txn whose body is made already: a prefixed TxnRequest when etcd_speaks_grpc(), else the
+ * gateway's JSON (etcd-grpc.h, etcd-json.h); takes *body, always (and clears it). read_only:
+ * it writes nothing, so it may be sent again to the next endpoint after a reset, as a range
+ * is. For etcd-batch.c. */
+typedef struct EtcdBytes EtcdBytes;
+int etcd_txn_body(Etcd *e, EtcdBytes *body, bool read_only, etcd_callback_t cb, void *userdata,
                   EtcdRequest **ret);
 
 /* Watches key (with range_end: the range) from start_revision (0 = now) on a streaming

@@ -4,15 +4,21 @@
 
     answer-drop-proxy.py --listen PORT --upstream PORT --arm FILE --log FILE
 
-Every connection is relayed byte for byte to 127.0.0.1:UPSTREAM (no HTTP is parsed: the
-streams of a watch go through as they are). While FILE exists and holds "MARKER [COUNT]"
-(the marker for example "request_put" or "request_delete_range", COUNT 1 if not given), the
-next COUNT requests that hold MARKER go through to etcd, which applies them; etcd's answer
-to each is then withheld, and the client's connection is reset (as when a member dies after
-it took a request), the upstream connection closed, COUNT lowered (FILE removed at 0), and
-one line written to the log file:
+Every connection is relayed byte for byte to 127.0.0.1:UPSTREAM, unchanged. While FILE
+exists and holds "MARKER [COUNT]" (the marker bytes that only the requests to lose hold, for
+example a key's "/claims/"; COUNT 1 if not given), the next COUNT requests that hold MARKER go
+through to etcd, which applies them; etcd's answer to each is then withheld, and the client's
+connection is reset (as when a member dies after it took a request), the upstream connection
+closed, COUNT lowered (FILE removed at 0), and one line written to the log file:
 
     dropped MARKER after N bytes of etcd's answer
+
+Two kinds of connection: the gRPC calls' HTTP/2 (it starts with HTTP/2's preface): the frames
+are read (a 9-byte header each: length, type, flags, stream), the request is the stream whose
+DATA frame holds MARKER, and its answer is that stream's first HEADERS frame from etcd, while
+other frames and streams go through; the gateway's HTTP/1.1 (one request at a time on a
+connection): the request is what the client sent since etcd last answered, and its answer
+etcd's next bytes.
 
 That is the case a client of etcd cannot tell apart from a write never made: its outcome
 is in doubt (SPEC §13, guarantees). Ends on SIGTERM.
@@ -23,6 +29,36 @@ import os
 import signal
 import socket
 import struct
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+H2_DATA, H2_HEADERS = 0, 1
+
+
+class H2Frames:
+    """HTTP/2 frames out of a byte stream: feed() returns the complete ones, as (type,
+    stream, payload); the connection preface, when skip_preface, is passed over."""
+
+    def __init__(self, skip_preface):
+        self.buf = bytearray()
+        self.preface = skip_preface
+
+    def feed(self, data):
+        self.buf.extend(data)
+        if self.preface:
+            if len(self.buf) < len(H2_PREFACE):
+                return []
+            del self.buf[:len(H2_PREFACE)]
+            self.preface = False
+        frames = []
+        while len(self.buf) >= 9:
+            length = int.from_bytes(self.buf[0:3], "big")
+            if len(self.buf) < 9 + length:
+                break
+            ftype = self.buf[3]
+            stream = int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF
+            frames.append((ftype, stream, bytes(self.buf[9:9 + length])))
+            del self.buf[:9 + length]
+        return frames
 
 
 class Relay:
@@ -62,7 +98,39 @@ class Relay:
             return
         doomed = asyncio.Event()
         marker = [b""]
-        seen = bytearray()  # what the client sent since etcd last answered on this link
+        seen = bytearray()  # HTTP/1.1: what the client sent since etcd last answered
+        h2 = {"up": None, "down": None, "stream": None}  # HTTP/2: the frames, the doomed stream
+
+        def mark(m, count, stream=None):
+            self.disarm_one(m, count)
+            marker[0] = m
+            h2["stream"] = stream
+            doomed.set()
+
+        def look_up(data):
+            if h2["up"] is None and len(seen) + len(data) >= len(H2_PREFACE) and \
+                    not h2.get("decided"):
+                h2["decided"] = True
+                if (bytes(seen) + data).startswith(H2_PREFACE):
+                    h2["up"], h2["down"] = H2Frames(True), H2Frames(False)
+                    h2["up"].feed(bytes(seen))
+            if h2["up"] is None:
+                seen.extend(data)
+                m, count = self.armed()
+                if m and not doomed.is_set() and m in seen:
+                    mark(m, count)
+                return
+            for ftype, stream, payload in h2["up"].feed(data):
+                m, count = self.armed()
+                if ftype == H2_DATA and m and not doomed.is_set() and m in payload:
+                    mark(m, count, stream)
+
+        def answered(data):
+            """Whether data from etcd holds the doomed request's answer."""
+            if h2["down"] is None:
+                return True
+            return any(ftype == H2_HEADERS and stream == h2["stream"]
+                       for ftype, stream, _ in h2["down"].feed(data))
 
         async def up():
             try:
@@ -70,12 +138,7 @@ class Relay:
                     data = await creader.read(65536)
                     if not data:
                         break
-                    seen.extend(data)
-                    m, count = self.armed()
-                    if m and not doomed.is_set() and m in seen:
-                        self.disarm_one(m, count)
-                        marker[0] = m
-                        doomed.set()
+                    look_up(data)
                     uwriter.write(data)
                     await uwriter.drain()
             except (ConnectionError, OSError):
@@ -90,7 +153,9 @@ class Relay:
                     data = await ureader.read(65536)
                     if not data:
                         break
-                    if doomed.is_set():
+                    if h2["down"] is not None and not doomed.is_set():
+                        h2["down"].feed(data)
+                    if doomed.is_set() and answered(data):
                         # etcd answered the marked request: it was applied. Lose the answer.
                         self.note("dropped %s after %d bytes of etcd's answer"
                                   % (marker[0].decode(), len(data)))

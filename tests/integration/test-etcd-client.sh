@@ -141,12 +141,13 @@ assert_eq "$(printf '%s\n' "${OUT[@]}" | grep -c '^batched ')" 1 "no answer for 
 d prefix /it/c/
 assert_eq "$(kv_lines)" "/it/c/0 a,/it/c/2 c" "the txn cancelled before it was sent is not applied"
 # etcd's limits: 300 txns of two compares and two puts at once are 3 requests (126 nested txns
-# and their 2 ops within --max-txn-ops 128); 40 of two 30,000-byte values are 4 (1 MiB each at
-# most, under --max-request-bytes 1.5 MiB). etcd would refuse either as one request.
+# and their 2 ops within --max-txn-ops 128); 40 of two 30,000-byte values (60 kB of protobuf
+# each) are 3: 17, 17 and 6 (1 MiB each at most, under --max-request-bytes 1.5 MiB). etcd would
+# refuse either as one request.
 d bench-batch 300 300
 assert_eq "$(field txns) $(field ok) $(field requests)" "300 300 3" "300 txns queued at once ($R)"
 d bench-batch 40 40 30000
-assert_eq "$(field txns) $(field ok) $(field requests)" "40 40 4" "40 large txns queued at once ($R)"
+assert_eq "$(field txns) $(field ok) $(field requests)" "40 40 3" "40 large txns queued at once ($R)"
 
 # ---- leases: keepalive keeps keys past their TTL; without it they vanish ----
 ttl=$((2 * TIME_SCALE))

@@ -57,9 +57,11 @@ record_version() {
 # ---- 1. a claim applied, its answer lost ----
 start_allocator 0 "$PROXY,$ETCD_REAL"
 A=$(cat /proc/sys/kernel/random/uuid)
-printf request_put > "$T/drop"
+# The relay knows a request by bytes only it holds: a claim puts the slot's claim key
+# (…/hosts/M/claims/S), a DELETE puts a deallocation key, a confirmation deletes the claim key.
+printf /claims/ > "$T/drop"
 out=$(fleet_post 0 "$COLL" "$(body "$A")")
-assert_eq "$(dropped request_put)" 1 "claims whose answer the relay lost ($(cat "$T/proxy.log"))"
+assert_eq "$(dropped /claims/)" 1 "claims whose answer the relay lost ($(cat "$T/proxy.log"))"
 assert_eq "${out%% *}" 200 "POST whose claim's answer was lost ($out)"
 assert_eq "$(json allocationId <<<"${out#* }")" "$A" "the allocationId answered"
 assert_eq "$(metric 0 slotd_allocator_etcd_in_doubt_total)" 1 "writes the allocator found in doubt"
@@ -80,9 +82,9 @@ assert_eq "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" 1 "allocated slots on the
 # A new replica: the first now sends to etcd itself (a request that broke moves a client to
 # the next endpoint).
 start_allocator 1 "$PROXY,$ETCD_REAL"
-printf request_delete_range > "$T/drop"
+printf /deallocations/ > "$T/drop"
 out=$(fleet_delete 1 "$COLL/$A")
-assert_eq "$(dropped request_delete_range)" 1 "deletions whose answer the relay lost"
+assert_eq "$(dropped /deallocations/)" 1 "deletions whose answer the relay lost"
 assert_eq "${out%% *}" 204 "DELETE whose answer was lost ($out)"
 assert_eq "$(metric 1 slotd_allocator_etcd_in_doubt_total)" 1 "writes replica 1 found in doubt"
 assert_eq "$(metric 1 slotd_allocator_deallocations_total)" 1 "deallocations counted"
@@ -95,12 +97,12 @@ assert_eq "$(fleet_get 1 "$COLL/$A" | cut -d' ' -f1)" 404 "GET of the deleted al
 # The relay alone: the claim and both of its repeats reach etcd, every answer is lost.
 start_allocator 2 "$PROXY"
 B=$(cat /proc/sys/kernel/random/uuid)
-before=$(dropped request_put)
-printf 'request_put 3\n' > "$T/drop"
+before=$(dropped /claims/)
+printf '/claims/ 3\n' > "$T/drop"
 out=$(fleet_post 2 "$COLL" "$(body "$B")")
 assert_eq "${out%% *}" 503 "POST when every answer is lost ($out)"
 assert_ok "the relay is disarmed (3 answers lost)" test ! -e "$T/drop"
-assert_eq "$(( $(dropped request_put) - before ))" 3 "claims sent: the first and its 2 repeats"
+assert_eq "$(( $(dropped /claims/) - before ))" 3 "claims sent: the first and its 2 repeats"
 assert_eq "$(metric 2 slotd_allocator_etcd_in_doubt_total)" 2 "repeats of the claim"
 out=$(fleet_post 0 "$COLL" "$(body "$B")")
 assert_eq "${out%% *}" 200 "the client's retry of $B (through etcd itself)"
@@ -124,12 +126,12 @@ fleet_registry_start 0
 wait_until $((10 * TIME_SCALE)) "the registry registered again" registered_since "$n"
 C=$(cat /proc/sys/kernel/random/uuid)
 # Its confirmation is a transaction that deletes the claim.
-before=$(dropped request_delete_range)
-printf 'request_delete_range 1\n' > "$T/drop"
+before=$(dropped /claims/)
+printf '/claims/ 1\n' > "$T/drop"
 out=$(fleet_post 0 "$COLL" "$(body "$C")")
 assert_eq "${out%% *}" 200 "POST of $C"
 wait_until $((20 * TIME_SCALE)) "allocation $C fulfilled" status_is 0 "$C" fulfilled
-assert_eq "$(( $(dropped request_delete_range) - before ))" 1 "confirmations whose answer was lost"
+assert_eq "$(( $(dropped /claims/) - before ))" 1 "confirmations whose answer was lost"
 assert_ok "the registry said the confirmation failed ($(tail -n 5 "$REG_LOG"))" \
         grep -q "confirming allocation $C failed" "$REG_LOG"
 no_claims() { [ "$(fleet_etcd_count hosts/)" = 0 ]; }

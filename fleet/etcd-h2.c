@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: MIT */
+/* An etcd endpoint's HTTP/2 connection for gRPC calls (etcd-h2.h), on nghttp2. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "etcd-h2.h"
+#include "etcd-json.h"
+#include "list.h"
+#include "macro.h"
+
+/* What etcd may send before we read it: the streams' and the connection's flow-control
+ * windows, which nghttp2 opens again as the data is read. */
+#define H2_WINDOW (16 * 1024 * 1024)
+
+/* etcd's deadline for a call (grpc-timeout) is this much after ours. */
+#define H2_DEADLINE_MARGIN (500 * USEC_PER_MSEC)
+
+typedef enum H2State {
+        H2_DOWN,
+        H2_CONNECTING,
+        H2_UP,
+} H2State;
+
+struct EtcdH2Call {
+        EtcdH2 *h;
+        LIST_FIELDS(EtcdH2Call, calls); /* in h->calls until done, then in h->done */
+        char *path;
+        const uint8_t *body;
+        size_t size, offset;
+        usec_t timeout; /* the deadline, CLOCK_MONOTONIC */
+        uint64_t timeout_ms;
+        char grpc_timeout[32];
+        sd_event_source *timer;
+        int32_t stream; /* 0: not submitted yet */
+        bool done;
+        EtcdH2Answer answer;
+        char *detail;
+        char *grpc_status, *grpc_message;
+        uint8_t *data;
+        size_t data_size, data_allocated;
+        etcd_h2_callback_t cb;
+        void *userdata;
+};
+
+struct EtcdH2 {
+        unsigned n_ref;
+        bool freed;
+        sd_event *event;
+        struct sockaddr_storage addr;
+        socklen_t addr_len;
+        char authority[INET6_ADDRSTRLEN + 16];
+        H2State state;
+        int fd;
+        sd_event_source *io;
+        nghttp2_session *session;
+        uint8_t *out; /* bytes nghttp2 made that the socket did not take yet */
+        size_t out_size, out_offset;
+        EtcdH2Call *calls;
+        EtcdH2Call *done, *done_tail;
+        sd_event_source *dispatch;
+};
+
+/* ---- endpoints ---- */
+
+int etcd_h2_endpoint_parse(const char *url, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        char host[INET6_ADDRSTRLEN + 1];
+        const char *p, *colon;
+        unsigned long port;
+        char *end;
+        size_t n;
+
+        if (!url || strncmp(url, "http://", 7) != 0)
+                return -EINVAL;
+        p = url + 7;
+        if (*p == '[') {
+                const char *close = strchr(p, ']');
+                if (!close || close[1] != ':')
+                        return -EINVAL;
+                n = (size_t) (close - p - 1);
+                p++;
+                colon = close + 1;
+        } else {
+                colon = strrchr(p, ':');
+                if (!colon)
+                        return -EINVAL;
+                n = (size_t) (colon - p);
+        }
+        if (n == 0 || n >= sizeof(host))
+                return -EINVAL;
+        memcpy(host, p, n);
+        host[n] = '\0';
+        errno = 0;
+        port = strtoul(colon + 1, &end, 10);
+        if (errno != 0 || end == colon + 1 || port == 0 || port > 65535 ||
+            (*end != '\0' && !streq(end, "/")))
+                return -EINVAL;
+        *ret = (struct sockaddr_storage) {};
+        if (inet_pton(AF_INET, host, &((struct sockaddr_in *) ret)->sin_addr) == 1) {
+                ((struct sockaddr_in *) ret)->sin_family = AF_INET;
+                ((struct sockaddr_in *) ret)->sin_port = htons((uint16_t) port);
+                *ret_len = sizeof(struct sockaddr_in);
+                return 0;
+        }
+        if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *) ret)->sin6_addr) == 1) {
+                ((struct sockaddr_in6 *) ret)->sin6_family = AF_INET6;
+                ((struct sockaddr_in6 *) ret)->sin6_port = htons((uint16_t) port);
+                *ret_len = sizeof(struct sockaddr_in6);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/* ---- calls ---- */
+
+static void h2_flush(EtcdH2 *h);
+
+static void call_free(EtcdH2Call *c) {
+        sd_event_source_disable_unref(c->timer);
+        free(c->path);
+        free(c->detail);
+        free(c->grpc_status);
+        free(c->grpc_message);
+        free(c->data);
+        free(c);
+}
+
+static void call_fail(EtcdH2Call *c, int error, const char *fmt, ...) _printf_(3, 4);
+
+/* Ends c (once): out of h->calls into h->done, dispatched from the loop. */
+static void call_end(EtcdH2Call *c) {
+        EtcdH2 *h = c->h;
+
+        if (c->done)
+                return;
+        c->done = true;
+        c->timer = sd_event_source_disable_unref(c->timer);
+        if (c->stream > 0 && h->session)
+                (void) nghttp2_session_set_stream_user_data(h->session, c->stream, NULL);
+        LIST_REMOVE(calls, h->calls, c);
+        c->calls_next = NULL;
+        c->calls_prev = h->done_tail;
+        if (h->done_tail)
+                h->done_tail->calls_next = c;
+        else
+                h->done = c;
+        h->done_tail = c;
+        (void) sd_event_source_set_enabled(h->dispatch, SD_EVENT_ONESHOT);
+}
+
+static void call_fail(EtcdH2Call *c, int error, const char *fmt, ...) {
+        va_list ap;
+
+        if (c->done)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(&c->detail, fmt, ap) < 0)
+                c->detail = NULL;
+        va_end(ap);
+        c->answer.error = error;
+        call_end(c);
+}
+
+/* The call through the stream's user data, which a call that ended (timed out, cancelled)
+ * no longer is: its body may be gone, and its stream is being reset. */
+static ssize_t on_body_read(nghttp2_session *session, int32_t stream, uint8_t *buf,
+                            size_t length, uint32_t *flags, nghttp2_data_source *source,
+                            void *user_data) {
+        EtcdH2Call *c = nghttp2_session_get_stream_user_data(session, stream);
+        size_t n;
+
+        if (!c || c->done)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        n = MIN(length, c->size - c->offset);
+
+        memcpy(buf, c->body + c->offset, n);
+        c->offset += n;
+        if (c->offset == c->size)
+                *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return (ssize_t) n;
+}
+
+#define NV(n, v) \
+        { (uint8_t *) (n), (uint8_t *) (v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
+
+/* Hands c to the session: from here on it counts as sent. */
+static int call_submit(EtcdH2Call *c) {
+        EtcdH2 *h = c->h;
+        usec_t now = now_usec(CLOCK_MONOTONIC), left = c->timeout > now ? c->timeout - now : 0;
+        nghttp2_data_provider data = { .read_callback = on_body_read };
+        int32_t id;
+
+        /* gRPC's deadline, in milliseconds: etcd gives the call's work up at that time. Ours
+         * comes first, and resets the stream, which ends etcd's work at once; the deadline
+         * is for when that reset does not reach etcd (a connection cut off). */
+        (void) snprintf(c->grpc_timeout, sizeof(c->grpc_timeout), "%" PRIu64 "m",
+                        (uint64_t) ((left + H2_DEADLINE_MARGIN + USEC_PER_MSEC - 1) /
+                                    USEC_PER_MSEC));
+        const nghttp2_nv nva[] = {
+                NV(":method", "POST"),
+                NV(":scheme", "http"),
+                NV(":authority", h->authority),
+                NV(":path", c->path),
+                NV("content-type", "application/grpc"),
+                NV("te", "trailers"),
+                NV("grpc-timeout", c->grpc_timeout),
+        };
+        id = nghttp2_submit_request(h->session, NULL, nva, ELEMENTSOF(nva), &data, c);
+        /* A connection that is going (etcd's GOAWAY) or out of stream IDs takes no more: not
+         * sent, the caller may go elsewhere; the connection closes once it is idle. */
+        if (id == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED || id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE)
+                return -ECONNREFUSED;
+        if (id < 0)
+                return id == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EIO;
+        c->stream = id;
+        c->answer.sent = true;
+        return 0;
+}
+
+static int on_call_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        EtcdH2Call *c = userdata;
+        EtcdH2 *h = c->h;
+
+        if (c->stream > 0 && h->session)
+                (void) nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, c->stream,
+                                                 NGHTTP2_CANCEL);
+        call_fail(c, -ETIMEDOUT, "no answer within %" PRIu64 " ms", c->timeout_ms);
+        if (h->session)
+                h2_flush(h); /* the reset */
+        return 0;
+}
+
+/* ---- nghttp2's callbacks: they only record; the calls end through h->done ---- */
+
+static EtcdH2Call *stream_call(nghttp2_session *session, int32_t stream) {
+        return nghttp2_session_get_stream_user_data(session, stream);
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user_data) {
+        EtcdH2Call *c = stream_call(session, frame->hd.stream_id);
+        char **field = NULL;
+
+        if (!c || c->done)
+                return 0;
+        if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+                char buf[8] = {};
+                memcpy(buf, value, MIN(valuelen, sizeof(buf) - 1));
+                c->answer.http_status = strtol(buf, NULL, 10);
+                return 0;
+        }
+        if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+                field = &c->grpc_status;
+        else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0)
+                field = &c->grpc_message;
+        if (!field)
+                return 0;
+        free(*field);
+        *field = strndup((const char *) value, valuelen);
+        return *field ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, const uint8_t *data,
+                   size_t len, void *user_data) {
+        EtcdH2Call *c = stream_call(session, stream);
+
+        if (!c || c->done)
+                return 0;
+        if (len > ETCD_JSON_MAX - c->data_size) {
+                (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
+                                                 NGHTTP2_CANCEL);
+                call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_JSON_MAX);
+                return 0;
+        }
+        if (c->data_size + len > c->data_allocated) {
+                size_t m = MAX(c->data_allocated * 2, c->data_size + len);
+                uint8_t *d = realloc(c->data, m);
+                if (!d) {
+                        (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
+                                                         NGHTTP2_CANCEL);
+                        call_fail(c, -ENOMEM, "out of memory");
+                        return 0;
+                }
+                c->data = d;
+                c->data_allocated = m;
+        }
+        memcpy(c->data + c->data_size, data, len);
+        c->data_size += len;
+        return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream, uint32_t error_code,
+                           void *user_data) {
+        EtcdH2Call *c = stream_call(session, stream);
+
+        if (!c || c->done)
+                return 0;
+        if (error_code == NGHTTP2_REFUSED_STREAM) {
+                /* refused unprocessed (or above a GOAWAY's last stream): never applied */
+                c->answer.sent = false;
+                call_fail(c, -ECONNREFUSED, "etcd refused the stream unprocessed");
+        } else if (error_code != NGHTTP2_NO_ERROR)
+                call_fail(c, -ECONNRESET, "etcd reset the stream (HTTP/2 error %" PRIu32 ")",
+                          error_code);
+        else
+                call_end(c);
+        return 0;
+}
+
+/* ---- the connection ---- */
+
+static void h2_update_events(EtcdH2 *h) {
+        uint32_t events = EPOLLIN;
+
+        if (h->state == H2_CONNECTING || h->out_offset < h->out_size ||
+            (h->session && nghttp2_session_want_write(h->session)))
+                events |= EPOLLOUT;
+        (void) sd_event_source_set_io_events(h->io, events);
+}
+
+/* The connection is gone: every call on it ends, sent or not (those not sent may go to
+ * another endpoint). */
+static void h2_down(EtcdH2 *h, int error, const char *why) {
+        EtcdH2Call *c, *next;
+
+        for (c = h->calls; c; c = next) {
+                next = c->calls_next;
+                if (c->answer.sent)
+                        call_fail(c, -ECONNRESET, "%s", why);
+                else
+                        call_fail(c, error, "%s", why);
+        }
+        if (h->session)
+                nghttp2_session_del(h->session);
+        h->session = NULL;
+        h->io = sd_event_source_disable_unref(h->io);
+        h->fd = safe_close(h->fd);
+        h->out = mfree(h->out);
+        h->out_size = h->out_offset = 0;
+        h->state = H2_DOWN;
+}
+
+/* Writes what nghttp2 has to send until the socket takes no more. */
+static void h2_flush(EtcdH2 *h) {
+        for (;;) {
+                const uint8_t *data;
+                ssize_t n, w;
+
+                if (h->out_offset < h->out_size) {
+                        w = write(h->fd, h->out + h->out_offset, h->out_size - h->out_offset);
+                        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+                                break;
+                        if (w < 0) {
+                                h2_down(h, -ECONNREFUSED, "writing to etcd failed");
+                                return;
+                        }
+                        h->out_offset += (size_t) w;
+                        continue;
+                }
+                n = nghttp2_session_mem_send(h->session, &data);
+                if (n < 0) {
+                        h2_down(h, -ECONNREFUSED, nghttp2_strerror((int) n));
+                        return;
+                }
+                if (n == 0 && !nghttp2_session_want_read(h->session) &&
+                    !nghttp2_session_want_write(h->session)) {
+                        /* etcd's GOAWAY, and nothing left on the connection */
+                        h2_down(h, -ECONNREFUSED, "etcd ended the connection");
+                        return;
+                }
+                if (n == 0)
+                        break;
+                free(h->out);
+                h->out = malloc((size_t) n);
+                if (!h->out) {
+                        h2_down(h, -ENOMEM, "out of memory");
+                        return;
+                }
+                memcpy(h->out, data, (size_t) n);
+                h->out_size = (size_t) n;
+                h->out_offset = 0;
+        }
+        h2_update_events(h);
+}
+
+static int h2_session_new(EtcdH2 *h) {
+        nghttp2_session_callbacks *cbs;
+        nghttp2_settings_entry settings[] = {
+                { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+                { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_WINDOW },
+        };
+        int r;
+
+        if (nghttp2_session_callbacks_new(&cbs) != 0)
+                return -ENOMEM;
+        nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+        r = nghttp2_session_client_new(&h->session, cbs, h);
+        nghttp2_session_callbacks_del(cbs);
+        if (r != 0)
+                return -ENOMEM;
+        if (nghttp2_submit_settings(h->session, NGHTTP2_FLAG_NONE, settings,
+                                    ELEMENTSOF(settings)) != 0 ||
+            nghttp2_session_set_local_window_size(h->session, NGHTTP2_FLAG_NONE, 0, H2_WINDOW) !=
+                    0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Connected: the session, and every call waiting for it. */
+static void h2_up(EtcdH2 *h) {
+        int r = h2_session_new(h);
+
+        if (r < 0) {
+                h2_down(h, r, "out of memory");
+                return;
+        }
+        h->state = H2_UP;
+        for (EtcdH2Call *c = h->calls, *next; c; c = next) {
+                next = c->calls_next;
+                r = call_submit(c);
+                if (r < 0)
+                        call_fail(c, r, "could not start the call: %s", strerror(-r));
+        }
+        h2_flush(h);
+}
+
+static void h2_read(EtcdH2 *h) {
+        uint8_t buf[65536];
+
+        for (;;) {
+                ssize_t n = read(h->fd, buf, sizeof(buf)), m;
+
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        break;
+                if (n <= 0) {
+                        h2_down(h, -ECONNREFUSED, n == 0 ? "etcd closed the connection"
+                                                         : "reading from etcd failed");
+                        return;
+                }
+                m = nghttp2_session_mem_recv(h->session, buf, (size_t) n);
+                if (m < 0) {
+                        h2_down(h, -ECONNREFUSED, nghttp2_strerror((int) m));
+                        return;
+                }
+        }
+        h2_flush(h);
+}
+
+static void h2_dispatch(EtcdH2 *h);
+
+static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        EtcdH2 *h = userdata;
+
+        if (h->state == H2_CONNECTING) {
+                int error = 0;
+                socklen_t len = sizeof(error);
+
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
+                        error = errno;
+                if (error != 0) {
+                        char why[128];
+                        (void) snprintf(why, sizeof(why), "connecting: %s", strerror(error));
+                        h2_down(h, -ECONNREFUSED, why);
+                } else if (revents & EPOLLOUT)
+                        h2_up(h);
+                return 0;
+        }
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                h2_read(h);
+        if (h->state == H2_UP && (revents & EPOLLOUT))
+                h2_flush(h);
+        return 0;
+}
+
+static int h2_connect(EtcdH2 *h) {
+        int r;
+
+        h->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (h->fd < 0)
+                return -errno;
+        /* As curl's for the gateway: a member gone silent is noticed in about 25 s. */
+        (void) setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
+        (void) setsockopt(h->fd, SOL_SOCKET, SO_KEEPALIVE, &(int) { 1 }, sizeof(int));
+        (void) setsockopt(h->fd, IPPROTO_TCP, TCP_KEEPIDLE, &(int) { 5 }, sizeof(int));
+        (void) setsockopt(h->fd, IPPROTO_TCP, TCP_KEEPINTVL, &(int) { 2 }, sizeof(int));
+        if (connect(h->fd, (struct sockaddr *) &h->addr, h->addr_len) < 0 &&
+            errno != EINPROGRESS) {
+                r = -errno;
+                h->fd = safe_close(h->fd);
+                return r;
+        }
+        r = sd_event_add_io(h->event, &h->io, h->fd, EPOLLOUT, on_h2_io, h);
+        if (r < 0) {
+                h->fd = safe_close(h->fd);
+                return r;
+        }
+        (void) sd_event_source_set_description(h->io, "etcd-h2-io");
+        h->state = H2_CONNECTING;
+        return 0;
+}
+
+/* ---- the loop's side: callbacks outside nghttp2 ---- */
+
+static EtcdH2 *h2_unref(EtcdH2 *h);
+
+static void h2_dispatch(EtcdH2 *h) {
+        h->n_ref++;
+        while (!h->freed && h->done) {
+                EtcdH2Call *c = h->done;
+
+                LIST_REMOVE(calls, h->done, c);
+                if (h->done_tail == c)
+                        h->done_tail = NULL;
+                c->answer.detail = c->detail ?: "";
+                c->answer.grpc_status = c->grpc_status;
+                c->answer.grpc_message = c->grpc_message;
+                c->answer.body = c->data;
+                c->answer.size = c->data_size;
+                c->cb(c, &c->answer, c->userdata);
+                call_free(c);
+        }
+        h2_unref(h);
+}
+
+static int on_h2_dispatch(sd_event_source *s, void *userdata) {
+        h2_dispatch(userdata);
+        return 0;
+}
+
+int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
+                 usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret) {
+        EtcdH2Call *c;
+        int r;
+
+        if (!h || h->freed || !path || !body || !cb)
+                return -EINVAL;
+        c = new0(EtcdH2Call, 1);
+        if (!c || !(c->path = strdup(path))) {
+                free(c);
+                return -ENOMEM;
+        }
+        *c = (EtcdH2Call) { .h = h, .path = c->path, .body = body, .size = size, .cb = cb,
+                            .userdata = userdata, .timeout_ms = timeout_usec / USEC_PER_MSEC,
+                            .timeout = now_usec(CLOCK_MONOTONIC) + timeout_usec };
+        r = sd_event_add_time(h->event, &c->timer, CLOCK_MONOTONIC, c->timeout, 0,
+                              on_call_timer, c);
+        if (r < 0) {
+                call_free(c);
+                return r;
+        }
+        (void) sd_event_source_set_description(c->timer, "etcd-h2-call-timer");
+        LIST_PREPEND(calls, h->calls, c);
+        if (ret)
+                *ret = c;
+        if (h->state == H2_DOWN) {
+                r = h2_connect(h);
+                if (r < 0)
+                        call_fail(c, -ECONNREFUSED, "connecting: %s", strerror(-r));
+        } else if (h->state == H2_UP) {
+                r = call_submit(c);
+                if (r < 0)
+                        call_fail(c, r, "could not start the call: %s", strerror(-r));
+                else
+                        h2_flush(h);
+        }
+        return 0;
+}
+
+void etcd_h2_call_cancel(EtcdH2Call *c) {
+        EtcdH2 *h;
+
+        if (!c)
+                return;
+        h = c->h;
+        if (c->done) {
+                if (h->done_tail == c)
+                        h->done_tail = c->calls_prev;
+                LIST_REMOVE(calls, h->done, c);
+        } else {
+                if (c->stream > 0 && h->session) {
+                        (void) nghttp2_session_set_stream_user_data(h->session, c->stream, NULL);
+                        (void) nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE,
+                                                         c->stream, NGHTTP2_CANCEL);
+                }
+                LIST_REMOVE(calls, h->calls, c);
+                if (h->session && !h->freed)
+                        h2_flush(h);
+        }
+        call_free(c);
+}
+
+int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
+        char host[INET6_ADDRSTRLEN];
+        EtcdH2 *h = new0(EtcdH2, 1);
+        int r;
+
+        if (!h)
+                return -ENOMEM;
+        *h = (EtcdH2) { .n_ref = 1, .fd = -EBADF, .event = sd_event_ref(event) };
+        r = etcd_h2_endpoint_parse(url, &h->addr, &h->addr_len);
+        if (r >= 0) {
+                const void *a = h->addr.ss_family == AF_INET
+                                        ? (const void *) &((struct sockaddr_in *) &h->addr)->sin_addr
+                                        : (const void *) &((struct sockaddr_in6 *) &h->addr)->sin6_addr;
+                uint16_t port = ntohs(h->addr.ss_family == AF_INET
+                                              ? ((struct sockaddr_in *) &h->addr)->sin_port
+                                              : ((struct sockaddr_in6 *) &h->addr)->sin6_port);
+                (void) inet_ntop(h->addr.ss_family, a, host, sizeof(host));
+                (void) snprintf(h->authority, sizeof(h->authority),
+                                h->addr.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+                r = sd_event_add_defer(event, &h->dispatch, on_h2_dispatch, h);
+        }
+        if (r >= 0) {
+                (void) sd_event_source_set_description(h->dispatch, "etcd-h2-dispatch");
+                r = sd_event_source_set_enabled(h->dispatch, SD_EVENT_OFF);
+        }
+        if (r < 0) {
+                h2_unref(h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
+
+static EtcdH2 *h2_unref(EtcdH2 *h) {
+        if (!h || --h->n_ref > 0)
+                return NULL;
+        if (h->session)
+                nghttp2_session_del(h->session);
+        sd_event_source_disable_unref(h->io);
+        sd_event_source_disable_unref(h->dispatch);
+        safe_close(h->fd);
+        free(h->out);
+        sd_event_unref(h->event);
+        free(h);
+        return NULL;
+}
+
+EtcdH2 *etcd_h2_free(EtcdH2 *h) {
+        if (!h || h->freed)
+                return NULL;
+        h->freed = true;
+        while (h->calls)
+                etcd_h2_call_cancel(h->calls);
+        while (h->done)
+                etcd_h2_call_cancel(h->done);
+        return h2_unref(h);
+}

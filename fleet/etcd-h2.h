@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* One etcd endpoint's HTTP/2 connection for gRPC calls (etcd-grpc.h), on nghttp2 and one
+ * sd-event loop: nghttp2 does HTTP/2 (frames, HPACK, flow control, the connection's
+ * settings and pings); this file the socket, the calls and their deadlines. It connects when
+ * a call needs it, keeps the connection between calls, multiplexes every call on it, and
+ * connects again after it broke.
+ *
+ * Only "http://ADDRESS:PORT" with a numeric address (IPv4, or IPv6 in brackets): a name would
+ * need a resolver that blocks, and TLS is not done here (etcd.c uses the JSON gateway through
+ * libcurl for such endpoints).
+ *
+ * Why not libcurl, which etcd.c uses for the gateway: Debian 12's libcurl 7.88.1 fails a
+ * transfer that reuses a connection it opened with HTTP/2 "prior knowledge" (curl#10634), and
+ * on its multi_socket interface stops reading an answer once the connection's flow-control
+ * window is spent (it does not send the WINDOW_UPDATE nghttp2 queued until another transfer
+ * writes). Both were seen here with etcd 3.4. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <systemd/sd-event.h>
+
+#include "time-util.h"
+
+typedef struct EtcdH2 EtcdH2;
+typedef struct EtcdH2Call EtcdH2Call;
+
+/* How a call ended. error: 0 (an answer: http_status, grpc_status... say what it is),
+ * -ECONNREFUSED (no connection; nothing was sent), -ECONNRESET (the connection broke, or etcd
+ * reset the stream, after the call was sent), -ETIMEDOUT (no answer by the deadline; the
+ * stream was reset), -EBADMSG (an answer over ETCD_JSON_MAX bytes), -ENOMEM.
+ * sent: the call was handed to the connection, so a write may have been applied; false only
+ * for a call no connection took, or one etcd refused unprocessed (REFUSED_STREAM, GOAWAY). */
+typedef struct EtcdH2Answer {
+        int error;
+        bool sent;
+        const char *detail; /* words for error, "" when 0 */
+        long http_status;   /* 0 when no :status came */
+        const char *grpc_status, *grpc_message; /* from the headers or trailers; NULL if none */
+        const uint8_t *body;
+        size_t size;
+} EtcdH2Answer;
+
+/* Runs from the event loop, never inside nghttp2; everything it points at is gone when it
+ * returns, the call included. It may make new calls, cancel others, free the EtcdH2. */
+typedef void (*etcd_h2_callback_t)(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata);
+
+/* "http://ADDRESS:PORT" into an address: 0, or -EINVAL for anything else (https, a name, no
+ * port, a path). */
+int etcd_h2_endpoint_parse(const char *url, struct sockaddr_storage *ret, socklen_t *ret_len);
+
+int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url);
+/* Every call cancelled (no callback), the connection closed. */
+EtcdH2 *etcd_h2_free(EtcdH2 *h);
+
+/* A POST of body (a gRPC message with its prefix; not copied: it must live until the callback
+ * or the cancel) to path, with a deadline timeout_usec from now (and etcd's, grpc-timeout,
+ * half a second later: the reset of the stream at ours ends etcd's work first). ret (may be
+ * NULL) is for etcd_h2_call_cancel() only, and gone once the callback ran. */
+int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
+                 usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret);
+/* No callback; a call sent is reset (etcd gives up its work when it reads that). */
+void etcd_h2_call_cancel(EtcdH2Call *c);

@@ -1,0 +1,1141 @@
+/* SPDX-License-Identifier: MIT */
+/* fleet/etcd-grpc.c and fleet/etcd-grpc-parse.c: the gRPC bodies we send to etcd's KV service
+ * and the answers it sends back. The bytes we expect are written out by hand from protobuf's
+ * wire format (a tag is field << 3 | wire type: 0 varint, 2 length-delimited), so that a change
+ * of what goes on the wire shows here and not first in etcd; protobuf-c's own unpack reads the
+ * larger ones back. Answers are protobuf-c's packing of the messages etcd sends (etcd is Go's
+ * protobuf: the same wire format), behind gRPC's 5-byte prefix. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "etcd-grpc.h"
+#include "etcd-rpc.pb-c.h"
+#include "macro.h"
+
+/* "/a/b", "/a/", "/a0", "hello" as bytes of a message */
+#define AB '/', 'a', '/', 'b'
+#define A_ '/', 'a', '/'
+#define A0 '/', 'a', '0'
+#define HELLO 'h', 'e', 'l', 'l', 'o'
+
+/* check_bytes(CALL, B, BYTE...): CALL (which fills B) succeeds with exactly these bytes. */
+#define check_bytes(call, b, ...)                                               \
+        do {                                                                    \
+                static const uint8_t want_[] = { __VA_ARGS__ };                 \
+                (b) = (EtcdBytes) {};                                           \
+                assert_int_equal((call), 0);                                    \
+                assert_int_equal((b).size, sizeof(want_));                      \
+                assert_memory_equal((b).data, want_, sizeof(want_));            \
+                etcd_bytes_done(&(b));                                          \
+                assert_null((b).data);                                          \
+        } while (0)
+
+/* The message of a request body, after checking gRPC's prefix: uncompressed, and the length
+ * of exactly what follows. */
+static const uint8_t *message_of(const EtcdBytes *b, size_t *ret_size) {
+        size_t len;
+
+        assert_true(b->size >= ETCD_GRPC_PREFIX);
+        assert_int_equal(b->data[0], 0);
+        len = (size_t) b->data[1] << 24 | (size_t) b->data[2] << 16 | (size_t) b->data[3] << 8 |
+              b->data[4];
+        assert_int_equal(len, b->size - ETCD_GRPC_PREFIX);
+        *ret_size = len;
+        return b->data + ETCD_GRPC_PREFIX;
+}
+
+static void assert_bytes(ProtobufCBinaryData d, const char *want) {
+        assert_int_equal(d.len, strlen(want));
+        if (d.len > 0)
+                assert_memory_equal(d.data, want, d.len);
+}
+
+static void test_path(_unused_ void **state) {
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_RANGE), "/etcdserverpb.KV/Range");
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_PUT), "/etcdserverpb.KV/Put");
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_DELETE), "/etcdserverpb.KV/DeleteRange");
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_TXN), "/etcdserverpb.KV/Txn");
+        /* leases stay on the gateway */
+        assert_null(etcd_grpc_path(ETCD_ANSWER_LEASE_GRANT));
+        assert_null(etcd_grpc_path(ETCD_ANSWER_LEASE_KEEPALIVE));
+        assert_null(etcd_grpc_path(ETCD_ANSWER_LEASE_REVOKE));
+        assert_null(etcd_grpc_path(_ETCD_ANSWER_MAX));
+}
+
+static void test_encode_kv(_unused_ void **state) {
+        Etcdserverpb__RangeRequest *range;
+        Etcdserverpb__PutRequest *put;
+        const uint8_t *m;
+        EtcdBytes b;
+        size_t n;
+
+        /* key (1); a zero limit is proto3's default, not sent */
+        check_bytes(etcd_grpc_range("/a/b", NULL, 0, &b), b, 0, 0, 0, 0, 6, 0x0a, 4, AB);
+        /* range_end (2), limit (3) */
+        check_bytes(etcd_grpc_range("/a/", "/a0", 10, &b), b, 0, 0, 0, 0, 12, 0x0a, 3, A_, 0x12,
+                    3, A0, 0x18, 10);
+        /* "" is etcd's "\0": every key from key on */
+        check_bytes(etcd_grpc_range("/a/", "", 0, &b), b, 0, 0, 0, 0, 8, 0x0a, 3, A_, 0x12, 1, 0);
+        /* value (2); lease (3), 7587888 a varint of 4 bytes, 7 bits each, lowest first */
+        check_bytes(etcd_grpc_put("/a/b", "hello", 0, &b), b, 0, 0, 0, 0, 13, 0x0a, 4, AB, 0x12, 5,
+                    HELLO);
+        check_bytes(etcd_grpc_put("/a/b", "", 7587888, &b), b, 0, 0, 0, 0, 11, 0x0a, 4, AB, 0x18,
+                    0xb0, 0x90, 0xcf, 0x03);
+        check_bytes(etcd_grpc_put("/a/b", NULL, 3, &b), b, 0, 0, 0, 0, 8, 0x0a, 4, AB, 0x18, 3);
+        check_bytes(etcd_grpc_delete("/a/", "/a0", &b), b, 0, 0, 0, 0, 10, 0x0a, 3, A_, 0x12, 3,
+                    A0);
+        check_bytes(etcd_grpc_delete("/a/b", NULL, &b), b, 0, 0, 0, 0, 6, 0x0a, 4, AB);
+        check_bytes(etcd_grpc_delete("/a/", "", &b), b, 0, 0, 0, 0, 8, 0x0a, 3, A_, 0x12, 1, 0);
+
+        /* what protobuf-c reads back */
+        assert_int_equal(etcd_grpc_range("/a/", "/a0", INT64_MAX, &b), 0);
+        m = message_of(&b, &n);
+        range = etcdserverpb__range_request__unpack(NULL, n, m);
+        assert_non_null(range);
+        assert_bytes(range->key, "/a/");
+        assert_bytes(range->range_end, "/a0");
+        assert_int_equal(range->limit, INT64_MAX);
+        assert_int_equal(range->revision, 0);
+        etcdserverpb__range_request__free_unpacked(range, NULL);
+        etcd_bytes_done(&b);
+        assert_int_equal(etcd_grpc_put("/a/b", "hello", 8588824136662307345LL, &b), 0);
+        m = message_of(&b, &n);
+        put = etcdserverpb__put_request__unpack(NULL, n, m);
+        assert_non_null(put);
+        assert_bytes(put->key, "/a/b");
+        assert_bytes(put->value, "hello");
+        assert_int_equal(put->lease, 8588824136662307345LL);
+        etcdserverpb__put_request__free_unpacked(put, NULL);
+        etcd_bytes_done(&b);
+
+        /* refused: no key, an empty one, a negative lease or limit; nothing to free */
+        b = (EtcdBytes) {};
+        assert_int_equal(etcd_grpc_range(NULL, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_range("", NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_range("/a", NULL, -1, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_put(NULL, "x", 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_put("", "x", 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_put("/a", "x", -1, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_delete(NULL, NULL, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_delete("", "/b", &b), -EINVAL);
+        assert_null(b.data);
+        etcd_bytes_done(NULL);
+}
+
+/* Each target alone in a txn: compare (1) holds result (1), target (2), key (3) and the
+ * target's field of target_union (4..8). result EQUAL and target VERSION are 0, proto3's
+ * default, and not sent; the union's field is sent whatever its value: etcd reads a compare
+ * without it as one against nil, not against 0. */
+static void test_encode_compare(_unused_ void **state) {
+        EtcdCompare c;
+        EtcdBytes b;
+
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_VERSION, .result = ETCD_GREATER,
+                            .number = 1 };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 12, 0x0a, 10, 0x08,
+                    1, 0x1a, 4, AB, 0x20, 1);
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_VERSION, .result = ETCD_EQUAL };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 10, 0x0a, 8, 0x1a,
+                    4, AB, 0x20, 0);
+        /* create_revision = 0: "the key does not exist" */
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 12, 0x0a, 10, 0x10,
+                    1, 0x1a, 4, AB, 0x28, 0);
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_MOD, .result = ETCD_LESS,
+                            .number = 9 };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 14, 0x0a, 12, 0x08,
+                    2, 0x10, 2, 0x1a, 4, AB, 0x30, 9);
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_VALUE, .result = ETCD_NOT_EQUAL,
+                            .value = "hello" };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 19, 0x0a, 17, 0x08,
+                    3, 0x10, 3, 0x1a, 4, AB, 0x3a, 5, HELLO);
+        /* an empty value is a value too */
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_VALUE, .result = ETCD_EQUAL,
+                            .value = "" };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 12, 0x0a, 10, 0x10,
+                    3, 0x1a, 4, AB, 0x3a, 0);
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_LEASE, .result = ETCD_EQUAL,
+                            .number = 3 };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 12, 0x0a, 10, 0x10,
+                    4, 0x1a, 4, AB, 0x40, 3);
+        /* a negative number is a varint of 10 bytes (int64, not zigzag) */
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_MOD, .result = ETCD_GREATER,
+                            .number = -1 };
+        check_bytes(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 23, 0x0a, 21, 0x08,
+                    1, 0x10, 2, 0x1a, 4, AB, 0x30, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                    0xff, 0x01);
+
+        /* refused: a VALUE compare without a value, no key, enums out of range */
+        b = (EtcdBytes) {};
+        c = (EtcdCompare) { .key = "/a/b", .target = ETCD_TARGET_VALUE };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        c = (EtcdCompare) { .key = NULL, .target = ETCD_TARGET_CREATE };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        c = (EtcdCompare) { .key = "", .target = ETCD_TARGET_CREATE };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        c = (EtcdCompare) { .key = "/a/b", .target = (EtcdCompareTarget) 5 };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        c = (EtcdCompare) { .key = "/a/b", .target = (EtcdCompareTarget) -1 };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        c = (EtcdCompare) { .key = "/a/b", .result = (EtcdCompareResult) 4 };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        c = (EtcdCompare) { .key = "/a/b", .result = (EtcdCompareResult) -1 };
+        assert_int_equal(etcd_grpc_txn(&c, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        assert_null(b.data);
+}
+
+static void test_encode_txn(_unused_ void **state) {
+        const EtcdCompare cmp[] = {
+                { .key = "/a/b", .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+                { .key = "/a/b", .target = ETCD_TARGET_MOD, .result = ETCD_LESS, .number = 9 },
+                { .key = "/a/b", .target = ETCD_TARGET_VERSION, .result = ETCD_GREATER,
+                  .number = 1 },
+                { .key = "/a/b", .target = ETCD_TARGET_VALUE, .result = ETCD_NOT_EQUAL,
+                  .value = "hello" },
+                { .key = "/a/b", .target = ETCD_TARGET_LEASE, .result = ETCD_EQUAL, .number = 3 },
+        };
+        const EtcdOp ok[] = {
+                { .type = ETCD_OP_PUT, .key = "/a/b", .value = "hello", .lease = 3 },
+                { .type = ETCD_OP_DELETE, .key = "/a/", .range_end = "/a0" },
+        };
+        const EtcdOp ko[] = { { .type = ETCD_OP_RANGE, .key = "/a/b", .range_end = "",
+                                .limit = 1 } };
+        const EtcdOp bad_type = { .type = (EtcdOpType) 7, .key = "/a" };
+        const EtcdOp bad_key = { .type = ETCD_OP_PUT, .key = "", .value = "x" };
+        const EtcdOp bad_limit = { .type = ETCD_OP_RANGE, .key = "/a", .limit = -1 };
+        const EtcdOp bad_lease = { .type = ETCD_OP_PUT, .key = "/a", .lease = -5 };
+        Etcdserverpb__TxnRequest *t;
+        Etcdserverpb__Compare *const *c;
+        const uint8_t *m;
+        EtcdBytes b;
+        size_t n;
+
+        assert_int_equal(etcd_grpc_txn(cmp, ELEMENTSOF(cmp), ok, ELEMENTSOF(ok), ko,
+                                       ELEMENTSOF(ko), &b),
+                         0);
+        m = message_of(&b, &n);
+        t = etcdserverpb__txn_request__unpack(NULL, n, m);
+        assert_non_null(t);
+        assert_int_equal(t->n_compare, 5);
+        c = t->compare;
+        /* each compare's target_union is there, at 0 too */
+        assert_int_equal(c[0]->target, ETCDSERVERPB__COMPARE__COMPARE_TARGET__CREATE);
+        assert_int_equal(c[0]->result, ETCDSERVERPB__COMPARE__COMPARE_RESULT__EQUAL);
+        assert_int_equal(c[0]->target_union_case,
+                         ETCDSERVERPB__COMPARE__TARGET_UNION_CREATE_REVISION);
+        assert_int_equal(c[0]->create_revision, 0);
+        assert_bytes(c[0]->key, "/a/b");
+        assert_int_equal(c[0]->range_end.len, 0);
+        assert_int_equal(c[1]->target, ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD);
+        assert_int_equal(c[1]->result, ETCDSERVERPB__COMPARE__COMPARE_RESULT__LESS);
+        assert_int_equal(c[1]->target_union_case, ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION);
+        assert_int_equal(c[1]->mod_revision, 9);
+        assert_int_equal(c[2]->target, ETCDSERVERPB__COMPARE__COMPARE_TARGET__VERSION);
+        assert_int_equal(c[2]->result, ETCDSERVERPB__COMPARE__COMPARE_RESULT__GREATER);
+        assert_int_equal(c[2]->target_union_case, ETCDSERVERPB__COMPARE__TARGET_UNION_VERSION);
+        assert_int_equal(c[2]->version, 1);
+        assert_int_equal(c[3]->target, ETCDSERVERPB__COMPARE__COMPARE_TARGET__VALUE);
+        assert_int_equal(c[3]->result, ETCDSERVERPB__COMPARE__COMPARE_RESULT__NOT_EQUAL);
+        assert_int_equal(c[3]->target_union_case, ETCDSERVERPB__COMPARE__TARGET_UNION_VALUE);
+        assert_bytes(c[3]->value, "hello");
+        assert_int_equal(c[4]->target, ETCDSERVERPB__COMPARE__COMPARE_TARGET__LEASE);
+        assert_int_equal(c[4]->target_union_case, ETCDSERVERPB__COMPARE__TARGET_UNION_LEASE);
+        assert_int_equal(c[4]->lease, 3);
+        assert_int_equal(t->n_success, 2);
+        assert_int_equal(t->success[0]->request_case,
+                         ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT);
+        assert_bytes(t->success[0]->request_put->key, "/a/b");
+        assert_bytes(t->success[0]->request_put->value, "hello");
+        assert_int_equal(t->success[0]->request_put->lease, 3);
+        assert_int_equal(t->success[1]->request_case,
+                         ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE);
+        assert_bytes(t->success[1]->request_delete_range->key, "/a/");
+        assert_bytes(t->success[1]->request_delete_range->range_end, "/a0");
+        assert_int_equal(t->n_failure, 1);
+        assert_int_equal(t->failure[0]->request_case,
+                         ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_RANGE);
+        assert_bytes(t->failure[0]->request_range->key, "/a/b");
+        assert_int_equal(t->failure[0]->request_range->range_end.len, 1);
+        assert_int_equal(t->failure[0]->request_range->range_end.data[0], 0);
+        assert_int_equal(t->failure[0]->request_range->limit, 1);
+        etcdserverpb__txn_request__free_unpacked(t, NULL);
+        etcd_bytes_done(&b);
+
+        /* a txn of one op in each branch, byte for byte: success (2) and failure (3) are
+         * RequestOps, whose request_put is 2 and request_range 1 */
+        check_bytes(etcd_grpc_txn(NULL, 0, &ok[0], 1, &ko[0], 1, &b), b, 0, 0, 0, 0, 34, 0x12,
+                    17, 0x12, 15, 0x0a, 4, AB, 0x12, 5, HELLO, 0x18, 3, 0x1a, 13, 0x0a, 11, 0x0a,
+                    4, AB, 0x12, 1, 0, 0x18, 1);
+        /* nothing at all: an empty message */
+        check_bytes(etcd_grpc_txn(NULL, 0, NULL, 0, NULL, 0, &b), b, 0, 0, 0, 0, 0);
+
+        /* refused: an op of no known type, a bad op in either branch, arrays missing */
+        b = (EtcdBytes) {};
+        assert_int_equal(etcd_grpc_txn(NULL, 0, &bad_type, 1, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, ok, 2, &bad_key, 1, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, &bad_limit, 1, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, NULL, 0, &bad_lease, 1, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 1, NULL, 0, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, NULL, 1, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, NULL, 0, NULL, 1, &b), -EINVAL);
+        assert_null(b.data);
+}
+
+static void test_encode_nested(_unused_ void **state) {
+        const EtcdOp put = { .type = ETCD_OP_PUT, .key = "/a/b", .value = "x" };
+        const EtcdOp inner = { .type = ETCD_OP_TXN, .success = &put, .n_success = 1 };
+        const EtcdCompare cmp1[] = {
+                { .key = "/a/b", .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+        };
+        const EtcdOp ok1[] = { { .type = ETCD_OP_PUT, .key = "/a/b", .value = "hello" } };
+        const EtcdOp ko1[] = { { .type = ETCD_OP_RANGE, .key = "/a/b", .limit = 1 } };
+        const EtcdOp ok2[] = { { .type = ETCD_OP_DELETE, .key = "/a/" } };
+        const EtcdOp nested[] = {
+                { .type = ETCD_OP_TXN, .compare = cmp1, .n_compare = 1, .success = ok1,
+                  .n_success = 1, .failure = ko1, .n_failure = 1 },
+                { .type = ETCD_OP_TXN, .success = ok2, .n_success = 1 },
+        };
+        const EtcdOp deep3 = { .type = ETCD_OP_TXN, .success = nested, .n_success = 2 };
+        const EtcdOp deep2 = { .type = ETCD_OP_TXN, .success = &deep3, .n_success = 1 };
+        const EtcdOp deep1 = { .type = ETCD_OP_TXN, .failure = &deep2, .n_failure = 1 };
+        const EtcdOp bad = { .type = ETCD_OP_TXN, .success = NULL, .n_success = 1 };
+        const EtcdOp bad_inner = { .type = ETCD_OP_TXN, .compare = cmp1, .n_compare = 1,
+                                   .failure = &(const EtcdOp) { .type = ETCD_OP_RANGE },
+                                   .n_failure = 1 };
+        Etcdserverpb__TxnRequest *t, *t1, *t2, *t3;
+        const uint8_t *m;
+        EtcdBytes b;
+        size_t n;
+
+        /* a RequestOp's request_txn (4) is a TxnRequest, lengths from the inside out: the put
+         * is 9 bytes, its RequestOp 11, the nested txn 13, its RequestOp 15, the txn 17 */
+        check_bytes(etcd_grpc_txn(NULL, 0, &inner, 1, NULL, 0, &b), b, 0, 0, 0, 0, 17, 0x12, 15,
+                    0x22, 13, 0x12, 11, 0x12, 9, 0x0a, 4, AB, 0x12, 1, 'x');
+
+        /* three levels below the txn are the most, in either branch */
+        assert_int_equal(etcd_grpc_txn(NULL, 0, &deep2, 1, NULL, 0, &b), 0);
+        m = message_of(&b, &n);
+        t = etcdserverpb__txn_request__unpack(NULL, n, m);
+        assert_non_null(t);
+        assert_int_equal(t->n_success, 1);
+        assert_int_equal(t->success[0]->request_case,
+                         ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_TXN);
+        t1 = t->success[0]->request_txn;
+        assert_int_equal(t1->n_success, 1);
+        assert_int_equal(t1->success[0]->request_case,
+                         ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_TXN);
+        t2 = t1->success[0]->request_txn;
+        assert_int_equal(t2->n_success, 2);
+        t3 = t2->success[0]->request_txn;
+        assert_int_equal(t3->n_compare, 1);
+        assert_int_equal(t3->compare[0]->target_union_case,
+                         ETCDSERVERPB__COMPARE__TARGET_UNION_CREATE_REVISION);
+        assert_int_equal(t3->n_success, 1);
+        assert_bytes(t3->success[0]->request_put->value, "hello");
+        assert_int_equal(t3->n_failure, 1);
+        assert_int_equal(t3->failure[0]->request_range->limit, 1);
+        t3 = t2->success[1]->request_txn;
+        assert_int_equal(t3->n_compare, 0);
+        assert_int_equal(t3->n_failure, 0);
+        assert_int_equal(t3->success[0]->request_case,
+                         ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE);
+        assert_bytes(t3->success[0]->request_delete_range->key, "/a/");
+        etcdserverpb__txn_request__free_unpacked(t, NULL);
+        etcd_bytes_done(&b);
+
+        b = (EtcdBytes) {};
+        assert_int_equal(etcd_grpc_txn(NULL, 0, &deep1, 1, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, NULL, 0, &deep1, 1, &b), -EINVAL);
+        /* as a piece of a group commit, a txn is an op: one level down already */
+        assert_int_equal(etcd_grpc_op(&deep2, &b), 0);
+        etcd_bytes_done(&b);
+        assert_int_equal(etcd_grpc_op(&deep1, &b), -EINVAL);
+        /* a bad op deep down refuses the whole */
+        assert_int_equal(etcd_grpc_op(&bad, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_op(&bad_inner, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_txn(NULL, 0, &bad_inner, 1, NULL, 0, &b), -EINVAL);
+        assert_int_equal(etcd_grpc_op(NULL, &b), -EINVAL);
+        assert_null(b.data);
+}
+
+/* The group commit's way: each op packed once, the txn made of the pieces. */
+static void test_txn_of_ops(_unused_ void **state) {
+        char big[301];
+        const EtcdCompare cmp = { .key = "/a/b", .target = ETCD_TARGET_CREATE,
+                                  .result = ETCD_EQUAL };
+        const EtcdOp put = { .type = ETCD_OP_PUT, .key = "/a/b", .value = "x" };
+        const EtcdOp inner = { .type = ETCD_OP_TXN, .compare = &cmp, .n_compare = 1,
+                               .success = &put, .n_success = 1 };
+        const EtcdOp inner2 = { .type = ETCD_OP_TXN, .success = &inner, .n_success = 1 };
+        EtcdOp ops[] = {
+                { .type = ETCD_OP_RANGE, .key = "/a/", .range_end = "/a0", .limit = 3 },
+                { .type = ETCD_OP_PUT, .key = "/big", .value = big, .lease = 77 },
+                { .type = ETCD_OP_DELETE, .key = "/a/", .range_end = "" },
+                inner,
+                inner2,
+                { .type = ETCD_OP_TXN },
+        };
+        EtcdBytes pieces[ELEMENTSOF(ops)] = {}, b, want;
+        Etcdserverpb__TxnRequest *t;
+        const uint8_t *m;
+        size_t n;
+
+        /* a value long enough that its RequestOp's length takes a varint of 2 bytes */
+        memset(big, 'v', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++) {
+                assert_int_equal(etcd_grpc_op(&ops[i], &pieces[i]), 0);
+                assert_non_null(pieces[i].data);
+        }
+        assert_true(pieces[1].size > 127);
+        /* an empty nested txn is an empty TxnRequest inside its RequestOp */
+        assert_int_equal(pieces[5].size, 2);
+        assert_memory_equal(pieces[5].data, "\x22\x00", 2);
+
+        for (size_t k = 0; k <= ELEMENTSOF(ops); k++) {
+                assert_int_equal(etcd_grpc_txn_of_ops(pieces, k, &b), 0);
+                assert_int_equal(etcd_grpc_txn(NULL, 0, ops, k, NULL, 0, &want), 0);
+                assert_int_equal(b.size, want.size);
+                assert_memory_equal(b.data, want.data, want.size);
+                etcd_bytes_done(&want);
+                etcd_bytes_done(&b);
+        }
+        /* none at all */
+        check_bytes(etcd_grpc_txn_of_ops(NULL, 0, &b), b, 0, 0, 0, 0, 0);
+        assert_int_equal(etcd_grpc_txn_of_ops(NULL, 1, &b), -EINVAL);
+
+        assert_int_equal(etcd_grpc_txn_of_ops(pieces, ELEMENTSOF(ops), &b), 0);
+        m = message_of(&b, &n);
+        t = etcdserverpb__txn_request__unpack(NULL, n, m);
+        assert_non_null(t);
+        assert_int_equal(t->n_compare, 0);
+        assert_int_equal(t->n_failure, 0);
+        assert_int_equal(t->n_success, ELEMENTSOF(ops));
+        assert_int_equal(t->success[1]->request_put->value.len, 300);
+        assert_int_equal(t->success[1]->request_put->lease, 77);
+        assert_int_equal(t->success[4]->request_txn->success[0]->request_txn->n_compare, 1);
+        etcdserverpb__txn_request__free_unpacked(t, NULL);
+        etcd_bytes_done(&b);
+
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                etcd_bytes_done(&pieces[i]);
+        /* a piece without its bytes */
+        pieces[0] = (EtcdBytes) { .data = NULL, .size = 3 };
+        b = (EtcdBytes) {};
+        assert_int_equal(etcd_grpc_txn_of_ops(pieces, 1, &b), -EINVAL);
+        assert_null(b.data);
+}
+
+/* ---- answers ---- */
+
+/* m packed behind gRPC's prefix, as etcd answers. */
+static EtcdBytes answer_of(const void *message) {
+        const ProtobufCMessage *m = message;
+        size_t n = protobuf_c_message_get_packed_size(m);
+        EtcdBytes b = { .data = malloc(ETCD_GRPC_PREFIX + n), .size = ETCD_GRPC_PREFIX + n };
+
+        assert_non_null(b.data);
+        b.data[0] = 0;
+        b.data[1] = (uint8_t) (n >> 24);
+        b.data[2] = (uint8_t) (n >> 16);
+        b.data[3] = (uint8_t) (n >> 8);
+        b.data[4] = (uint8_t) n;
+        assert_int_equal(protobuf_c_message_pack(m, b.data + ETCD_GRPC_PREFIX), n);
+        return b;
+}
+
+/* A raw message (bytes written out) behind gRPC's prefix. */
+static EtcdBytes answer_raw(const void *message, size_t n) {
+        EtcdBytes b = { .data = malloc(ETCD_GRPC_PREFIX + n + 1), .size = ETCD_GRPC_PREFIX + n };
+
+        assert_non_null(b.data);
+        assert_true(n < 256);
+        memcpy(b.data, (const uint8_t[]) { 0, 0, 0, 0, (uint8_t) n }, ETCD_GRPC_PREFIX);
+        if (n > 0)
+                memcpy(b.data + ETCD_GRPC_PREFIX, message, n);
+        return b;
+}
+
+/* A successful call: HTTP 200, grpc-status 0. Frees b. */
+static int parse_ok(EtcdAnswerKind kind, EtcdBytes *b, EtcdAnswer *a) {
+        int r = etcd_grpc_answer_parse(kind, 200, "0", NULL, b->data, b->size, a);
+        etcd_bytes_done(b);
+        return r;
+}
+
+static Etcdserverpb__ResponseHeader header5 = {
+        .base = PROTOBUF_C_MESSAGE_INIT(&etcdserverpb__response_header__descriptor),
+        .cluster_id = 11942735582411456322ULL,
+        .member_id = 1288,
+        .revision = 5,
+        .raft_term = 2,
+};
+
+static ProtobufCBinaryData bin(const char *s, size_t n) {
+        return (ProtobufCBinaryData) { .len = n, .data = (uint8_t *) s };
+}
+
+static void test_decode_range(_unused_ void **state) {
+        Etcdserverpb__KeyValue kv0 = ETCDSERVERPB__KEY_VALUE__INIT,
+                               kv1 = ETCDSERVERPB__KEY_VALUE__INIT;
+        Etcdserverpb__KeyValue *kvs[] = { &kv0, &kv1 };
+        Etcdserverpb__RangeResponse range = ETCDSERVERPB__RANGE_RESPONSE__INIT;
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        kv0.key = bin("/a/b", 4);
+        kv0.create_revision = 2;
+        kv0.mod_revision = 3;
+        kv0.version = 2;
+        kv0.value = bin("hello", 5);
+        /* a value is bytes: a NUL inside is kept and counted */
+        kv1.key = bin("/a/", 3);
+        kv1.create_revision = 5;
+        kv1.mod_revision = 6;
+        kv1.version = 1;
+        kv1.value = bin("a\0b", 3);
+        kv1.lease = 8588824136662307345LL;
+        range.header = &header5;
+        range.n_kvs = 2;
+        range.kvs = kvs;
+        range.more = 1;
+        range.count = 3;
+        b = answer_of(&range);
+        assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
+        assert_int_equal(a.response.error, 0);
+        assert_string_equal(a.response.message, "");
+        assert_int_equal(a.response.revision, 5);
+        assert_int_equal(a.response.n_kvs, 2);
+        assert_true(a.response.more);
+        assert_int_equal(a.response.count, 3);
+        assert_string_equal(a.response.kvs[0].key, "/a/b");
+        assert_string_equal(a.response.kvs[0].value, "hello");
+        assert_int_equal(a.response.kvs[0].value_len, 5);
+        assert_int_equal(a.response.kvs[0].create_revision, 2);
+        assert_int_equal(a.response.kvs[0].mod_revision, 3);
+        assert_int_equal(a.response.kvs[0].version, 2);
+        assert_int_equal(a.response.kvs[0].lease, 0);
+        assert_string_equal(a.response.kvs[1].key, "/a/");
+        assert_int_equal(a.response.kvs[1].value_len, 3);
+        assert_memory_equal(a.response.kvs[1].value, "a\0b", 4);
+        assert_int_equal(a.response.kvs[1].lease, 8588824136662307345LL);
+        assert_int_equal(a.response.n_responses, 0);
+        etcd_answer_done(&a);
+        assert_null(a.message);
+        assert_int_equal(a.response.n_kvs, 0);
+
+        /* nothing found: no kvs, no count, no more; an empty value is a "" */
+        range = (Etcdserverpb__RangeResponse) ETCDSERVERPB__RANGE_RESPONSE__INIT;
+        range.header = &header5;
+        b = answer_of(&range);
+        assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
+        assert_int_equal(a.response.revision, 5);
+        assert_int_equal(a.response.n_kvs, 0);
+        assert_null(a.response.kvs);
+        assert_int_equal(a.response.count, 0);
+        assert_false(a.response.more);
+        etcd_answer_done(&a);
+        kv0.value = bin(NULL, 0);
+        range.n_kvs = 1;
+        range.kvs = kvs;
+        b = answer_of(&range);
+        assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
+        assert_string_equal(a.response.kvs[0].value, "");
+        assert_int_equal(a.response.kvs[0].value_len, 0);
+        etcd_answer_done(&a);
+
+        /* a field etcd adds later is skipped: count (4) 1, then field 15 as a varint */
+        b = answer_raw((const uint8_t[]) { 0x20, 1, 0x78, 42 }, 4);
+        assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
+        assert_int_equal(a.response.count, 1);
+        etcd_answer_done(&a);
+}
+
+static void test_decode_simple(_unused_ void **state) {
+        Etcdserverpb__PutResponse put = ETCDSERVERPB__PUT_RESPONSE__INIT;
+        Etcdserverpb__DeleteRangeResponse del = ETCDSERVERPB__DELETE_RANGE_RESPONSE__INIT;
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        put.header = &header5;
+        b = answer_of(&put);
+        assert_int_equal(parse_ok(ETCD_ANSWER_PUT, &b, &a), 0);
+        assert_int_equal(a.response.revision, 5);
+        assert_string_equal(a.response.message, "");
+        etcd_answer_done(&a);
+        del.header = &header5;
+        del.deleted = 4;
+        b = answer_of(&del);
+        assert_int_equal(parse_ok(ETCD_ANSWER_DELETE, &b, &a), 0);
+        assert_int_equal(a.response.revision, 5);
+        assert_int_equal(a.response.deleted, 4);
+        etcd_answer_done(&a);
+        /* an empty message is a message: every field at its default */
+        b = answer_raw(NULL, 0);
+        assert_int_equal(parse_ok(ETCD_ANSWER_PUT, &b, &a), 0);
+        assert_int_equal(a.response.revision, 0);
+        etcd_answer_done(&a);
+        b = answer_raw(NULL, 0);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
+        assert_false(a.response.succeeded);
+        assert_int_equal(a.response.n_responses, 0);
+        etcd_answer_done(&a);
+}
+
+static void test_decode_txn(_unused_ void **state) {
+        Etcdserverpb__ResponseHeader h4 = ETCDSERVERPB__RESPONSE_HEADER__INIT;
+        Etcdserverpb__KeyValue kv = ETCDSERVERPB__KEY_VALUE__INIT, *kvs[] = { &kv };
+        Etcdserverpb__PutResponse put = ETCDSERVERPB__PUT_RESPONSE__INIT;
+        Etcdserverpb__RangeResponse range = ETCDSERVERPB__RANGE_RESPONSE__INIT;
+        Etcdserverpb__DeleteRangeResponse del = ETCDSERVERPB__DELETE_RANGE_RESPONSE__INIT;
+        Etcdserverpb__TxnResponse nested = ETCDSERVERPB__TXN_RESPONSE__INIT;
+        Etcdserverpb__TxnResponse txn = ETCDSERVERPB__TXN_RESPONSE__INIT;
+        Etcdserverpb__ResponseOp op[5], *ops[5], nested_op, *nested_ops[2];
+        const EtcdResponse *n;
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        for (size_t i = 0; i < ELEMENTSOF(op); i++) {
+                etcdserverpb__response_op__init(&op[i]);
+                ops[i] = &op[i];
+        }
+        put.header = &header5;
+        op[0].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_PUT;
+        op[0].response_put = &put;
+        h4.revision = 4;
+        kv.key = bin("/a/b", 4);
+        kv.value = bin("hello", 5);
+        kv.create_revision = kv.mod_revision = 4;
+        kv.version = 1;
+        range.header = &h4;
+        range.n_kvs = 1;
+        range.kvs = kvs;
+        range.count = 1;
+        op[1].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_RANGE;
+        op[1].response_range = &range;
+        del.header = &header5;
+        del.deleted = 2;
+        op[2].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_DELETE_RANGE;
+        op[2].response_delete_range = &del;
+        /* etcd gives a nested txn no header (its ops have theirs): it is made at the
+         * enclosing txn's revision */
+        etcdserverpb__response_op__init(&nested_op);
+        nested_op.response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_PUT;
+        nested_op.response_put = &put;
+        nested_ops[0] = &nested_op;
+        nested_ops[1] = &op[1];
+        nested.succeeded = 1;
+        nested.n_responses = 2;
+        nested.responses = nested_ops;
+        op[3].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_TXN;
+        op[3].response_txn = &nested;
+        /* and a nested txn that took its failure branch, with nothing in it */
+        op[4].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_TXN;
+        op[4].response_txn = &(Etcdserverpb__TxnResponse) ETCDSERVERPB__TXN_RESPONSE__INIT;
+        txn.header = &header5;
+        txn.succeeded = 1;
+        txn.n_responses = 5;
+        txn.responses = ops;
+        b = answer_of(&txn);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
+        assert_true(a.response.succeeded);
+        assert_int_equal(a.response.revision, 5);
+        assert_int_equal(a.response.n_responses, 5);
+        assert_int_equal(a.response.responses[0].revision, 5);
+        assert_int_equal(a.response.responses[0].error, 0);
+        assert_string_equal(a.response.responses[0].message, "");
+        assert_int_equal(a.response.responses[1].revision, 4);
+        assert_int_equal(a.response.responses[1].n_kvs, 1);
+        assert_int_equal(a.response.responses[1].count, 1);
+        assert_string_equal(a.response.responses[1].kvs[0].key, "/a/b");
+        assert_string_equal(a.response.responses[1].kvs[0].value, "hello");
+        assert_int_equal(a.response.responses[1].kvs[0].mod_revision, 4);
+        assert_int_equal(a.response.responses[2].deleted, 2);
+        assert_int_equal(a.response.responses[2].n_kvs, 0);
+        n = &a.response.responses[3];
+        assert_true(n->succeeded);
+        assert_int_equal(n->revision, 5);
+        assert_string_equal(n->message, "");
+        assert_int_equal(n->n_responses, 2);
+        assert_int_equal(n->responses[0].revision, 5);
+        assert_string_equal(n->responses[0].message, "");
+        assert_int_equal(n->responses[1].revision, 4);
+        assert_string_equal(n->responses[1].kvs[0].key, "/a/b");
+        n = &a.response.responses[4];
+        assert_false(n->succeeded);
+        assert_int_equal(n->revision, 5);
+        assert_int_equal(n->n_responses, 0);
+        assert_null(n->responses);
+        etcd_answer_done(&a);
+        assert_int_equal(a.response.n_responses, 0);
+
+        /* the failure branch: succeeded false, proto3's default, not on the wire */
+        txn.succeeded = 0;
+        txn.n_responses = 1;
+        txn.responses = &ops[1];
+        b = answer_of(&txn);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
+        assert_false(a.response.succeeded);
+        assert_int_equal(a.response.n_responses, 1);
+        assert_int_equal(a.response.responses[0].n_kvs, 1);
+        etcd_answer_done(&a);
+
+        /* a ResponseOp of no known kind (one etcd adds later, or none) */
+        txn.n_responses = 1;
+        txn.responses = (Etcdserverpb__ResponseOp *[]) {
+                &(Etcdserverpb__ResponseOp) ETCDSERVERPB__RESPONSE_OP__INIT
+        };
+        b = answer_of(&txn);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
+        assert_int_equal(a.response.error, -EBADMSG);
+        assert_int_equal(a.response.n_responses, 0);
+        assert_null(a.response.responses);
+        assert_non_null(strstr(a.response.message, "/etcdserverpb.KV/Txn"));
+        etcd_answer_done(&a);
+}
+
+/* levels nested txns as protobuf-c packs them, without headers as etcd sends them, the
+ * innermost holding a put's answer (with its header, revision 5). */
+static EtcdBytes nested_answer(unsigned levels) {
+        Etcdserverpb__TxnResponse txn[8];
+        Etcdserverpb__ResponseOp op[8], *ops[8];
+        Etcdserverpb__PutResponse put = ETCDSERVERPB__PUT_RESPONSE__INIT;
+
+        put.header = &header5;
+
+        assert_true(levels < ELEMENTSOF(txn));
+        for (unsigned i = 0; i <= levels; i++) {
+                etcdserverpb__txn_response__init(&txn[i]);
+                etcdserverpb__response_op__init(&op[i]);
+                ops[i] = &op[i];
+                txn[i].n_responses = 1;
+                txn[i].responses = &ops[i];
+                txn[i].succeeded = 1;
+                if (i < levels) {
+                        op[i].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_TXN;
+                        op[i].response_txn = &txn[i + 1];
+                } else {
+                        op[i].response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_PUT;
+                        op[i].response_put = &put;
+                }
+        }
+        txn[0].header = &header5;
+        return answer_of(&txn[0]);
+}
+
+/* levels nested txns written out by hand from the inside out, backwards from the end of the
+ * buffer: each level is a TxnResponse whose responses (3) hold a ResponseOp whose
+ * response_txn (4) is the level below. Deep enough that protobuf-c, which recurses, would run
+ * out of stack were it not checked first. */
+static EtcdBytes deep_answer(size_t levels) {
+        size_t allocated = levels * 2 * 11 + ETCD_GRPC_PREFIX, start = allocated, len;
+        uint8_t *p = malloc(allocated);
+
+        assert_non_null(p);
+        for (size_t i = 0; i < 2 * levels; i++) {
+                uint8_t v[10];
+                size_t nv = 0, inner = allocated - start;
+
+                do {
+                        v[nv++] = (uint8_t) ((inner & 0x7f) | (inner > 0x7f ? 0x80 : 0));
+                        inner >>= 7;
+                } while (inner > 0);
+                start -= nv;
+                memcpy(p + start, v, nv);
+                p[--start] = i % 2 == 0 ? 0x22 : 0x1a;
+        }
+        len = allocated - start;
+        assert_true(start >= ETCD_GRPC_PREFIX);
+        start -= ETCD_GRPC_PREFIX;
+        p[start] = 0;
+        p[start + 1] = (uint8_t) (len >> 24);
+        p[start + 2] = (uint8_t) (len >> 16);
+        p[start + 3] = (uint8_t) (len >> 8);
+        p[start + 4] = (uint8_t) len;
+        memmove(p, p + start, ETCD_GRPC_PREFIX + len);
+        return (EtcdBytes) { .data = p, .size = ETCD_GRPC_PREFIX + len };
+}
+
+static void test_decode_nesting(_unused_ void **state) {
+        const EtcdResponse *r;
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        /* as deep as a txn may be sent (ETCD_TXN_NESTING_MAX levels below it), and no deeper */
+        b = nested_answer(ETCD_TXN_NESTING_MAX);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
+        r = &a.response;
+        for (unsigned i = 0; i < ETCD_TXN_NESTING_MAX; i++) {
+                assert_true(r->succeeded);
+                /* no nested txn has a header: each has the outermost's revision */
+                assert_int_equal(r->revision, 5);
+                assert_int_equal(r->n_responses, 1);
+                r = &r->responses[0];
+        }
+        assert_int_equal(r->n_responses, 1);
+        assert_int_equal(r->responses[0].revision, 5);
+        assert_int_equal(r->responses[0].n_responses, 0);
+        etcd_answer_done(&a);
+        b = nested_answer(ETCD_TXN_NESTING_MAX + 1);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
+        assert_int_equal(a.response.n_responses, 0);
+        assert_true(a.response.message[0] != '\0');
+        etcd_answer_done(&a);
+
+        /* by hand: the same limit, and far beyond it */
+        b = deep_answer(ETCD_TXN_NESTING_MAX);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
+        assert_int_equal(a.response.responses[0].responses[0].responses[0].n_responses, 0);
+        etcd_answer_done(&a);
+        b = deep_answer(ETCD_TXN_NESTING_MAX + 1);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
+        etcd_answer_done(&a);
+        b = deep_answer(200000);
+        assert_true(b.size < ETCD_JSON_MAX);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
+        assert_int_equal(a.response.n_responses, 0);
+        etcd_answer_done(&a);
+}
+
+static void test_decode_status(_unused_ void **state) {
+        Etcdserverpb__PutResponse put = ETCDSERVERPB__PUT_RESPONSE__INIT;
+        EtcdBytes b;
+        EtcdAnswer a;
+
+        put.header = &header5;
+        b = answer_of(&put);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "0", NULL, b.data, b.size,
+                                                &a),
+                         0);
+        etcd_answer_done(&a);
+        /* a good body without grpc-status: not gRPC's answer (the trailers got lost) */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, NULL, NULL, b.data, b.size,
+                                                &a),
+                         -EBADMSG);
+        assert_int_equal(a.response.error, -EBADMSG);
+        assert_non_null(strstr(a.response.message, "grpc-status"));
+        assert_ptr_equal(a.response.message, a.message);
+        etcd_answer_done(&a);
+        /* a status other than 0 wins over a body, whatever the body is */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "3",
+                                                "etcdserver%3A duplicate key given in txn request",
+                                                b.data, b.size, &a),
+                         -EIO);
+        assert_int_equal(a.response.error, -EIO);
+        assert_int_equal(a.response.revision, 0);
+        assert_non_null(strstr(a.message, "gRPC code 3"));
+        assert_non_null(strstr(a.message, "etcdserver: duplicate key given in txn request"));
+        assert_ptr_equal(a.response.message, a.message);
+        etcd_answer_done(&a);
+        /* HTTP 200 with anything but grpc-status 0 is not a success, nor 0 with another HTTP
+         * status */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 503, "0", NULL, b.data, b.size,
+                                                &a),
+                         -EIO);
+        assert_non_null(strstr(a.message, "HTTP 503"));
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+
+        /* trailers-only answers: the status in the headers, no body */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_TXN, 200, "4", NULL, NULL, 0, &a),
+                         -ETIMEDOUT);
+        assert_non_null(strstr(a.message, "gRPC code 4"));
+        assert_non_null(strstr(a.message, "(no message)"));
+        etcd_answer_done(&a);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_TXN, 200, "14",
+                                                "etcdserver: request timed out", NULL, 0, &a),
+                         -ETIMEDOUT);
+        assert_non_null(strstr(a.message, "etcdserver: request timed out"));
+        etcd_answer_done(&a);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "14",
+                                                "etcdserver%3A request timed out%2C possibly due "
+                                                "to previous leader failure",
+                                                NULL, 0, &a),
+                         -ETIMEDOUT);
+        assert_non_null(strstr(a.message, "timed out, possibly due to previous leader failure"));
+        etcd_answer_done(&a);
+        /* UNAVAILABLE for another reason is an error like the others */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "14",
+                                                "etcdserver: no leader", NULL, 0, &a),
+                         -EIO);
+        assert_non_null(strstr(a.message, "etcdserver: no leader"));
+        etcd_answer_done(&a);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "14", NULL, NULL, 0, &a),
+                         -EIO);
+        etcd_answer_done(&a);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_RANGE, 503, "14", "", NULL, 0, &a),
+                         -EIO);
+        assert_non_null(strstr(a.message, "gRPC code 14"));
+        etcd_answer_done(&a);
+        /* not gRPC at all: a proxy's 404, a 502 */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_RANGE, 404, NULL, NULL,
+                                                (const uint8_t *) "not found", 9, &a),
+                         -EIO);
+        assert_non_null(strstr(a.message, "HTTP 404"));
+        etcd_answer_done(&a);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_RANGE, 502, NULL, NULL, NULL, 0, &a),
+                         -EIO);
+        etcd_answer_done(&a);
+        /* a grpc-status that is no code */
+        static const char *const bad[] = { "",   "abc", "4x", "-1",  "256", "99999999999999999999",
+                                           "00", "04",  "+4", " 4",  "4 " };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, bad[i], "boom",
+                                                        NULL, 0, &a),
+                                 -EBADMSG);
+                assert_true(a.message[0] != '\0');
+                etcd_answer_done(&a);
+        }
+        /* control bytes of a message do not reach the logs */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "2", "bad%0Aline%00cut",
+                                                NULL, 0, &a),
+                         -EIO);
+        assert_null(strchr(a.message, '\n'));
+        assert_non_null(strstr(a.message, "bad?line"));
+        etcd_answer_done(&a);
+        /* a kind that is not the KV service's */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_LEASE_GRANT, 200, "0", NULL, NULL, 0,
+                                                &a),
+                         -EINVAL);
+        assert_int_equal(a.response.error, -EINVAL);
+        etcd_answer_done(&a);
+}
+
+static void test_decode_framing(_unused_ void **state) {
+        Etcdserverpb__DeleteRangeResponse del = ETCDSERVERPB__DELETE_RANGE_RESPONSE__INIT;
+        EtcdAnswer a;
+        EtcdBytes b;
+        uint8_t *big;
+
+        del.header = &header5;
+        del.deleted = 1;
+        b = answer_of(&del);
+        /* gRPC's compression (the flag, 1): never asked for, never taken */
+        b.data[0] = 1;
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
+                                                b.size, &a),
+                         -EBADMSG);
+        assert_non_null(strstr(a.message, "compressed"));
+        etcd_answer_done(&a);
+        b.data[0] = 0;
+        /* cut short: the prefix says more than there is, or less */
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
+                                                b.size - 1, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        b.data[4]--;
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
+                                                b.size, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        b.data[4]++;
+        /* the length's high bytes count */
+        b.data[1] = 1;
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
+                                                b.size, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        b.data[1] = 0;
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
+                                                b.size, &a),
+                         0);
+        assert_int_equal(a.response.deleted, 1);
+        etcd_answer_done(&a);
+        /* less than a prefix, nothing at all */
+        for (size_t n = 0; n < ETCD_GRPC_PREFIX; n++) {
+                assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL,
+                                                        b.data, n, &a),
+                                 -EBADMSG);
+                etcd_answer_done(&a);
+        }
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, NULL, 0, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+        /* two messages in one answer: a unary call has one */
+        b = answer_raw((const uint8_t[]) { 0x10, 1, 0, 0, 0, 0, 0 }, 7);
+        b.data[4] = 2;
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
+                                                b.size, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+        /* more than ETCD_JSON_MAX, whatever its prefix says */
+        big = calloc(1, ETCD_JSON_MAX + ETCD_GRPC_PREFIX + 1);
+        assert_non_null(big);
+        big[1] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 24);
+        big[2] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 16);
+        big[3] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 8);
+        big[4] = (uint8_t) (ETCD_JSON_MAX + 1);
+        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "0", NULL, big,
+                                                ETCD_JSON_MAX + ETCD_GRPC_PREFIX + 1, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        free(big);
+}
+
+static void test_decode_malformed(_unused_ void **state) {
+        /* messages that are not protobuf, or not the kind's */
+        static const struct {
+                EtcdAnswerKind kind;
+                size_t n;
+                uint8_t m[16];
+        } bad[] = {
+                /* header (1) of 5 bytes with 1 there */
+                { ETCD_ANSWER_RANGE, 3, { 0x0a, 5, 0x08 } },
+                /* count (4) without its varint, a varint cut short */
+                { ETCD_ANSWER_RANGE, 1, { 0x20 } },
+                { ETCD_ANSWER_DELETE, 2, { 0x10, 0x80 } },
+                /* a varint of 11 bytes */
+                { ETCD_ANSWER_RANGE,
+                  12,
+                  { 0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 } },
+                /* kvs (2) as a varint: the wrong wire type */
+                { ETCD_ANSWER_RANGE, 2, { 0x10, 1 } },
+                /* a kv whose create_revision has no varint */
+                { ETCD_ANSWER_RANGE, 3, { 0x12, 1, 0x10 } },
+                /* a group (wire type 3) and wire type 7 */
+                { ETCD_ANSWER_PUT, 1, { 0x0b } },
+                { ETCD_ANSWER_TXN, 1, { 0x0f } },
+                /* a ResponseOp of 2 bytes holding a response_txn of 5 */
+                { ETCD_ANSWER_TXN, 4, { 0x1a, 2, 0x22, 5 } },
+                /* a ResponseOp's response_txn as a varint */
+                { ETCD_ANSWER_TXN, 4, { 0x1a, 2, 0x20, 1 } },
+                /* a nested txn cut inside: its ResponseOp says 3 bytes, has 1 */
+                { ETCD_ANSWER_TXN, 6, { 0x1a, 4, 0x22, 2, 0x1a, 3 } },
+                /* field number 0 */
+                { ETCD_ANSWER_PUT, 2, { 0x00, 1 } },
+                /* a key with a NUL byte, an empty key */
+                { ETCD_ANSWER_RANGE, 7, { 0x12, 5, 0x0a, 3, 'a', 0, 'b' } },
+                { ETCD_ANSWER_RANGE, 4, { 0x12, 2, 0x20, 1 } },
+                /* a kv without a key (a version only) inside a txn's range */
+                { ETCD_ANSWER_TXN, 8, { 0x1a, 6, 0x0a, 4, 0x12, 2, 0x20, 1 } },
+        };
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                print_message("malformed %zu\n", i);
+                b = answer_raw(bad[i].m, bad[i].n);
+                assert_int_equal(parse_ok(bad[i].kind, &b, &a), -EBADMSG);
+                assert_int_equal(a.response.error, -EBADMSG);
+                assert_int_equal(a.response.n_kvs, 0);
+                assert_null(a.response.kvs);
+                assert_int_equal(a.response.n_responses, 0);
+                assert_non_null(strstr(a.response.message, "malformed"));
+                etcd_answer_done(&a);
+        }
+}
+
+/* The keys of kvs, with protobuf-c packing them. */
+static void test_decode_bad_keys(_unused_ void **state) {
+        Etcdserverpb__KeyValue good = ETCDSERVERPB__KEY_VALUE__INIT,
+                               bad = ETCDSERVERPB__KEY_VALUE__INIT;
+        Etcdserverpb__KeyValue *kvs[] = { &good, &bad };
+        Etcdserverpb__RangeResponse range = ETCDSERVERPB__RANGE_RESPONSE__INIT;
+        Etcdserverpb__PutResponse put = ETCDSERVERPB__PUT_RESPONSE__INIT;
+        Etcdserverpb__ResponseOp put_op = ETCDSERVERPB__RESPONSE_OP__INIT;
+        Etcdserverpb__ResponseOp op = ETCDSERVERPB__RESPONSE_OP__INIT, *ops[] = { &put_op, &op };
+        Etcdserverpb__TxnResponse txn = ETCDSERVERPB__TXN_RESPONSE__INIT;
+        static const struct {
+                const char *key;
+                size_t len;
+        } keys[] = { { "", 0 }, { "a\0b", 3 }, { "\0", 1 }, { "ab\0", 3 } };
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        good.key = bin("/a/b", 4);
+        good.value = bin("hello", 5);
+        range.header = &header5;
+        range.n_kvs = 2;
+        range.kvs = kvs;
+        put_op.response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_PUT;
+        put_op.response_put = &put;
+        op.response_case = ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_RANGE;
+        op.response_range = &range;
+        txn.header = &header5;
+        txn.n_responses = 2;
+        txn.responses = ops;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                bad.key = bin(keys[i].key, keys[i].len);
+                /* the second kv, after a good one was copied already */
+                b = answer_of(&range);
+                assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), -EBADMSG);
+                assert_int_equal(a.response.n_kvs, 0);
+                assert_null(a.response.kvs);
+                etcd_answer_done(&a);
+                /* in the second op of a txn */
+                b = answer_of(&txn);
+                assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
+                assert_int_equal(a.response.n_responses, 0);
+                assert_null(a.response.responses);
+                etcd_answer_done(&a);
+        }
+        /* and a good one in both */
+        bad.key = bin("/a/c", 4);
+        b = answer_of(&txn);
+        assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
+        assert_int_equal(a.response.n_responses, 2);
+        assert_string_equal(a.response.responses[1].kvs[1].key, "/a/c");
+        assert_string_equal(a.response.responses[1].kvs[1].value, "");
+        etcd_answer_done(&a);
+}
+
+static void test_message_decode(_unused_ void **state) {
+        static const char *const cases[][2] = {
+                { "%41b%4", "Ab%4" },
+                { "%zz", "%zz" },
+                { "", "" },
+                { "%", "%" },
+                { "%4", "%4" },
+                { "%%41", "%A" },
+                { "%4g", "%4g" },
+                { "100%25", "100%" },
+                { "etcdserver%3A duplicate key", "etcdserver: duplicate key" },
+                /* hex in either case; bytes above 0x7f as they are (UTF-8 of the sender) */
+                { "%e2%82%AC", "\xe2\x82\xac" },
+                { "no escapes at all", "no escapes at all" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *s = etcd_grpc_message_decode(cases[i][0]);
+                assert_non_null(s);
+                assert_string_equal(s, cases[i][1]);
+                free(s);
+        }
+        /* %00 ends the text there */
+        {
+                char *s = etcd_grpc_message_decode("a%00b");
+                assert_non_null(s);
+                assert_string_equal(s, "a");
+                assert_int_equal(s[2], 'b');
+                free(s);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_path),
+                cmocka_unit_test(test_encode_kv),
+                cmocka_unit_test(test_encode_compare),
+                cmocka_unit_test(test_encode_txn),
+                cmocka_unit_test(test_encode_nested),
+                cmocka_unit_test(test_txn_of_ops),
+                cmocka_unit_test(test_decode_range),
+                cmocka_unit_test(test_decode_simple),
+                cmocka_unit_test(test_decode_txn),
+                cmocka_unit_test(test_decode_nesting),
+                cmocka_unit_test(test_decode_status),
+                cmocka_unit_test(test_decode_framing),
+                cmocka_unit_test(test_decode_malformed),
+                cmocka_unit_test(test_decode_bad_keys),
+                cmocka_unit_test(test_message_decode),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
