@@ -357,7 +357,11 @@ static void h2_flush(EtcdH2 *h) {
                 ssize_t n, w;
 
                 if (h->out_offset < h->out_size) {
-                        w = write(h->fd, h->out + h->out_offset, h->out_size - h->out_offset);
+                        /* MSG_NOSIGNAL: a connection etcd reset is an error here, not
+                         * the SIGPIPE that would end the process (the registry keeps the
+                         * signal's default) */
+                        w = send(h->fd, h->out + h->out_offset, h->out_size - h->out_offset,
+                                 MSG_NOSIGNAL);
                         if (w < 0 && (errno == EAGAIN || errno == EINTR))
                                 break;
                         if (w < 0) {
