@@ -42,6 +42,10 @@ struct EtcdH2Call {
         char grpc_timeout[32];
         sd_event_source *timer;
         int32_t stream; /* 0: not submitted yet */
+        /* Its HEADERS went out in the bytes from queued_at on (h->queued then): it counts
+         * as sent once the socket took any byte from there (h->written > queued_at). */
+        bool queued, refused, retried;
+        uint64_t queued_at;
         bool done;
         EtcdH2Answer answer;
         char *detail;
@@ -65,6 +69,7 @@ struct EtcdH2 {
         nghttp2_session *session;
         uint8_t *out; /* bytes nghttp2 made that the socket did not take yet */
         size_t out_size, out_offset;
+        uint64_t queued, written; /* bytes nghttp2 made, and the socket took, on this connection */
         EtcdH2Call *calls;
         EtcdH2Call *done, *done_tail;
         sd_event_source *dispatch;
@@ -136,6 +141,11 @@ static void call_free(EtcdH2Call *c) {
 
 static void call_fail(EtcdH2Call *c, int error, const char *fmt, ...) _printf_(3, 4);
 
+/* Whether any byte of c reached the socket: only then may etcd have applied it. */
+static bool call_sent(const EtcdH2Call *c) {
+        return c->queued && !c->refused && c->h->written > c->queued_at;
+}
+
 /* Ends c (once): out of h->calls into h->done, dispatched from the loop. */
 static void call_end(EtcdH2Call *c) {
         EtcdH2 *h = c->h;
@@ -143,6 +153,7 @@ static void call_end(EtcdH2Call *c) {
         if (c->done)
                 return;
         c->done = true;
+        c->answer.sent = call_sent(c);
         c->timer = sd_event_source_disable_unref(c->timer);
         if (c->stream > 0 && h->session)
                 (void) nghttp2_session_set_stream_user_data(h->session, c->stream, NULL);
@@ -222,7 +233,6 @@ static int call_submit(EtcdH2Call *c) {
         if (id < 0)
                 return id == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EIO;
         c->stream = id;
-        c->answer.sent = true;
         return 0;
 }
 
@@ -299,6 +309,21 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, cons
         return 0;
 }
 
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame,
+                         void *user_data) {
+        EtcdH2 *h = user_data;
+        EtcdH2Call *c;
+
+        if (frame->hd.type != NGHTTP2_HEADERS)
+                return 0;
+        c = stream_call(session, frame->hd.stream_id);
+        if (c && !c->queued) {
+                c->queued = true;
+                c->queued_at = h->queued; /* the start of the bytes mem_send is making */
+        }
+        return 0;
+}
+
 static int on_stream_close(nghttp2_session *session, int32_t stream, uint32_t error_code,
                            void *user_data) {
         EtcdH2Call *c = stream_call(session, stream);
@@ -307,7 +332,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream, uint32_t er
                 return 0;
         if (error_code == NGHTTP2_REFUSED_STREAM) {
                 /* refused unprocessed (or above a GOAWAY's last stream): never applied */
-                c->answer.sent = false;
+                c->refused = true;
                 call_fail(c, -ECONNREFUSED, "etcd refused the stream unprocessed");
         } else if (error_code != NGHTTP2_NO_ERROR)
                 call_fail(c, -ECONNRESET, "etcd reset the stream (HTTP/2 error %" PRIu32 ")",
@@ -328,16 +353,27 @@ static void h2_update_events(EtcdH2 *h) {
         (void) sd_event_source_set_io_events(h->io, events);
 }
 
-/* The connection is gone: every call on it ends, sent or not (those not sent may go to
- * another endpoint). */
+static int h2_connect(EtcdH2 *h);
+
+/* The connection is gone. A call that reached the socket ends (-ECONNRESET: its outcome is
+ * unknown). One that did not is not lost: when the connection was up (it died under the
+ * call, as when etcd was killed just before) it goes once more on a new connection, as curl
+ * does with a connection it finds dead; otherwise, or the second time, it ends with error,
+ * unsent (the caller may go to another endpoint). */
 static void h2_down(EtcdH2 *h, int error, const char *why) {
+        bool was_up = h->state == H2_UP, again = false;
         EtcdH2Call *c, *next;
+        int r;
 
         for (c = h->calls; c; c = next) {
                 next = c->calls_next;
-                if (c->answer.sent)
+                if (call_sent(c))
                         call_fail(c, -ECONNRESET, "%s", why);
-                else
+                else if (was_up && !c->retried && !c->refused) {
+                        c->retried = again = true;
+                        c->stream = 0;
+                        c->queued = false;
+                } else
                         call_fail(c, error, "%s", why);
         }
         if (h->session)
@@ -347,7 +383,16 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         h->fd = safe_close(h->fd);
         h->out = mfree(h->out);
         h->out_size = h->out_offset = 0;
+        h->queued = h->written = 0;
         h->state = H2_DOWN;
+        if (!again || h->freed)
+                return;
+        r = h2_connect(h);
+        if (r < 0)
+                for (c = h->calls; c; c = next) {
+                        next = c->calls_next;
+                        call_fail(c, -ECONNREFUSED, "connecting again: %s", strerror(-r));
+                }
 }
 
 /* Writes what nghttp2 has to send until the socket takes no more. */
@@ -369,6 +414,7 @@ static void h2_flush(EtcdH2 *h) {
                                 return;
                         }
                         h->out_offset += (size_t) w;
+                        h->written += (uint64_t) w;
                         continue;
                 }
                 n = nghttp2_session_mem_send(h->session, &data);
@@ -393,6 +439,7 @@ static void h2_flush(EtcdH2 *h) {
                 memcpy(h->out, data, (size_t) n);
                 h->out_size = (size_t) n;
                 h->out_offset = 0;
+                h->queued += (uint64_t) n;
         }
         h2_update_events(h);
 }
@@ -410,6 +457,7 @@ static int h2_session_new(EtcdH2 *h) {
         nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+        nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
         r = nghttp2_session_client_new(&h->session, cbs, h);
         nghttp2_session_callbacks_del(cbs);
         if (r != 0)
@@ -491,6 +539,7 @@ static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
 static int h2_connect(EtcdH2 *h) {
         int r;
 
+        h->queued = h->written = 0;
         h->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (h->fd < 0)
                 return -errno;

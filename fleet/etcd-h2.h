@@ -30,11 +30,14 @@ typedef struct EtcdH2 EtcdH2;
 typedef struct EtcdH2Call EtcdH2Call;
 
 /* How a call ended. error: 0 (an answer: http_status, grpc_status... say what it is),
- * -ECONNREFUSED (no connection; nothing was sent), -ECONNRESET (the connection broke, or etcd
- * reset the stream, after the call was sent), -ETIMEDOUT (no answer by the deadline; the
- * stream was reset), -EBADMSG (an answer over ETCD_JSON_MAX bytes), -ENOMEM.
- * sent: the call was handed to the connection, so a write may have been applied; false only
- * for a call no connection took, or one etcd refused unprocessed (REFUSED_STREAM, GOAWAY). */
+ * -ECONNREFUSED (nothing was sent: no connection, or the connection died before any byte of
+ * the call left and a new one could not be made; or etcd refused the stream unprocessed:
+ * REFUSED_STREAM, GOAWAY), -ECONNRESET (the connection broke, or etcd reset the stream, after
+ * the call was sent), -ETIMEDOUT (no answer by the deadline; the stream was reset), -EBADMSG
+ * (an answer over ETCD_JSON_MAX bytes), -ENOMEM.
+ * sent: a byte of the call reached the socket, so a write may have been applied. A call whose
+ * connection turns out dead before any of its bytes left goes once more, on a new connection
+ * to the same endpoint (as curl does with a cached connection it finds dead). */
 typedef struct EtcdH2Answer {
         int error;
         bool sent;
