@@ -106,6 +106,7 @@ static void slot_free(Allocator *a, CacheSlot *s) {
                 f->n_slots--;
         }
         slot_doc_done(&s->doc);
+        free(s->seen_allocation_id);
         free(s->key);
         free(s->machine_id);
         free(s->fleet);
@@ -149,6 +150,16 @@ static CacheSlot *slot_new(Allocator *a, const char *key) {
         return s;
 }
 
+static void slot_seen_allocation(CacheSlot *s) {
+        if (str_isempty(s->doc.allocation_id))
+                return;
+        if (!streq_ptr(s->seen_allocation_id, s->doc.allocation_id)) {
+                free(s->seen_allocation_id);
+                s->seen_allocation_id = strdup(s->doc.allocation_id);
+        }
+        s->seen_allocation_revision = s->seen_allocation_id ? s->mod_revision : 0;
+}
+
 static void slot_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         CacheSlot *s = hashmap_get(&a->cache.slots, kv->key);
         SlotDoc doc;
@@ -173,6 +184,7 @@ static void slot_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         slot_doc_done(&s->doc);
         s->doc = doc;
         s->mod_revision = kv->mod_revision;
+        slot_seen_allocation(s);
         s->generation = generation;
         slot_index_allocation(a, s);
         slot_feed(a, s);
@@ -251,7 +263,7 @@ static void claim_free(Allocator *a, CacheClaim *c, bool tell) {
         claim_set_slot(a, c, false);
         sd_event_source_disable_unref(c->deadline);
         if (tell && doc.allocation_id)
-                replace_claim_gone(a, &doc, c->machine_id, c->slot_id);
+                replace_claim_gone(a, &doc, c->machine_id, c->slot_id, c->mod_revision);
         claim_doc_done(&doc);
         free(c->key);
         free(c->machine_id);

@@ -33,6 +33,7 @@ struct ReplaceOp {
         uint32_t old_slot;
         char *old_claim_key;      /* deadline: the claim to move; else the one gone */
         int64_t old_claim_revision;
+        int64_t gone_claim_revision; /* a claim gone: the revision it was made at */
         int64_t record_revision;
         char *new_machine;        /* the slot in flight */
         uint32_t new_slot;
@@ -407,6 +408,16 @@ static void on_record(Etcd *e, const EtcdResponse *resp, void *userdata) {
         move(op, &rec);
 }
 
+/* Whether s's document shows the allocation, or showed it after its claim was made
+ * (claim_revision; 0: not known, only what it shows now counts). */
+static bool slot_showed(const CacheSlot *s, const char *allocation_id, int64_t claim_revision) {
+        if (!s)
+                return false;
+        return streq_ptr(s->doc.allocation_id, allocation_id) ||
+               (claim_revision > 0 && streq_ptr(s->seen_allocation_id, allocation_id) &&
+                s->seen_allocation_revision > claim_revision);
+}
+
 static void op_read(ReplaceOp *op) {
         Allocator *a = op->allocator;
         CacheClaim *c = op->old_claim_key ? hashmap_get(&a->cache.claims, op->old_claim_key)
@@ -420,10 +431,10 @@ static void op_read(ReplaceOp *op) {
                 return;
         }
         /* A claim gone: placed again elsewhere already, or fulfilled (the slot's document
-         * shows the allocation): done. */
+         * shows the allocation, or showed it after the claim was made): done. */
         if (op->reason != REPLACE_DEADLINE &&
             (hashmap_get(&a->cache.claims_by_allocation, op->allocation_id) ||
-             (s && streq_ptr(s->doc.allocation_id, op->allocation_id)))) {
+             slot_showed(s, op->allocation_id, op->gone_claim_revision))) {
                 op_free(op);
                 return;
         }
@@ -476,14 +487,22 @@ int replace_claim_seen(Allocator *a, CacheClaim *c) {
 }
 
 void replace_claim_gone(Allocator *a, const ClaimDoc *doc, const char *machine_id,
-                        uint32_t slot_id) {
+                        uint32_t slot_id, int64_t claim_revision) {
         ReplaceOp *op;
 
         if (!doc->allocation_id || !doc->fleet_id || op_find(a, doc->allocation_id))
                 return;
+        /* Its host confirmed it, and the view saw that already: nothing to read (the common
+         * case: one fewer read of etcd per allocation). */
+        if (claim_revision > 0 &&
+            slot_showed(cache_slot_by_index(a, machine_id, slot_id), doc->allocation_id,
+                        claim_revision))
+                return;
         op = op_new(a, REPLACE_REFUSED, doc, machine_id, slot_id);
-        if (op)
-                op_later(op, GONE_CHECK_DELAY);
+        if (!op)
+                return;
+        op->gone_claim_revision = claim_revision;
+        op_later(op, GONE_CHECK_DELAY);
 }
 
 void replace_record_orphaned(Allocator *a, const AllocationRecord *rec) {

@@ -48,6 +48,11 @@ typedef struct CacheSlot {
         char *index_key; /* "<machineID>/<slotID>", shared with claims */
         int64_t mod_revision;
         SlotDoc doc;
+        /* The last allocationId its document showed, and the newest revision that showed
+         * it: a claim deleted after its slot showed its allocation was fulfilled, not refused
+         * (replace_claim_gone), whatever the slot shows by the time that is looked at. */
+        char *seen_allocation_id;
+        int64_t seen_allocation_revision;
         bool claimed;
         unsigned generation;
         LIST_FIELDS(struct CacheSlot, all);
@@ -163,10 +168,10 @@ void api_etcd_unavailable(Allocator *a, ApiRequest *req, const EtcdResponse *res
 
 /* A claim seen (or seen anew): its deadline armed. */
 int replace_claim_seen(Allocator *a, CacheClaim *c);
-/* A claim deleted: if its record still points at it and its host did not fulfil it, the host
- * refused it (SPEC §13 step 2): placed again. */
+/* A claim deleted (made at claim_revision): if its record still points at it and its host did
+ * not fulfil it, the host refused it (SPEC §13 step 2): placed again. */
 void replace_claim_gone(Allocator *a, const ClaimDoc *doc, const char *machine_id,
-                        uint32_t slot_id);
+                        uint32_t slot_id, int64_t claim_revision);
 /* A claimed record found without its claim (allocator-orphan.h): placed again as a refused
  * one, unless an op is at it already. */
 void replace_record_orphaned(Allocator *a, const AllocationRecord *rec);
