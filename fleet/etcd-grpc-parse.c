@@ -354,3 +354,61 @@ int etcd_grpc_answer_parse(EtcdAnswerKind kind, long http_status, const char *gr
         }
         return 0;
 }
+
+/* ---- the Watch stream ---- */
+
+static int from_watch_response(const Etcdserverpb__WatchResponse *w, EtcdWatchMessage *m) {
+        int r;
+
+        m->revision = header_revision(w->header);
+        m->created = w->created;
+        m->canceled = w->canceled;
+        m->compact_revision = w->compact_revision;
+        if (w->cancel_reason && w->cancel_reason[0]) {
+                m->error = etcd_sanitized(w->cancel_reason, 512);
+                if (!m->error)
+                        return -ENOMEM;
+        }
+        /* fragment: never asked for (WatchCreateRequest.fragment false) */
+        if (w->fragment)
+                return -EBADMSG;
+        if (w->n_events == 0)
+                return 0;
+        m->events = new0(EtcdEvent, w->n_events);
+        if (!m->events)
+                return -ENOMEM;
+        for (size_t i = 0; i < w->n_events; i++) {
+                const Etcdserverpb__Event *ev = w->events[i];
+
+                if (!ev->kv || (ev->type != ETCDSERVERPB__EVENT__EVENT_TYPE__PUT &&
+                                ev->type != ETCDSERVERPB__EVENT__EVENT_TYPE__DELETE))
+                        return -EBADMSG;
+                m->n_events = i + 1;
+                m->events[i].type = ev->type == ETCDSERVERPB__EVENT__EVENT_TYPE__PUT
+                                            ? ETCD_EVENT_PUT
+                                            : ETCD_EVENT_DELETE;
+                r = copy_kv(ev->kv, &m->events[i].kv);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int etcd_grpc_watch_message_parse(const uint8_t *p, size_t size, EtcdWatchMessage *m) {
+        Etcdserverpb__WatchResponse *w;
+        size_t len;
+        int r;
+
+        *m = (EtcdWatchMessage) {};
+        if (etcd_grpc_frame_next(p, size, &len) <= 0 || len != size)
+                return -EBADMSG;
+        w = etcdserverpb__watch_response__unpack(NULL, size - ETCD_GRPC_PREFIX,
+                                                 p + ETCD_GRPC_PREFIX);
+        if (!w)
+                return -EBADMSG;
+        r = from_watch_response(w, m);
+        protobuf_c_message_free_unpacked(&w->base, NULL);
+        if (r < 0)
+                etcd_watch_message_done(m);
+        return r;
+}

@@ -381,3 +381,34 @@ void etcd_bytes_done(EtcdBytes *b) {
         free(b->data);
         *b = (EtcdBytes) {};
 }
+
+int etcd_grpc_watch_create(const char *key, const char *range_end, int64_t start_revision,
+                           EtcdBytes *ret) {
+        Etcdserverpb__WatchCreateRequest c = ETCDSERVERPB__WATCH_CREATE_REQUEST__INIT;
+        Etcdserverpb__WatchRequest m = ETCDSERVERPB__WATCH_REQUEST__INIT;
+
+        if (!key || key[0] == '\0' || start_revision < 0)
+                return -EINVAL;
+        c.key = bytes_of(key);
+        c.range_end = range_end_of(range_end);
+        c.start_revision = start_revision;
+        m.request_union_case = ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST;
+        m.create_request = &c;
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len) {
+        size_t len;
+
+        if (size < ETCD_GRPC_PREFIX)
+                return 0;
+        if (p[0] != 0)
+                return -EBADMSG; /* compressed: we never asked for it */
+        len = (size_t) p[1] << 24 | (size_t) p[2] << 16 | (size_t) p[3] << 8 | p[4];
+        if (len > ETCD_JSON_MAX)
+                return -EBADMSG;
+        if (size - ETCD_GRPC_PREFIX < len)
+                return 0;
+        *ret_len = ETCD_GRPC_PREFIX + len;
+        return 1;
+}

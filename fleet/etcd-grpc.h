@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* etcd v3's own gRPC protocol for the KV service (Range, Put, DeleteRange, Txn; etcd-rpc.proto):
- * request bodies built from etcd.h's structs, and answers parsed into EtcdAnswer, as
- * etcd-json.h does for the JSON gateway (which leases and watches still use). Pure: no I/O,
- * no logging; etcd.c does the transport (HTTP/2 through libcurl).
+/* etcd v3's own gRPC protocol for the KV service (Range, Put, DeleteRange, Txn; etcd-rpc.proto)
+ * and the Watch stream: request bodies built from etcd.h's structs, and answers parsed into
+ * EtcdAnswer and EtcdWatchMessage, as etcd-json.h does for the JSON gateway (which leases still
+ * use). Pure: no I/O, no logging; etcd-h2.c does the transport (HTTP/2 on nghttp2).
  *
  * Messages are encoded and decoded by protobuf-c. What gRPC adds over HTTP/2 is done here, as
  * gRPC's "PROTOCOL-HTTP2" document describes it: each message is prefixed with 5 bytes (a
@@ -59,6 +59,20 @@ void etcd_bytes_done(EtcdBytes *b);
 int etcd_grpc_answer_parse(EtcdAnswerKind kind, long http_status, const char *grpc_status,
                            const char *grpc_message, const uint8_t *body, size_t size,
                            EtcdAnswer *a);
+
+/* The Watch service's stream (etcd-rpc.proto): the body of a streaming call that creates one
+ * watch of key (with range_end: the range; "" as in etcd_range) from start_revision (0 = now),
+ * prefixed; 0, or -EINVAL (a NULL or empty key, a negative revision) / -ENOMEM. */
+int etcd_grpc_watch_create(const char *key, const char *range_end, int64_t start_revision,
+                           EtcdBytes *ret);
+/* Whether p starts with a whole gRPC message: 1 (*ret_len its length, prefix included), 0 (not
+ * yet: more bytes needed), -EBADMSG (a compressed one, or one longer than ETCD_JSON_MAX). */
+int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len);
+/* One WatchResponse of the stream (p: exactly one prefixed message) into m, as
+ * etcd_watch_message_parse() does for the gateway's lines: 0, -EBADMSG (not a WatchResponse, an
+ * event without its kv or of another type, a fragment, a key empty or with a NUL byte),
+ * -ENOMEM. Free with etcd_watch_message_done(). */
+int etcd_grpc_watch_message_parse(const uint8_t *p, size_t size, EtcdWatchMessage *m);
 
 /* grpc-message's percent-encoding undone (a malformed escape is kept as it is); free it. */
 char *etcd_grpc_message_decode(const char *s);

@@ -54,6 +54,14 @@ struct EtcdH2Call {
         size_t data_size, data_allocated;
         etcd_h2_callback_t cb;
         void *userdata;
+        /* A streaming call's: its bytes go to on_stream as they come, from data_start on;
+         * it is in h->pending while some were not offered yet. */
+        etcd_h2_stream_t on_stream;
+        size_t data_start;
+        LIST_FIELDS(EtcdH2Call, pending);
+        bool in_pending;
+        /* on_stream is running: a cancel then leaves the free to the dispatch */
+        bool delivering, cancelled;
 };
 
 struct EtcdH2 {
@@ -72,6 +80,7 @@ struct EtcdH2 {
         uint64_t queued, written; /* bytes nghttp2 made, and the socket took, on this connection */
         EtcdH2Call *calls;
         EtcdH2Call *done, *done_tail;
+        EtcdH2Call *pending; /* streaming calls with bytes to offer */
         sd_event_source *dispatch;
 };
 
@@ -216,6 +225,9 @@ static int call_submit(EtcdH2Call *c) {
         (void) snprintf(c->grpc_timeout, sizeof(c->grpc_timeout), "%" PRIu64 "m",
                         (uint64_t) ((left + H2_DEADLINE_MARGIN + USEC_PER_MSEC - 1) /
                                     USEC_PER_MSEC));
+        /* A stream has no deadline; it asks etcd to end it when its member loses the leader
+         * (the "hasleader" metadata etcd's own clients send with a watch), so that a member cut
+         * off from the quorum does not leave it silent. */
         const nghttp2_nv nva[] = {
                 NV(":method", "POST"),
                 NV(":scheme", "http"),
@@ -225,7 +237,13 @@ static int call_submit(EtcdH2Call *c) {
                 NV("te", "trailers"),
                 NV("grpc-timeout", c->grpc_timeout),
         };
-        id = nghttp2_submit_request(h->session, NULL, nva, ELEMENTSOF(nva), &data, c);
+        const nghttp2_nv hasleader = NV("hasleader", "true");
+        nghttp2_nv headers[ELEMENTSOF(nva)];
+
+        memcpy(headers, nva, sizeof(nva));
+        if (c->on_stream)
+                headers[ELEMENTSOF(nva) - 1] = hasleader;
+        id = nghttp2_submit_request(h->session, NULL, headers, ELEMENTSOF(headers), &data, c);
         /* A connection that is going (etcd's GOAWAY) or out of stream IDs takes no more: not
          * sent, the caller may go elsewhere; the connection closes once it is idle. */
         if (id == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED || id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE)
@@ -286,6 +304,12 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, cons
 
         if (!c || c->done)
                 return 0;
+        if (c->on_stream && c->data_start > 0) {
+                /* what was taken goes: the buffer holds what is not taken yet */
+                memmove(c->data, c->data + c->data_start, c->data_size - c->data_start);
+                c->data_size -= c->data_start;
+                c->data_start = 0;
+        }
         if (len > ETCD_JSON_MAX - c->data_size) {
                 (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
                                                  NGHTTP2_CANCEL);
@@ -306,6 +330,12 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, cons
         }
         memcpy(c->data + c->data_size, data, len);
         c->data_size += len;
+        if (c->on_stream && !c->in_pending) {
+                EtcdH2 *h = user_data;
+                c->in_pending = true;
+                LIST_PREPEND(pending, h->pending, c);
+                (void) sd_event_source_set_enabled(h->dispatch, SD_EVENT_ONESHOT);
+        }
         return 0;
 }
 
@@ -568,19 +598,50 @@ static int h2_connect(EtcdH2 *h) {
 
 static EtcdH2 *h2_unref(EtcdH2 *h);
 
+static void pending_remove(EtcdH2Call *c) {
+        if (!c->in_pending)
+                return;
+        LIST_REMOVE(pending, c->h->pending, c);
+        c->in_pending = false;
+}
+
+/* Offers a streaming call's bytes to its on_stream, which takes what it can (whole messages).
+ * false: the call was cancelled meanwhile, and is freed. */
+static bool call_offer(EtcdH2Call *c) {
+        size_t n;
+
+        pending_remove(c);
+        if (c->data_start >= c->data_size)
+                return true;
+        c->delivering = true;
+        n = c->on_stream(c, c->data + c->data_start, c->data_size - c->data_start, c->userdata);
+        c->delivering = false;
+        if (c->cancelled) {
+                call_free(c);
+                return false;
+        }
+        c->data_start += MIN(n, c->data_size - c->data_start);
+        return true;
+}
+
 static void h2_dispatch(EtcdH2 *h) {
         h->n_ref++;
+        while (!h->freed && h->pending)
+                (void) call_offer(h->pending);
         while (!h->freed && h->done) {
                 EtcdH2Call *c = h->done;
 
+                /* a stream's last messages before its end; what is left is the end's body */
+                if (c->on_stream && c->answer.error == 0 && !call_offer(c))
+                        continue;
                 LIST_REMOVE(calls, h->done, c);
                 if (h->done_tail == c)
                         h->done_tail = NULL;
                 c->answer.detail = c->detail ?: "";
                 c->answer.grpc_status = c->grpc_status;
                 c->answer.grpc_message = c->grpc_message;
-                c->answer.body = c->data;
-                c->answer.size = c->data_size;
+                c->answer.body = c->data ? c->data + c->data_start : NULL;
+                c->answer.size = c->data_size - c->data_start;
                 c->cb(c, &c->answer, c->userdata);
                 call_free(c);
         }
@@ -592,8 +653,11 @@ static int on_h2_dispatch(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
-                 usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret) {
+/* A call, unary (timeout_usec > 0) or streaming (on_stream), started or waiting for the
+ * connection. */
+static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
+                    usec_t timeout_usec, etcd_h2_stream_t on_stream, etcd_h2_callback_t cb,
+                    void *userdata, EtcdH2Call **ret) {
         EtcdH2Call *c;
         int r;
 
@@ -605,15 +669,17 @@ int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
                 return -ENOMEM;
         }
         *c = (EtcdH2Call) { .h = h, .path = c->path, .body = body, .size = size, .cb = cb,
-                            .userdata = userdata, .timeout_ms = timeout_usec / USEC_PER_MSEC,
+                            .on_stream = on_stream, .userdata = userdata,
+                            .timeout_ms = timeout_usec / USEC_PER_MSEC,
                             .timeout = now_usec(CLOCK_MONOTONIC) + timeout_usec };
-        r = sd_event_add_time(h->event, &c->timer, CLOCK_MONOTONIC, c->timeout, 0,
-                              on_call_timer, c);
+        r = on_stream ? 0 : sd_event_add_time(h->event, &c->timer, CLOCK_MONOTONIC, c->timeout,
+                                              0, on_call_timer, c);
         if (r < 0) {
                 call_free(c);
                 return r;
         }
-        (void) sd_event_source_set_description(c->timer, "etcd-h2-call-timer");
+        if (c->timer)
+                (void) sd_event_source_set_description(c->timer, "etcd-h2-call-timer");
         LIST_PREPEND(calls, h->calls, c);
         if (ret)
                 *ret = c;
@@ -629,6 +695,19 @@ int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
                         h2_flush(h);
         }
         return 0;
+}
+
+int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
+                 usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret) {
+        return call_new(h, path, body, size, timeout_usec, NULL, cb, userdata, ret);
+}
+
+int etcd_h2_stream(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
+                   etcd_h2_stream_t on_stream, etcd_h2_callback_t cb, void *userdata,
+                   EtcdH2Call **ret) {
+        if (!on_stream)
+                return -EINVAL;
+        return call_new(h, path, body, size, 0, on_stream, cb, userdata, ret);
 }
 
 void etcd_h2_call_cancel(EtcdH2Call *c) {
@@ -650,6 +729,12 @@ void etcd_h2_call_cancel(EtcdH2Call *c) {
                 LIST_REMOVE(calls, h->calls, c);
                 if (h->session && !h->freed)
                         h2_flush(h);
+        }
+        pending_remove(c);
+        if (c->delivering) {
+                /* its on_stream is running: the dispatch frees it when that returns */
+                c->cancelled = true;
+                return;
         }
         call_free(c);
 }

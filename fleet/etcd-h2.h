@@ -52,6 +52,13 @@ typedef struct EtcdH2Answer {
  * returns, the call included. It may make new calls, cancel others, free the EtcdH2. */
 typedef void (*etcd_h2_callback_t)(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata);
 
+/* A streaming call's bytes, as they come (from the loop, never inside nghttp2): returns how
+ * many of them it took (whole messages; the rest is offered again with the next bytes, and is
+ * the end's body if the stream ends first). It may cancel its call or any other, or free the
+ * EtcdH2. */
+typedef size_t (*etcd_h2_stream_t)(EtcdH2Call *c, const uint8_t *data, size_t size,
+                                   void *userdata);
+
 /* "http://ADDRESS:PORT" into an address: 0, or -EINVAL for anything else (https, a name, no
  * port, a path). */
 int etcd_h2_endpoint_parse(const char *url, struct sockaddr_storage *ret, socklen_t *ret_len);
@@ -66,5 +73,14 @@ EtcdH2 *etcd_h2_free(EtcdH2 *h);
  * NULL) is for etcd_h2_call_cancel() only, and gone once the callback ran. */
 int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
                  usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret);
+/* A streaming call: body (as etcd_h2_call's) is sent and the stream half-closed, and what etcd
+ * sends goes to on_stream as it comes, for as long as the stream lasts (no deadline: a
+ * connection gone silent is noticed by TCP's keepalive). cb ends it as etcd_h2_call's, its
+ * body what on_stream did not take. On a connection that died before any of it was sent it
+ * goes once more, as a call does. For etcd's Watch (one create request per stream: etcd
+ * keeps a watch whose client half-closed). */
+int etcd_h2_stream(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
+                   etcd_h2_stream_t on_stream, etcd_h2_callback_t cb, void *userdata,
+                   EtcdH2Call **ret);
 /* No callback; a call sent is reset (etcd gives up its work when it reads that). */
 void etcd_h2_call_cancel(EtcdH2Call *c);

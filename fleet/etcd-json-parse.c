@@ -272,7 +272,7 @@ void etcd_answer_done(EtcdAnswer *a) {
 }
 
 /* Only printable ASCII of a message from the wire goes into ours (it ends up in logs). */
-static char *sanitized(const char *s, size_t max) {
+char *etcd_sanitized(const char *s, size_t max) {
         size_t n = MIN(strlen(s), max);
         char *t = malloc(n + 1);
 
@@ -290,7 +290,7 @@ void etcd_answer_fail(EtcdAnswer *a, int error, const char *what, const char *de
         etcd_response_done(&a->response);
         free(a->message);
         if (detail) {
-                _cleanup_free_ char *d = sanitized(detail, 512);
+                _cleanup_free_ char *d = etcd_sanitized(detail, 512);
                 if (d && asprintf(&m, "%s: %s", what, d) < 0)
                         m = NULL;
         } else
@@ -448,7 +448,7 @@ static int parse_watch_result(const json_t *res, EtcdWatchMessage *m) {
                 return r;
         reason = json_object_get(res, "cancel_reason");
         if (json_is_string(reason) && json_string_length(reason) > 0) {
-                m->error = sanitized(json_string_value(reason), 512);
+                m->error = etcd_sanitized(json_string_value(reason), 512);
                 if (!m->error)
                         return -ENOMEM;
         }
@@ -478,8 +478,9 @@ int etcd_watch_message_parse(const char *line, size_t size, EtcdWatchMessage *m)
         e = json_object_get(o, "error");
         if (e && !json_is_null(e)) {
                 const json_t *msg = json_is_object(e) ? json_object_get(e, "message") : e;
-                m->error = sanitized(json_is_string(msg) ? json_string_value(msg)
-                                                         : "(no message)", 512);
+                m->error = etcd_sanitized(json_is_string(msg) ? json_string_value(msg)
+                                                              : "(no message)",
+                                          512);
                 return m->error ? 0 : -ENOMEM;
         }
         r = parse_watch_result(json_object_get(o, "result"), m);

@@ -75,6 +75,9 @@ int etcd_answer_parse(EtcdAnswerKind kind, long http_status, const char *body, s
                       EtcdAnswer *a);
 /* Fills a with error and a message "<what>: <detail>" (detail may be NULL). */
 void etcd_answer_fail(EtcdAnswer *a, int error, const char *what, const char *detail);
+/* At most max bytes of s, each byte that is not printable ASCII made '?' (a message from the
+ * wire, on its way to a log); free it. */
+char *etcd_sanitized(const char *s, size_t max);
 void etcd_answer_done(EtcdAnswer *a);
 
 /* One message of a watch stream. */

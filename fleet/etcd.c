@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The etcd client (etcd.h). The KV calls (range, put, delete, txn) are etcd's gRPC
- * (etcd-grpc.h) on one HTTP/2 connection per endpoint (etcd-h2.c, nghttp2) when every endpoint
- * is http:// with a numeric address; otherwise, and always for leases and watches, the JSON
- * gateway (etcd-json.h) through libcurl's multi interface on sd-event: one easy handle per
- * request or watch, the multi handle's connection cache keeping the HTTP/1.1 connections alive
- * between requests. No user callback ever runs inside a libcurl or nghttp2 callback: those
+/* The etcd client (etcd.h). The KV calls (range, put, delete, txn) and the watches
+ * (etcd-watch.c) are etcd's gRPC (etcd-grpc.h) on one HTTP/2 connection per endpoint
+ * (etcd-h2.c, nghttp2) when every endpoint is http:// with a numeric address; otherwise, and
+ * always for leases, the JSON gateway (etcd-json.h) through libcurl's multi interface on
+ * sd-event: one easy handle per request or watch, the multi handle's connection cache keeping
+ * the HTTP/1.1 connections alive between requests. No user callback ever runs inside a libcurl or nghttp2 callback: those
  * only collect bytes, and the answers are dispatched from the loop afterwards, so a callback
  * may start, cancel or free anything, the Etcd included. */
 #include <curl/curl.h>
@@ -17,6 +17,7 @@
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
+#include "etcd-private.h"
 #include "etcd.h"
 #include "list.h"
 #include "macro.h"
@@ -24,32 +25,6 @@
 
 #define ETCD_TIMEOUT_DEFAULT (2 * USEC_PER_SEC)
 #define ETCD_MAXCONNECTS 64L
-
-typedef enum TransferKind {
-        TRANSFER_REQUEST,
-        TRANSFER_WATCH,
-} TransferKind;
-
-/* What a transfer (request or watch) has in common; first member of both. */
-typedef struct Transfer {
-        TransferKind kind;
-        Etcd *etcd;
-        CURL *easy;
-        char *body;
-        size_t body_size, body_offset; /* what curl read of it so far */
-        /* A read, a keepalive, a watch: may be sent again (to this endpoint or the next). A
-         * write is never sent twice: curl gets its body from a callback it cannot rewind,
-         * so that its own retry of a request on a reused connection that died fails
-         * (CURLE_SEND_FAIL_REWIND) rather than sending the write again. */
-        bool repeatable;
-        bool grpc; /* a gRPC call on etcd->h2[endpoint], not a curl transfer */
-        const char *path;
-        size_t endpoint; /* index into etcd->endpoints */
-        size_t tries;    /* endpoints tried without sending anything */
-        bool in_multi;
-        CURLcode result;
-        char errbuf[CURL_ERROR_SIZE];
-} Transfer;
 
 struct EtcdRequest {
         Transfer t;
@@ -66,37 +41,6 @@ struct EtcdRequest {
         usec_t deadline;
         etcd_callback_t cb;
         void *userdata;
-};
-
-struct EtcdWatch {
-        Transfer t;
-        LIST_FIELDS(EtcdWatch, watches);
-        unsigned n_ref;
-        bool pending; /* bytes or the end arrived, not yet dispatched */
-        bool ended;   /* the transfer is over */
-        bool over;    /* the callback had its error, or the watch was freed */
-        int buffer_error;
-        int64_t revision;
-        EtcdLineBuffer lines;
-        etcd_watch_callback_t cb;
-        void *userdata;
-};
-
-struct Etcd {
-        unsigned n_ref;
-        bool freed;
-        sd_event *event;
-        sd_event_source *timer;
-        CURLM *multi;
-        char **endpoints;
-        size_t n_endpoints, current;
-        EtcdH2 **h2; /* per endpoint, when the KV calls are gRPC's; else NULL */
-        usec_t timeout;
-        char *ca_file, *cert_file, *key_file;
-        struct curl_slist *headers, *watch_headers;
-        EtcdRequest *active;
-        EtcdRequest *completed, *completed_tail;
-        EtcdWatch *watches;
 };
 
 /* ---- lists ---- */
@@ -132,15 +76,15 @@ static void request_complete(EtcdRequest *req, CURLcode result) {
 
 /* ---- transfers ---- */
 
-static void transfer_stop(Transfer *t) {
+void etcd_transfer_stop(Transfer *t) {
         if (t->in_multi) {
                 (void) curl_multi_remove_handle(t->etcd->multi, t->easy);
                 t->in_multi = false;
         }
 }
 
-static void transfer_done(Transfer *t) {
-        transfer_stop(t);
+void etcd_transfer_done(Transfer *t) {
+        etcd_transfer_stop(t);
         if (t->easy)
                 curl_easy_cleanup(t->easy);
         t->easy = NULL;
@@ -165,7 +109,7 @@ static int on_body_seek(void *userdata, curl_off_t offset, int origin) {
         return CURL_SEEKFUNC_OK;
 }
 
-static int transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t, void *),
+int etcd_transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t, void *),
                           struct curl_slist *headers) {
         Etcd *e = t->etcd;
         CURL *c = curl_easy_init();
@@ -203,7 +147,7 @@ static int transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t
 
 /* (Re)starts t on its endpoint with timeout_usec for the whole transfer (0: none, a watch)
  * and connect_usec for the connection. */
-static int transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec) {
+int etcd_transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec) {
         Etcd *e = t->etcd;
         _cleanup_free_ char *url = NULL;
 
@@ -224,7 +168,7 @@ static int transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec)
 }
 
 /* After a failure that sent nothing, the next endpoint, unless every one was tried. */
-static bool transfer_failover(Transfer *t, bool repeatable) {
+bool etcd_transfer_failover(Transfer *t, bool repeatable) {
         Etcd *e = t->etcd;
         long sent = 0;
 
@@ -305,7 +249,7 @@ static EtcdRequest *request_free(EtcdRequest *req) {
         if (!req)
                 return NULL;
         request_forget_call(req);
-        transfer_done(&req->t);
+        etcd_transfer_done(&req->t);
         etcd_line_buffer_done(&req->answer);
         return mfree(req);
 }
@@ -331,7 +275,7 @@ static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata)
         req->t.result = CURLE_OK;
         if ((a->error == -ECONNREFUSED || a->error == -ECONNRESET) &&
             (!a->sent || req->t.repeatable) && request_remaining(req) > 0 &&
-            transfer_failover(&req->t, true) &&
+            etcd_transfer_failover(&req->t, true) &&
             request_start(req, MAX(request_remaining(req), USEC_PER_MSEC)) >= 0)
                 return;
         req->call_error = a->error;
@@ -351,7 +295,7 @@ static int request_start(EtcdRequest *req, usec_t timeout_usec) {
         Etcd *e = req->t.etcd;
 
         if (!req->t.grpc)
-                return transfer_start(&req->t, timeout_usec, timeout_usec);
+                return etcd_transfer_start(&req->t, timeout_usec, timeout_usec);
         request_forget_call(req);
         return etcd_h2_call(e->h2[req->t.endpoint], req->t.path, (const uint8_t *) req->t.body,
                             req->t.body_size, timeout_usec, on_call_answer, req, &req->call);
@@ -385,7 +329,7 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool grp
         req->userdata = userdata;
         req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
         if (!grpc)
-                r = transfer_setup(&req->t, on_request_data, e->headers);
+                r = etcd_transfer_setup(&req->t, on_request_data, e->headers);
         if (r >= 0)
                 r = request_start(req, e->timeout);
         if (r < 0) {
@@ -401,7 +345,7 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool grp
 static void request_finished(EtcdRequest *req, CURLcode result) {
         req->t.result = result;
         if (result != CURLE_OK && request_remaining(req) > 0 &&
-            transfer_failover(&req->t, req->t.repeatable) &&
+            etcd_transfer_failover(&req->t, req->t.repeatable) &&
             request_restart(req) >= 0)
                 return;
         request_complete(req, result);
@@ -479,131 +423,6 @@ void etcd_request_cancel(EtcdRequest *req) {
         request_unlink(req);
         request_free(req);
 }
-
-/* ---- watches ---- */
-
-static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        EtcdWatch *w = userdata;
-        size_t n = size * nmemb;
-        int r;
-
-        r = etcd_line_buffer_append(&w->lines, ptr, n);
-        if (r < 0) {
-                w->buffer_error = r;
-                return 0;
-        }
-        w->pending = true;
-        return n;
-}
-
-static void watch_unref(EtcdWatch *w) {
-        if (!w || --w->n_ref > 0)
-                return;
-        transfer_done(&w->t);
-        etcd_line_buffer_done(&w->lines);
-        free(w);
-}
-
-static void watch_end(EtcdWatch *w, int error, int64_t compact_revision) {
-        Etcd *e = w->t.etcd;
-
-        w->over = true;
-        transfer_stop(&w->t);
-        w->cb(e, w, NULL, 0, w->revision, error, compact_revision, w->userdata);
-}
-
-static void watch_handle_line(EtcdWatch *w, const char *line, size_t size) {
-        EtcdWatchMessage m;
-        int r;
-
-        r = etcd_watch_message_parse(line, size, &m);
-        if (r < 0) {
-                watch_end(w, r == -ENOMEM ? -ENOMEM : -EBADMSG, 0);
-                return;
-        }
-        if (m.revision > w->revision)
-                w->revision = m.revision;
-        if (m.compact_revision > 0)
-                watch_end(w, -ESTALE, m.compact_revision);
-        else if (m.canceled || m.error)
-                watch_end(w, -ECONNRESET, 0);
-        else
-                w->cb(w->t.etcd, w, m.events, m.n_events, m.revision, 0, 0, w->userdata);
-        etcd_watch_message_done(&m);
-}
-
-static void watch_dispatch(EtcdWatch *w) {
-        const char *line;
-        size_t size;
-
-        w->n_ref++;
-        w->pending = false;
-        /* The last message of a stream that ended may lack its newline (an error body). */
-        if (w->ended && w->buffer_error == 0 && w->lines.size > w->lines.start)
-                (void) etcd_line_buffer_append(&w->lines, "\n", 1);
-        while (!w->over && (line = etcd_line_buffer_next(&w->lines, &size)))
-                watch_handle_line(w, line, size);
-        if (!w->over && w->buffer_error != 0)
-                watch_end(w, w->buffer_error == -ENOMEM ? -ENOMEM : -EBADMSG, 0);
-        else if (!w->over && w->ended)
-                watch_end(w, -ECONNRESET, 0);
-        watch_unref(w);
-}
-
-static void watch_finished(EtcdWatch *w, CURLcode result) {
-        w->t.result = result;
-        if (result != CURLE_OK && w->lines.size == 0 && transfer_failover(&w->t, true) &&
-            transfer_start(&w->t, 0, w->t.etcd->timeout) >= 0)
-                return;
-        w->ended = true;
-        w->pending = true;
-}
-
-int etcd_watch(Etcd *e, const char *key, const char *range_end, int64_t start_revision,
-               etcd_watch_callback_t cb, void *userdata, EtcdWatch **ret) {
-        _cleanup_free_ char *body = NULL;
-        EtcdWatch *w;
-        int r;
-
-        if (!e || e->freed || !cb)
-                return -EINVAL;
-        r = etcd_json_watch(key, range_end, start_revision, &body);
-        if (r < 0)
-                return r;
-        w = new0(EtcdWatch, 1);
-        if (!w)
-                return -ENOMEM;
-        w->t = (Transfer) { .kind = TRANSFER_WATCH, .etcd = e, .repeatable = true,
-                            .path = "/v3/watch" };
-        w->t.body_size = strlen(body);
-        w->t.body = TAKE_PTR(body);
-        w->n_ref = 1;
-        w->cb = cb;
-        w->userdata = userdata;
-        r = transfer_setup(&w->t, on_watch_data, e->watch_headers);
-        if (r >= 0)
-                r = transfer_start(&w->t, 0, e->timeout);
-        if (r < 0) {
-                watch_unref(w);
-                return r;
-        }
-        LIST_PREPEND(watches, e->watches, w);
-        if (ret)
-                *ret = w;
-        return 0;
-}
-
-EtcdWatch *etcd_watch_free(EtcdWatch *w) {
-        if (!w || (w->over && !w->t.etcd))
-                return NULL;
-        transfer_stop(&w->t);
-        w->over = true;
-        LIST_REMOVE(watches, w->t.etcd->watches, w);
-        w->t.etcd = NULL; /* marks it freed */
-        watch_unref(w);
-        return NULL;
-}
-
 /* ---- the loop ---- */
 
 static Etcd *etcd_ref(Etcd *e) {
@@ -649,11 +468,11 @@ static void etcd_collect(Etcd *e) {
                 (void) curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **) &t);
                 if (!t)
                         continue;
-                transfer_stop(t);
+                etcd_transfer_stop(t);
                 if (t->kind == TRANSFER_REQUEST)
                         request_finished((EtcdRequest *) t, result);
                 else
-                        watch_finished((EtcdWatch *) t, result);
+                        etcd_watch_finished((EtcdWatch *) t, result);
         }
 }
 
@@ -670,7 +489,7 @@ static void etcd_process(Etcd *e) {
         etcd_ref(e);
         etcd_collect(e);
         while (!e->freed && (w = etcd_next_pending_watch(e)))
-                watch_dispatch(w);
+                etcd_watch_dispatch(w);
         while (!e->freed && e->completed)
                 request_dispatch(e->completed);
         etcd_unref(e);

@@ -2,10 +2,11 @@
 #pragma once
 
 /* A client of etcd v3 on one sd-event loop: its gRPC KV service for range, put, delete and txn
- * (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2) when every endpoint is http:// with
- * a numeric address, else its JSON gateway for those too (/v3/kv/...); the gateway always for
- * leases (/v3/lease/grant, keepalive, revoke) and watches (/v3/watch); the gateway's JSON with
- * jansson, through libcurl's multi interface. Every call is asynchronous: it returns at once and its callback runs from the loop,
+ * and its Watch service (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2) when every
+ * endpoint is http:// with a numeric address, else its JSON gateway for those too (/v3/kv/...,
+ * /v3/watch); the gateway always for leases (/v3/lease/grant, keepalive, revoke); the
+ * gateway's JSON with jansson, through libcurl's multi interface. Every call is asynchronous:
+ * it returns at once and its callback runs from the loop,
  * exactly once (unless the request is cancelled with etcd_request_cancel()). No call
  * blocks.
  *
@@ -140,7 +141,7 @@ typedef struct EtcdOp {
  * progress notifications), or the end of the watch with error < 0 (-ECONNRESET: the stream
  * broke, its member died or lost the leader, or etcd cancelled the watch; -ESTALE:
  * start_revision was compacted, compact_revision says from where to read anew; -EBADMSG: a
- * message that is not the gateway's). After an error the watch is over: free it (from the
+ * message that is not etcd's). After an error the watch is over: free it (from the
  * callback too) and, usually, range and watch again. */
 typedef void (*etcd_watch_callback_t)(Etcd *e, EtcdWatch *w, const EtcdEvent *events, size_t n,
                                       int64_t revision, int error, int64_t compact_revision,

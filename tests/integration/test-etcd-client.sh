@@ -196,6 +196,17 @@ assert_ok "a watch from a compacted revision ends with ESTALE ($(grep '^watch-er
 assert_eq "$(events old)" "" "no events from the compacted watch"
 d unwatch old
 
+# A stream's messages cut across HTTP/2 frames (16 KiB each) and delivered whole: three events
+# of 300,000 bytes each, back to back.
+d watch big prefix:/it/big/
+head -c 300000 /dev/zero | tr '\0' x > "$T/big"
+for i in 1 2 3; do ectl put "/it/big/$i" < "$T/big" >/dev/null; done
+d wait big 3 $((10 * TIME_SCALE))
+assert_eq "$(field events)" 3 "the large events seen by the watch"
+assert_eq "$(awk '$1 == "event" && $2 == "big" && $3 == "PUT" && length($5) == 300000' "$LOG" |
+        wc -l)" 3 "each large value whole"
+d unwatch big
+
 # ---- one member killed: requests go on through the others, the watch on it breaks ----
 d watch m prefix:/it/m/
 d put /it/m/1 before
