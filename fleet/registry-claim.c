@@ -76,10 +76,22 @@ void claim_undo(RegHostKey *k) {
 
 /* ---- confirm ---- */
 
+/* A confirmation that did not apply did not put the slot's document either: the flush does. */
+static void confirm_doc_lost(RegHostKey *k) {
+        RegSlot *s = registry_slot(k->registry, k->slot_id);
+
+        if (!s)
+                return;
+        registry_slot_sending(k->registry, s, NULL);
+        registry_slot_dirty(k->registry, s);
+}
+
 static void on_confirmed(Etcd *e, const EtcdResponse *resp, void *userdata) {
         RegHostKey *k = userdata;
 
         k->txn = NULL;
+        if (resp->error < 0 || !resp->succeeded)
+                confirm_doc_lost(k);
         if (resp->error < 0) {
                 log_warning("etcd: confirming allocation %s failed: %s; trying again",
                             k->claim.allocation_id, resp->message);
@@ -120,9 +132,14 @@ static int confirm_send(RegHostKey *k, const char *record_key, AllocationRecord 
         if (q < 0)
                 return q;
         ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = record_key, .value = value };
-        if (registry_lease_ready(r) && registry_slot_document(r, s, &slot_key, &slot_value) >= 0)
+        /* The slot's document, unless a flush sent this very one already (slotd's signals of
+         * the allocation came before its answer): etcd has it, or will have it again. */
+        if (registry_lease_ready(r) && registry_slot_document(r, s, &slot_key, &slot_value) >= 0 &&
+            !registry_slot_sent(r, s, slot_key, slot_value)) {
                 ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = slot_key, .value = slot_value,
                                      .lease = r->lease_id };
+                registry_slot_sending(r, s, streq_ptr(s->key, slot_key) ? slot_value : NULL);
+        }
         ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = k->key };
         return etcd_batch_txn(r->batch, cmp, 2, ops, n, &fail, 1, on_confirmed, k, &k->txn);
 }

@@ -182,6 +182,8 @@ static void flush_restore(Registry *r) {
         for (size_t i = 0; i < r->n_flush_ids; i++) {
                 RegSlot *s = registry_slot(r, r->flush_ids[i]);
 
+                if (s)
+                        registry_slot_sending(r, s, NULL); /* its document goes anew */
                 if (s && s->known && !s->dirty) {
                         s->dirty = true;
                         s->dirty_next = r->dirty;
@@ -264,11 +266,18 @@ static void flush_add_slot(Registry *r, FlushOps *f) {
                                   s->id, strempty(s->fleet));
                 return;
         }
+        if (registry_slot_sent(r, s, key, value)) {
+                /* a confirmation sent it (or, if that fails, makes the slot dirty again) */
+                free(key);
+                free(value);
+                return;
+        }
         if (s->key && !streq(s->key, key) && strv_push(&r->stale_keys, s->key) >= 0)
                 s->key = NULL;
         if (free_and_strdup(&s->key, key) < 0)
                 log_oom();
         r->flush_ids[r->n_flush_ids++] = s->id;
+        registry_slot_sending(r, s, value);
         flush_add_put(r, f, key, value);
 }
 

@@ -117,6 +117,7 @@ RegSlot *reg_slot_free(RegSlot *s) {
         free(s->allocation_uuid);
         free(s->build_configuration);
         free(s->key);
+        free(s->sent_doc);
         free(s);
         return NULL;
 }

@@ -109,6 +109,17 @@ void registry_slot_remove(Registry *r, uint32_t id) {
         registry_schedule_flush(r);
 }
 
+bool registry_slot_sent(const Registry *r, const RegSlot *s, const char *key, const char *value) {
+        return s->sent_doc && s->sent_lease == r->lease_id && streq_ptr(s->key, key) &&
+               streq(s->sent_doc, value);
+}
+
+void registry_slot_sending(Registry *r, RegSlot *s, const char *value) {
+        free(s->sent_doc);
+        s->sent_doc = value ? strdup(value) : NULL; /* NULL: nothing skipped, no harm */
+        s->sent_lease = r->lease_id;
+}
+
 void registry_slot_dirty(Registry *r, RegSlot *s) {
         if (!s->dirty && s->known) {
                 s->dirty = true;

@@ -68,6 +68,12 @@ typedef struct RegSlot {
         bool dirty;            /* its document waits for the next flush */
         struct RegSlot *dirty_next;
         char *key;             /* the key its document was last put under, NULL: none */
+        /* The document last sent (by a flush or a confirmation) under key, and its lease:
+         * the same document under the same key and lease is not sent again (an allocation
+         * makes the slot dirty through slotd's signals, and its confirmation carries the
+         * document too). A send that failed clears it and makes the slot dirty again. */
+        char *sent_doc;
+        int64_t sent_lease;
 } RegSlot;
 
 /* The Manager as slotd last told it. */
@@ -158,6 +164,10 @@ Registry *registry_free(Registry *r);
 
 /* registry.c: the model. */
 RegSlot *registry_slot(Registry *r, uint32_t id);
+/* Whether value under key and the registry's lease is what s's last send put (registry.h's
+ * RegSlot.sent_doc); and the record of a send (value NULL: none known). */
+bool registry_slot_sent(const Registry *r, const RegSlot *s, const char *key, const char *value);
+void registry_slot_sending(Registry *r, RegSlot *s, const char *value);
 int registry_slot_add(Registry *r, uint32_t id, RegSlot **ret);
 void registry_slot_remove(Registry *r, uint32_t id);
 void registry_slot_dirty(Registry *r, RegSlot *s);
