@@ -175,8 +175,18 @@ put_claim() { # put_claim UUID SLOT [FLEET]: the record and the claim, as an all
 }
 U1=6c1f8d2e-1111-4a55-9d3e-000000000001
 s1=$(free_slot)
+kv_at() { # kv_at KEY REV: "mod_revision version allocationId" of KEY at revision REV
+        ectl get "$1" --rev="$2" -w json | jq -r '.kvs[0] | "\(.mod_revision) \(.version) \(.value | @base64d | fromjson | .allocationId)"'
+}
+rev0=$(ectl get / -w json | jq -r .header.revision)
 put_claim $U1 "$s1"
 wait_field "$P/allocations/game/$U1" status fulfilled
+rev1=$(ectl get "$P/allocations/game/$U1" -w json | jq -r '.kvs[0].mod_revision')
+read -r _ v0 _ <<<"$(kv_at "$(skey "$s1")" "$rev0")"
+read -r _ v1 a1 <<<"$(kv_at "$(skey "$s1")" "$rev1")"
+assert_eq "$a1" $U1 "at the revision the record reads fulfilled, the slot document shows the allocation"
+# slotd's signals and the confirmation carry the same document: it is written once (SPEC §13)
+assert_eq "$((v1 - v0))" 1 "the slot document written once for the allocation"
 assert_eq "$(sprop "$s1" AllocationUUID)" $U1 "slotd allocated the claimed slot"
 assert_eq "$(fields "$P/allocations/game/$U1" machineID slotID gamePort ipv4 projectId payload)" \
         "$MID|$s1|$((36700 + s1))|192.0.2.1|p|map=arena players=3" \
