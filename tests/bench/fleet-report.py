@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """fleet-report: the table of tests/bench/fleet-bench, from the files of its run directory
 (dbus-rtt, dbus-load1, dbus-load32: alloc-client's lines; fleet-1.json, fleet-32.json:
-fleet-load.py's; propagation: registry-latency.py's line; death.json). Prints the Markdown
+fleet-load's; propagation: registry-latency.py's line; death.json). Prints the Markdown
 table and writes results/fleet-latest.json, results/fleet-latest.md and a line of
 results/fleet-runs.tsv."""
 import argparse
