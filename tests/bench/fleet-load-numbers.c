@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fleet-load's numbers (fleet-load.h): samples, etcd's counters, the processes' CPU. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <math.h>
 #include <regex.h>

@@ -32,7 +32,9 @@
  *              [--build-configuration ID] [--clients N] [--seconds S] [--warmup S]
  *              [--fulfil-timeout S] [--pid NAME=PID]... [--out FILE]
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
