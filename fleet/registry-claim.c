@@ -144,18 +144,16 @@ static int confirm_send(RegHostKey *k, const char *record_key, AllocationRecord 
         return etcd_batch_txn(r->batch, cmp, 2, ops, n, &fail, 1, on_confirmed, k, &k->txn);
 }
 
-static void on_record_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
+/* The record read (kv NULL: none), once slotd allocated the claim: the confirmation. */
+static void record_found(RegHostKey *k, int error, const EtcdKv *kv) {
         _cleanup_(allocation_record_done) AllocationRecord rec = {};
         _cleanup_free_ char *record_key = NULL;
-        RegHostKey *k = userdata;
 
-        k->txn = NULL;
-        if (resp->error < 0) {
+        if (error < 0) {
                 host_key_work_done(k, WORK_RETRY);
                 return;
         }
-        if (resp->n_kvs == 0 || allocation_record_parse(resp->kvs[0].value,
-                                                        resp->kvs[0].value_len, &rec) < 0) {
+        if (!kv || allocation_record_parse(kv->value, kv->value_len, &rec) < 0) {
                 claim_undo(k); /* the record is gone (deallocated): so is the claim's ground */
                 return;
         }
@@ -163,14 +161,87 @@ static void on_record_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 host_key_delete(k);
                 return;
         }
-        k->record_revision = resp->kvs[0].mod_revision;
+        k->record_revision = kv->mod_revision;
         if (claim_record_key(k, &record_key) < 0 || confirm_send(k, record_key, &rec) < 0)
                 host_key_work_done(k, WORK_RETRY);
+}
+
+static void on_record_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        RegHostKey *k = userdata;
+
+        k->txn = NULL;
+        record_found(k, resp->error, resp->error >= 0 && resp->n_kvs > 0 ? &resp->kvs[0] : NULL);
 }
 
 static void confirm_read(RegHostKey *k) {
         if (read_record(k, on_record_read) < 0)
                 host_key_work_done(k, WORK_RETRY);
+}
+
+/* ---- the record read while slotd allocates ---- */
+
+void claim_prefetch_drop(RegHostKey *k) {
+        etcd_batch_txn_cancel(k->prefetch);
+        k->prefetch = NULL;
+        k->prefetch_asked = k->prefetch_here = k->allocated = false;
+        k->prefetch_error = 0;
+        k->prefetched.value = mfree(k->prefetched.value);
+}
+
+/* slotd allocated, and the read is here: the confirmation on what it found (a read that
+ * failed is made again now). */
+static void prefetch_use(RegHostKey *k) {
+        EtcdKv kv = k->prefetched;
+        int error = k->prefetch_error;
+
+        k->prefetched = (EtcdKv) {};
+        claim_prefetch_drop(k);
+        if (error < 0)
+                confirm_read(k);
+        else
+                record_found(k, 0, kv.value ? &kv : NULL);
+        free(kv.value);
+}
+
+static void on_prefetched(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        RegHostKey *k = userdata;
+
+        k->prefetch = NULL;
+        k->prefetch_here = true;
+        k->prefetch_error = resp->error;
+        if (resp->error >= 0 && resp->n_kvs > 0) {
+                const EtcdKv *kv = &resp->kvs[0];
+
+                k->prefetched.value = malloc(kv->value_len + 1);
+                if (k->prefetched.value) {
+                        memcpy(k->prefetched.value, kv->value, kv->value_len + 1);
+                        k->prefetched.value_len = kv->value_len;
+                        k->prefetched.mod_revision = kv->mod_revision;
+                } else
+                        k->prefetch_error = -ENOMEM;
+        }
+        if (k->allocated)
+                prefetch_use(k);
+}
+
+static void prefetch_start(RegHostKey *k) {
+        _cleanup_free_ char *key = NULL;
+
+        claim_prefetch_drop(k);
+        if (claim_record_key(k, &key) >= 0 &&
+            etcd_batch_range(k->registry->batch, key, NULL, 0, on_prefetched, k,
+                             &k->prefetch) >= 0)
+                k->prefetch_asked = true;
+}
+
+/* slotd allocated the claim: the confirmation, on the record read meanwhile if it is here. */
+static void claim_allocated(RegHostKey *k) {
+        if (k->prefetch_here)
+                prefetch_use(k);
+        else if (k->prefetch_asked)
+                k->allocated = true; /* on_prefetched goes on */
+        else
+                confirm_read(k);
 }
 
 /* ---- allocate ---- */
@@ -190,7 +261,7 @@ static int on_allocated(sd_bus_message *reply, void *userdata, sd_bus_error *ret
                 host_key_work_done(k, host_key_unreached(k));
                 return 0;
         }
-        confirm_read(k);
+        claim_allocated(k);
         return 0;
 }
 
@@ -215,8 +286,11 @@ void claim_start(RegHostKey *k) {
                 claim_refuse(k, why);
                 return;
         }
-        if (registry_bus_allocate(r, k->slot_id, &k->claim, on_allocated, k, &k->call) < 0)
+        if (registry_bus_allocate(r, k->slot_id, &k->claim, on_allocated, k, &k->call) < 0) {
                 host_key_work_done(k, host_key_unreached(k));
+                return;
+        }
+        prefetch_start(k); /* beside slotd's work: the confirmation waits for neither twice */
 }
 
 /* ---- refuse ---- */

@@ -18,6 +18,7 @@ RegHostKey *reg_host_key_free(RegHostKey *k) {
         k->call = sd_bus_slot_unref(k->call);
         etcd_request_cancel(k->req);
         etcd_batch_txn_cancel(k->txn);
+        claim_prefetch_drop(k);
         k->retry = sd_event_source_disable_unref(k->retry);
         claim_doc_done(&k->claim);
         free(k->key);
@@ -81,6 +82,7 @@ void host_key_work_done(RegHostKey *k, WorkOutcome outcome) {
         k->busy = false;
         k->undo = false;
         k->call = sd_bus_slot_unref(k->call);
+        claim_prefetch_drop(k);
         if (outcome == WORK_DONE) {
                 k->done_revision = k->working_revision;
                 backoff_reset(&k->backoff);

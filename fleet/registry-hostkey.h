@@ -27,6 +27,8 @@ bool slotd_error_is_refusal(const sd_bus_error *e);
 void host_key_delete(RegHostKey *k);
 
 void claim_start(RegHostKey *k);
+/* The record read while slotd allocates, cancelled or forgotten (the work is over). */
+void claim_prefetch_drop(RegHostKey *k);
 /* Deallocates what a claim that changed had made; again after the back-off until slotd
  * answers. */
 void claim_undo(RegHostKey *k);

@@ -233,6 +233,13 @@ struct RegHostKey {
         sd_bus_slot *call;
         EtcdRequest *req;
         EtcdBatchTxn *txn;
+        /* A claim's record, read while slotd allocates (registry-claim.c), so that the
+         * confirmation need not wait for a read after slotd's answer: the read in flight,
+         * then its outcome (an error, or the record: value NULL when there is none). */
+        EtcdBatchTxn *prefetch;
+        bool prefetch_asked, prefetch_here, allocated;
+        int prefetch_error;
+        EtcdKv prefetched;
         sd_event_source *retry;
         Backoff backoff;
         RegHostKey *prev, *next;
