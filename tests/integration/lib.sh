@@ -78,6 +78,7 @@ cleanup() {
                 "$i" "$rc" || { [ $rc -eq 0 ] && rc=1; }
         done
         if [ -n "$SLOTD_PID" ] && kill -0 "$SLOTD_PID" 2>/dev/null; then
+                kill -CONT "$SLOTD_PID" 2>/dev/null || true # a test that stopped it failed
                 kill -TERM "$SLOTD_PID" 2>/dev/null || true
                 wait "$SLOTD_PID" 2>/dev/null || true
         fi

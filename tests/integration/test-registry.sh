@@ -207,6 +207,30 @@ wait_until $((10 * TIME_SCALE)) "the deallocation key of an unknown allocation d
         absent "$P/hosts/$MID/deallocations/"
 wait_until $((10 * TIME_SCALE)) "slotd had none" in_log "Allocation $U1 deallocated (slotd had none)"
 
+# A record rewritten while slotd allocates (the registry reads it beside slotd's work, slotd
+# stopped meanwhile): the confirmation's compare fails on the record alone; the record is read
+# anew and the allocation confirmed on it.
+U7=6c1f8d2e-7777-4a55-9d3e-000000000007
+s7=$(free_slot)
+txns() { # Txn calls etcd served (the gateway's and gRPC's; reads in a txn included)
+        curl -s "${ETCD_ENDPOINTS%%,*}/metrics" |
+                awk '/^grpc_server_handled_total\{.*grpc_method="Txn"/ { n += $2 } END { printf "%d\n", n }'
+}
+txns_above() { [ "$(txns)" -gt "$1" ]; }
+t0=$(txns)
+kill -STOP "$SLOTD_PID"
+put_claim $U7 "$s7"
+# the claim's transaction, then the registry's read of the record (one more)
+wait_until $((10 * TIME_SCALE)) "the registry read the record" txns_above $((t0 + 1))
+ectl put "$P/allocations/game/$U7" "$(record $U7 "$s7" | sed 's/"attempts":1/"attempts":2/')" >/dev/null
+kill -CONT "$SLOTD_PID"
+wait_field "$P/allocations/game/$U7" status fulfilled
+assert_eq "$(fields "$P/allocations/game/$U7" attempts slotID)" "2|$s7" \
+        "the record fulfilled is the one rewritten while slotd allocated"
+assert_ok "the claim is gone" absent "$P/hosts/$MID/claims/$s7"
+ectl put "$P/hosts/$MID/deallocations/$U7" "{\"allocationId\":\"$U7\",\"fleetId\":\"game\",\"slotID\":$s7}" >/dev/null
+wait_prop "$s7" AllocationUUID ""
+
 # ---- 6. refusals and undo ----
 # A claim of another fleet for the slot: refused, the claim deleted, the machine
 # excluded in the record.
