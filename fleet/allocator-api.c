@@ -317,6 +317,30 @@ static void delete_read(ReadOp *op) {
                 read_op_unavailable(op, NULL);
 }
 
+/* The transaction at once, without reading the record first, when the view knows what the
+ * record holds: the slot that shows the allocation saw its claim deleted at revision R, and
+ * no claim of it is left; the only transaction that deletes a claim and writes its record at
+ * R, the slot then showing the allocation, is its host's confirmation: the record is
+ * fulfilled there. Compared (the record's mod_revision R): if it is not so, the transaction
+ * fails and the record is read as usual. */
+static bool delete_direct(ReadOp *op) {
+        Allocator *a = op->allocator;
+        const ApiRoute *rt = api_request_route(op->req);
+        CacheSlot *s = cache_ready(a) ? hashmap_get(&a->cache.slots_by_allocation, rt->allocation)
+                                      : NULL;
+        AllocationRecord rec;
+
+        if (!s || !streq_ptr(s->claim_gone_allocation_id, rt->allocation) ||
+            s->claim_gone_revision <= 0 || !streq_ptr(s->fleet, rt->fleet) ||
+            hashmap_get(&a->cache.claims_by_allocation, rt->allocation))
+                return false;
+        rec = (AllocationRecord) { .allocation_id = (char *) rt->allocation,
+                                   .fleet_id = (char *) rt->fleet, .machine_id = s->machine_id,
+                                   .slot_id = s->slot_id, .status = ALLOCATION_FULFILLED };
+        op->record_revision = s->claim_gone_revision;
+        return delete_send(op, &rec) >= 0;
+}
+
 static void api_delete(Allocator *a, ApiRequest *req) {
         const ApiRoute *rt = api_request_route(req);
         ReadOp *op = read_op_new(a, req, allocator_record_key(a, rt->fleet, rt->allocation));
@@ -325,7 +349,8 @@ static void api_delete(Allocator *a, ApiRequest *req) {
                 api_request_error(req, 500, "out of memory");
                 return;
         }
-        delete_read(op);
+        if (!delete_direct(op))
+                delete_read(op);
 }
 
 /* ---- GET /v1/fleets/{fleetId}/capacity (SPEC §13) ---- */

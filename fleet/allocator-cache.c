@@ -107,6 +107,7 @@ static void slot_free(Allocator *a, CacheSlot *s) {
         }
         slot_doc_done(&s->doc);
         free(s->seen_allocation_id);
+        free(s->claim_gone_allocation_id);
         free(s->key);
         free(s->machine_id);
         free(s->fleet);
@@ -185,6 +186,7 @@ static void slot_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         s->doc = doc;
         s->mod_revision = kv->mod_revision;
         slot_seen_allocation(s);
+        replace_slot_showed(a, s);
         s->generation = generation;
         slot_index_allocation(a, s);
         slot_feed(a, s);
@@ -371,8 +373,13 @@ static void apply_delete(Allocator *a, CacheKind kind, const char *key, int64_t 
                 break;
         default:
                 c = hashmap_get(&a->cache.claims, key);
-                if (c && c->mod_revision <= revision)
-                        claim_free(a, c, true);
+                if (!c || c->mod_revision > revision)
+                        break;
+                s = cache_slot_by_index(a, c->machine_id, c->slot_id);
+                if (s && c->doc.allocation_id &&
+                    free_and_strdup(&s->claim_gone_allocation_id, c->doc.allocation_id) >= 0)
+                        s->claim_gone_revision = revision;
+                claim_free(a, c, true);
         }
 }
 

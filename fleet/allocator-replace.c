@@ -505,6 +505,19 @@ void replace_claim_gone(Allocator *a, const ClaimDoc *doc, const char *machine_i
         op_later(op, GONE_CHECK_DELAY);
 }
 
+void replace_slot_showed(Allocator *a, const CacheSlot *s) {
+        ReplaceOp *op;
+
+        if (!a->replace_ops || str_isempty(s->doc.allocation_id))
+                return;
+        op = op_find(a, s->doc.allocation_id);
+        /* waiting for its check (nothing of it in etcd's hands): the check is answered */
+        if (op && op->reason == REPLACE_REFUSED && !op->etcd && !op->pending &&
+            op->old_slot == s->slot_id && streq(op->old_machine, s->machine_id) &&
+            slot_showed(s, op->allocation_id, op->gone_claim_revision))
+                op_free(op);
+}
+
 void replace_record_orphaned(Allocator *a, const AllocationRecord *rec) {
         const ClaimDoc doc = { .allocation_id = rec->allocation_id, .fleet_id = rec->fleet_id };
         ReplaceOp *op;

@@ -53,6 +53,12 @@ typedef struct CacheSlot {
          * (replace_claim_gone), whatever the slot shows by the time that is looked at. */
         char *seen_allocation_id;
         int64_t seen_allocation_revision;
+        /* The last claim of this slot the view saw deleted: its allocationId and the revision
+         * of the deletion. A record whose mod_revision is that revision, of an allocation the
+         * slot shows and with no claim left, is what its host's confirmation wrote (a
+         * DELETE's one transaction, allocator-api.c). */
+        char *claim_gone_allocation_id;
+        int64_t claim_gone_revision;
         bool claimed;
         unsigned generation;
         LIST_FIELDS(struct CacheSlot, all);
@@ -172,6 +178,9 @@ int replace_claim_seen(Allocator *a, CacheClaim *c);
  * not fulfil it, the host refused it (SPEC §13 step 2): placed again. */
 void replace_claim_gone(Allocator *a, const ClaimDoc *doc, const char *machine_id,
                         uint32_t slot_id, int64_t claim_revision);
+/* A slot's document now shows an allocation: a check of that allocation's claim gone, still
+ * waiting, is answered (the host confirmed it), before the slot moves on to another. */
+void replace_slot_showed(Allocator *a, const CacheSlot *s);
 /* A claimed record found without its claim (allocator-orphan.h): placed again as a refused
  * one, unless an op is at it already. */
 void replace_record_orphaned(Allocator *a, const AllocationRecord *rec);
