@@ -538,6 +538,18 @@ assert_eq "$(body_of "$out" | json ipv4)" "$(fleet_ip "$k")" "the machine's addr
 assert_eq "$(status_of "$(fleet_delete 20 "$(fleet_allocations)/$U")")" 204 "DELETE"
 deallocated() { [ -z "$(on_host "$k" sprop "$slot" AllocationUUID)" ]; }
 wait_until $((20 * TIME_SCALE)) "slotd deallocated the slot" deallocated
+# A record rewritten after its confirmation: the view's revision of it is stale, the DELETE
+# without a read fails its compare, and the record read anew is deleted all the same.
+U=$(uuid)
+assert_eq "$(status_of "$(post 20 game "$U" "\"buildConfigurationId\":$FLEET_BUILD_CONFIGURATION")")" 200 "POST"
+wait_until $((20 * TIME_SCALE)) "the allocation fulfilled by its host" fulfilled
+out=$(get_alloc 20 game "$U")
+k=$(fleet_host_of_machine "$(body_of "$out" | json machineId)")
+slot=$(body_of "$out" | json serverId)
+ectl put "$FLEET_PREFIX/allocations/game/$U" "$(ectl get "$FLEET_PREFIX/allocations/game/$U" --print-value-only)" >/dev/null
+assert_eq "$(status_of "$(fleet_delete 20 "$(fleet_allocations)/$U")")" 204 "DELETE of a record rewritten since its confirmation"
+assert_eq "$(count_keys "$FLEET_PREFIX/allocations/game/$U")" 0 "the rewritten record deleted"
+wait_until $((20 * TIME_SCALE)) "slotd deallocated the rewritten record's slot" deallocated
 
 note "real hosts: a draining machine is the last resort, and its slotd lets the claim through"
 alloc_stop 20
