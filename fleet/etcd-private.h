@@ -10,6 +10,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "curl-event.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
 #include "etcd.h"
@@ -64,7 +65,7 @@ struct Etcd {
         unsigned n_ref;
         bool freed;
         sd_event *event;
-        sd_event_source *timer;
+        CurlEvent *curl; /* multi on the loop */
         CURLM *multi;
         char **endpoints;
         size_t n_endpoints, current;

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
+#include "curl-event.h"
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
@@ -436,7 +436,7 @@ static void etcd_unref(Etcd *e) {
         /* Every transfer is gone: the cache's connections close (the socket callback runs). */
         if (e->multi)
                 (void) curl_multi_cleanup(e->multi);
-        sd_event_source_disable_unref(e->timer);
+        curl_event_free(e->curl); /* after the multi handle, whose sockets it removed */
         sd_event_unref(e->event);
         for (size_t i = 0; i < e->n_endpoints; i++)
                 free(e->endpoints[i]);
@@ -495,74 +495,8 @@ static void etcd_process(Etcd *e) {
         etcd_unref(e);
 }
 
-static int on_curl_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Etcd *e = userdata;
-        int flags = 0, running;
-
-        if (revents & EPOLLIN)
-                flags |= CURL_CSELECT_IN;
-        if (revents & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-        if (revents & (EPOLLERR | EPOLLHUP))
-                flags |= CURL_CSELECT_ERR;
-        (void) curl_multi_socket_action(e->multi, fd, flags, &running);
-        etcd_process(e);
-        return 0;
-}
-
-static int on_curl_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Etcd *e = userdata;
-        int running;
-
-        (void) curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        etcd_process(e);
-        return 0;
-}
-
-/* CURLMOPT_SOCKETFUNCTION: one sd-event I/O source per socket curl uses. */
-static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-        Etcd *e = userp;
-        sd_event_source *s = socketp;
-        uint32_t events = 0;
-
-        if (what == CURL_POLL_REMOVE) {
-                if (s) {
-                        (void) curl_multi_assign(e->multi, fd, NULL);
-                        sd_event_source_disable_unref(s);
-                }
-                return 0;
-        }
-        if (what & CURL_POLL_IN)
-                events |= EPOLLIN;
-        if (what & CURL_POLL_OUT)
-                events |= EPOLLOUT;
-        if (s) {
-                if (sd_event_source_set_io_events(s, events) < 0 ||
-                    sd_event_source_set_enabled(s, SD_EVENT_ON) < 0)
-                        return -1;
-                return 0;
-        }
-        if (sd_event_add_io(e->event, &s, fd, events, on_curl_io, e) < 0)
-                return -1;
-        (void) sd_event_source_set_description(s, "etcd-curl-io");
-        if (curl_multi_assign(e->multi, fd, s) != CURLM_OK) {
-                sd_event_source_disable_unref(s);
-                return -1;
-        }
-        return 0;
-}
-
-/* CURLMOPT_TIMERFUNCTION: the one timer curl asks for, as an sd-event timer. */
-static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
-        Etcd *e = userp;
-
-        if (timeout_ms < 0)
-                return sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
-        if (sd_event_source_set_time(e->timer, now_usec(CLOCK_MONOTONIC) +
-                                                       (usec_t) timeout_ms * USEC_PER_MSEC) < 0 ||
-            sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT) < 0)
-                return -1;
-        return 0;
+static void on_curl_process(void *userdata) {
+        etcd_process(userdata);
 }
 
 /* ---- set-up ---- */
@@ -596,6 +530,7 @@ static int etcd_copy_endpoints(Etcd *e, char **endpoints) {
 
 static int etcd_setup_curl(Etcd *e) {
         static bool initialized = false;
+        int r;
 
         if (!initialized) {
                 if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -605,12 +540,11 @@ static int etcd_setup_curl(Etcd *e) {
         e->multi = curl_multi_init();
         if (!e->multi)
                 return -ENOMEM;
-        if (curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
-            curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e) != CURLM_OK ||
-            curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
-            curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e) != CURLM_OK ||
-            curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, ETCD_MAXCONNECTS) != CURLM_OK)
+        if (curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, ETCD_MAXCONNECTS) != CURLM_OK)
                 return -ENOMEM;
+        r = curl_event_new(&e->curl, e->event, e->multi, "etcd-curl", on_curl_process, e);
+        if (r < 0)
+                return r;
         /* No "Expect: 100-continue": it would hold a big txn back a round trip (or 1 s). The
          * watch asks etcd to cancel it when its member loses the leader ("hasleader", gRPC
          * metadata through the gateway), so a member cut off from the quorum ends it. */
@@ -664,12 +598,6 @@ int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config) {
                        (config->cert_file && !(e->cert_file = strdup(config->cert_file))) ||
                        (config->key_file && !(e->key_file = strdup(config->key_file)))))
                 r = -ENOMEM;
-        if (r >= 0)
-                r = sd_event_add_time(event, &e->timer, CLOCK_MONOTONIC, 0, 1, on_curl_timer, e);
-        if (r >= 0) {
-                (void) sd_event_source_set_description(e->timer, "etcd-curl-timer");
-                r = sd_event_source_set_enabled(e->timer, SD_EVENT_OFF);
-        }
         if (r >= 0)
                 r = etcd_setup_curl(e);
         if (r >= 0)

@@ -43,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +51,7 @@
 #include <systemd/sd-event.h>
 #include <systemd/sd-id128.h>
 
+#include "curl-event.h"
 #include "etcd.h"
 #include "fleet-load.h"
 #include "hashmap.h"
@@ -96,7 +96,8 @@ struct Bench {
         char *token, *bc_json;
         sd_event *event;
         CURLM *multi;
-        sd_event_source *curl_timer, *phase_timer, *rewatch_timer;
+        CurlEvent *curl;
+        sd_event_source *phase_timer, *rewatch_timer;
         struct curl_slist *post_headers, *delete_headers;
         Etcd *etcd;
         EtcdWatch *watch;
@@ -376,7 +377,7 @@ static void client_free(Bench *b, Client *c) {
         free(c->url_delete);
 }
 
-/* ---- libcurl's multi interface on sd-event (as fleet/etcd.c drives it) ---- */
+/* ---- libcurl's multi interface on sd-event (common/curl-event.h, as fleet/etcd.c's) ---- */
 
 static void bench_collect(Bench *b) {
         CURLMsg *msg;
@@ -397,66 +398,8 @@ static void bench_collect(Bench *b) {
         }
 }
 
-static int on_curl_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Bench *b = userdata;
-        int flags = 0, running;
-
-        (void) s;
-        if (revents & EPOLLIN)
-                flags |= CURL_CSELECT_IN;
-        if (revents & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-        if (revents & (EPOLLERR | EPOLLHUP))
-                flags |= CURL_CSELECT_ERR;
-        (void) curl_multi_socket_action(b->multi, fd, flags, &running);
-        bench_collect(b);
-        return 0;
-}
-
-static int on_curl_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Bench *b = userdata;
-        int running;
-
-        (void) s, (void) usec;
-        (void) curl_multi_socket_action(b->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        bench_collect(b);
-        return 0;
-}
-
-static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-        Bench *b = userp;
-        sd_event_source *s = socketp;
-        uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) |
-                          (what & CURL_POLL_OUT ? EPOLLOUT : 0);
-
-        (void) easy;
-        if (what == CURL_POLL_REMOVE) {
-                if (s) {
-                        (void) curl_multi_assign(b->multi, fd, NULL);
-                        sd_event_source_disable_unref(s);
-                }
-                return 0;
-        }
-        if (s)
-                return sd_event_source_set_io_events(s, events) < 0 ||
-                       sd_event_source_set_enabled(s, SD_EVENT_ON) < 0 ? -1 : 0;
-        if (sd_event_add_io(b->event, &s, fd, events, on_curl_io, b) < 0)
-                return -1;
-        if (curl_multi_assign(b->multi, fd, s) != CURLM_OK) {
-                sd_event_source_disable_unref(s);
-                return -1;
-        }
-        return 0;
-}
-
-static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
-        Bench *b = userp;
-
-        (void) multi;
-        if (timeout_ms < 0)
-                return sd_event_source_set_enabled(b->curl_timer, SD_EVENT_OFF) < 0 ? -1 : 0;
-        return sd_event_source_set_time_relative(b->curl_timer, (uint64_t) timeout_ms * 1000) < 0 ||
-               sd_event_source_set_enabled(b->curl_timer, SD_EVENT_ONESHOT) < 0 ? -1 : 0;
+static void on_curl_process(void *userdata) {
+        bench_collect(userdata);
 }
 
 /* ---- the watch: fulfilment ---- */
@@ -730,15 +673,8 @@ static struct curl_slist *headers(const char *token, bool json) {
 
 static int bench_setup_curl(Bench *b) {
         if (!(b->multi = curl_multi_init()) ||
-            curl_multi_setopt(b->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
-            curl_multi_setopt(b->multi, CURLMOPT_SOCKETDATA, b) != CURLM_OK ||
-            curl_multi_setopt(b->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
-            curl_multi_setopt(b->multi, CURLMOPT_TIMERDATA, b) != CURLM_OK ||
-            curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long) b->o.clients + 4) != CURLM_OK)
-                return -ENOMEM;
-        if (sd_event_add_time_relative(b->event, &b->curl_timer, CLOCK_MONOTONIC, 0, 1,
-                                       on_curl_timer, b) < 0 ||
-            sd_event_source_set_enabled(b->curl_timer, SD_EVENT_OFF) < 0)
+            curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long) b->o.clients + 4) != CURLM_OK ||
+            curl_event_new(&b->curl, b->event, b->multi, "fleet-load-curl", on_curl_process, b) < 0)
                 return -ENOMEM;
         b->post_headers = headers(b->token, true);
         b->delete_headers = headers(b->token, false);
@@ -791,7 +727,7 @@ static void bench_done(Bench *b) {
         b->etcd = etcd_free(b->etcd); /* and its watch */
         if (b->multi)
                 (void) curl_multi_cleanup(b->multi);
-        sd_event_source_disable_unref(b->curl_timer);
+        curl_event_free(b->curl); /* after the multi handle, whose sockets it removed */
         sd_event_source_disable_unref(b->phase_timer);
         sd_event_source_disable_unref(b->rewatch_timer);
         sd_event_unref(b->event);
