@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* slotd.ini's [fleet] section: where the fleet layer's etcd is and how the registry uses it
  * (SPEC §2, §13). */
-#include <arpa/inet.h>
-
 #include "config-internal.h"
+#include "endpoint-url.h"
 #include "strv.h"
 
 #define ENDPOINTS_MAX 16
@@ -11,53 +10,11 @@
 #define PREFIX_MAX 128
 #define LEASE_TTL_MAX (3600 * USEC_PER_SEC)
 
-static bool hostname_is_valid(const char *s, size_t n) {
-        static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-";
-
-        if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!strchr(chars, s[i]))
-                        return false;
-        return true;
-}
-
-/* "http://HOST:PORT" or "https://HOST:PORT", HOST a name, an IPv4 address or a bracketed
- * IPv6 address; no path (the client adds /v3/...). The port is required: etcd's default
- * one is not assumed. */
+/* SPEC §13's form of an etcd client URL (endpoint-url.h). */
 bool etcd_endpoint_is_valid(const char *s) {
-        const char *host, *colon;
-        char address[INET6_ADDRSTRLEN];
-        struct in6_addr a6;
-        uint16_t port;
-        size_t n;
+        EndpointURL u;
 
-        if (strncmp(s, "http://", 7) == 0)
-                host = s + 7;
-        else if (strncmp(s, "https://", 8) == 0)
-                host = s + 8;
-        else
-                return false;
-
-        if (host[0] == '[') {
-                const char *end = strchr(host, ']');
-
-                if (!end || end[1] != ':')
-                        return false;
-                n = (size_t) (end - host - 1);
-                if (n == 0 || n >= sizeof(address))
-                        return false;
-                memcpy(address, host + 1, n);
-                address[n] = '\0';
-                if (inet_pton(AF_INET6, address, &a6) != 1)
-                        return false;
-                colon = end + 1;
-        } else {
-                colon = strchr(host, ':');
-                if (!colon || !hostname_is_valid(host, (size_t) (colon - host)))
-                        return false;
-        }
-        return parse_port(colon + 1, &port) >= 0;
+        return endpoint_url_parse(s, &u) >= 0;
 }
 
 /* fleet.etcd_endpoints: a comma-separated list; empty turns the fleet layer off. */

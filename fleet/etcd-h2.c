@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "endpoint-url.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
 #include "list.h"
@@ -83,56 +84,6 @@ struct EtcdH2 {
         EtcdH2Call *pending; /* streaming calls with bytes to offer */
         sd_event_source *dispatch;
 };
-
-/* ---- endpoints ---- */
-
-int etcd_h2_endpoint_parse(const char *url, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        char host[INET6_ADDRSTRLEN + 1];
-        const char *p, *colon;
-        unsigned long port;
-        char *end;
-        size_t n;
-
-        if (!url || strncmp(url, "http://", 7) != 0)
-                return -EINVAL;
-        p = url + 7;
-        if (*p == '[') {
-                const char *close = strchr(p, ']');
-                if (!close || close[1] != ':')
-                        return -EINVAL;
-                n = (size_t) (close - p - 1);
-                p++;
-                colon = close + 1;
-        } else {
-                colon = strrchr(p, ':');
-                if (!colon)
-                        return -EINVAL;
-                n = (size_t) (colon - p);
-        }
-        if (n == 0 || n >= sizeof(host))
-                return -EINVAL;
-        memcpy(host, p, n);
-        host[n] = '\0';
-        errno = 0;
-        port = strtoul(colon + 1, &end, 10);
-        if (errno != 0 || end == colon + 1 || port == 0 || port > 65535 ||
-            (*end != '\0' && !streq(end, "/")))
-                return -EINVAL;
-        *ret = (struct sockaddr_storage) {};
-        if (inet_pton(AF_INET, host, &((struct sockaddr_in *) ret)->sin_addr) == 1) {
-                ((struct sockaddr_in *) ret)->sin_family = AF_INET;
-                ((struct sockaddr_in *) ret)->sin_port = htons((uint16_t) port);
-                *ret_len = sizeof(struct sockaddr_in);
-                return 0;
-        }
-        if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *) ret)->sin6_addr) == 1) {
-                ((struct sockaddr_in6 *) ret)->sin6_family = AF_INET6;
-                ((struct sockaddr_in6 *) ret)->sin6_port = htons((uint16_t) port);
-                *ret_len = sizeof(struct sockaddr_in6);
-                return 0;
-        }
-        return -EINVAL;
-}
 
 /* ---- calls ---- */
 
@@ -740,26 +691,22 @@ void etcd_h2_call_cancel(EtcdH2Call *c) {
 }
 
 int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
-        char host[INET6_ADDRSTRLEN];
         EtcdH2 *h = new0(EtcdH2, 1);
+        EndpointURL u;
         int r;
 
         if (!h)
                 return -ENOMEM;
         *h = (EtcdH2) { .n_ref = 1, .fd = -EBADF, .event = sd_event_ref(event) };
-        r = etcd_h2_endpoint_parse(url, &h->addr, &h->addr_len);
-        if (r >= 0) {
-                const void *a = h->addr.ss_family == AF_INET
-                                        ? (const void *) &((struct sockaddr_in *) &h->addr)->sin_addr
-                                        : (const void *) &((struct sockaddr_in6 *) &h->addr)->sin6_addr;
-                uint16_t port = ntohs(h->addr.ss_family == AF_INET
-                                              ? ((struct sockaddr_in *) &h->addr)->sin_port
-                                              : ((struct sockaddr_in6 *) &h->addr)->sin6_port);
-                (void) inet_ntop(h->addr.ss_family, a, host, sizeof(host));
-                (void) snprintf(h->authority, sizeof(h->authority),
-                                h->addr.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+        r = endpoint_url_parse(url, &u);
+        if (r >= 0 && u.tls)
+                r = -EINVAL;
+        if (r >= 0)
+                r = endpoint_url_sockaddr(&u, &h->addr, &h->addr_len);
+        if (r >= 0)
+                r = endpoint_url_authority(&u, h->authority, sizeof(h->authority));
+        if (r >= 0)
                 r = sd_event_add_defer(event, &h->dispatch, on_h2_dispatch, h);
-        }
         if (r >= 0) {
                 (void) sd_event_source_set_description(h->dispatch, "etcd-h2-dispatch");
                 r = sd_event_source_set_enabled(h->dispatch, SD_EVENT_OFF);

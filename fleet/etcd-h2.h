@@ -59,10 +59,7 @@ typedef void (*etcd_h2_callback_t)(EtcdH2Call *c, const EtcdH2Answer *a, void *u
 typedef size_t (*etcd_h2_stream_t)(EtcdH2Call *c, const uint8_t *data, size_t size,
                                    void *userdata);
 
-/* "http://ADDRESS:PORT" into an address: 0, or -EINVAL for anything else (https, a name, no
- * port, a path). */
-int etcd_h2_endpoint_parse(const char *url, struct sockaddr_storage *ret, socklen_t *ret_len);
-
+/* url: "http://ADDRESS:PORT" (endpoint-url.h); -EINVAL for https:// or a name. */
 int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url);
 /* Every call cancelled (no callback), the connection closed. */
 EtcdH2 *etcd_h2_free(EtcdH2 *h);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "curl-event.h"
+#include "endpoint-url.h"
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
@@ -564,11 +565,13 @@ static int etcd_setup_curl(Etcd *e) {
  * address: etcd-h2.h); else the KV calls go to the gateway too. */
 static int etcd_setup_h2(Etcd *e) {
         struct sockaddr_storage sa;
+        EndpointURL u;
         socklen_t len;
         int r;
 
         for (size_t i = 0; i < e->n_endpoints; i++)
-                if (etcd_h2_endpoint_parse(e->endpoints[i], &sa, &len) < 0)
+                if (endpoint_url_parse(e->endpoints[i], &u) < 0 || u.tls ||
+                    endpoint_url_sockaddr(&u, &sa, &len) < 0)
                         return 0;
         e->h2 = new0(EtcdH2 *, e->n_endpoints);
         if (!e->h2)
