@@ -36,7 +36,8 @@ struct EtcdBatchTxn {
         bool dispatching;
         EtcdBytes op; /* its op (a request_txn), gRPC's or the gateway's, until sent */
         size_t size;
-        char **keys; /* what it puts or deletes */
+        char **keys;         /* what it puts or deletes */
+        char **compare_keys; /* what its compares name */
         bool alone;  /* deletes a range: sent alone */
         bool range;  /* etcd_batch_range(): the callback gets its one op's answer */
         unsigned cost;
@@ -86,6 +87,7 @@ static void queue_remove(EtcdBatch *b, EtcdBatchTxn *t) {
 static void txn_free(EtcdBatchTxn *t) {
         etcd_bytes_done(&t->op);
         strv_free(t->keys);
+        strv_free(t->compare_keys);
         free(t);
 }
 
@@ -214,7 +216,8 @@ static void on_flight_answer(Etcd *e, const EtcdResponse *resp, void *userdata) 
 typedef enum Fit {
         FIT_YES,
         FIT_FULL, /* the batch is full for it: it goes first next time */
-        FIT_KEY,  /* it writes a key the batch writes, or one a txn before it waits for */
+        FIT_KEY,  /* it writes or compares a key the batch writes, or one a txn before it
+                   * waits for */
 } Fit;
 
 /* Whether t may join the batch being made (keys: what the batch writes so far, and what the
@@ -227,6 +230,10 @@ static Fit txn_fit(const EtcdBatchTxn *t, const Hashmap *keys, size_t n, size_t 
             n + 1 + MAX(cost, t->cost) > BATCH_OPS_MAX)
                 return FIT_FULL;
         STRV_FOREACH(k, t->keys)
+                if (hashmap_get(keys, *k))
+                        return FIT_KEY;
+        /* etcd decides a request's compares before it applies any of its ops */
+        STRV_FOREACH(k, t->compare_keys)
                 if (hashmap_get(keys, *k))
                         return FIT_KEY;
         return FIT_YES;
@@ -432,6 +439,8 @@ static int batch_queue(EtcdBatch *b, const EtcdOp *op, bool range, etcd_callback
         }
         if (r >= 0)
                 r = etcd_txn_op_write_keys(op, &t->keys, &t->alone);
+        if (r >= 0)
+                r = etcd_txn_op_compare_keys(op, &t->compare_keys);
         if (r < 0) {
                 txn_free(t);
                 return r;

@@ -471,6 +471,47 @@ static int write_keys(const EtcdOp *ops, size_t n, unsigned depth, char ***keys,
         return 0;
 }
 
+static int compare_keys(const EtcdOp *ops, size_t n, unsigned depth, char ***keys) {
+        int r;
+
+        for (size_t i = 0; ops && i < n; i++) {
+                const EtcdOp *op = &ops[i];
+
+                if (op->type != ETCD_OP_TXN)
+                        continue;
+                if (depth >= ETCD_TXN_NESTING_MAX)
+                        return -EINVAL;
+                for (size_t j = 0; op->compare && j < op->n_compare; j++) {
+                        if (!op->compare[j].key)
+                                return -EINVAL;
+                        if (strv_contains(*keys, op->compare[j].key))
+                                continue;
+                        r = strv_extend(keys, op->compare[j].key);
+                        if (r < 0)
+                                return r;
+                }
+                r = compare_keys(op->success, op->n_success, depth + 1, keys);
+                if (r >= 0)
+                        r = compare_keys(op->failure, op->n_failure, depth + 1, keys);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int etcd_txn_op_compare_keys(const EtcdOp *op, char ***ret) {
+        _cleanup_strv_free_ char **keys = NULL;
+        int r;
+
+        if (!op)
+                return -EINVAL;
+        r = compare_keys(op, 1, 0, &keys);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(keys);
+        return 0;
+}
+
 int etcd_txn_op_write_keys(const EtcdOp *op, char ***ret, bool *ret_range) {
         _cleanup_strv_free_ char **keys = NULL;
         bool range = false;

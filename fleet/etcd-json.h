@@ -55,6 +55,10 @@ int etcd_json_txn_of_ops(char *const *ops, size_t n, char **ret);
  * (*ret_range: it deletes a range too, whose keys are not listed). */
 unsigned etcd_txn_op_cost(const EtcdOp *op);
 int etcd_txn_op_write_keys(const EtcdOp *op, char ***ret, bool *ret_range);
+/* The keys a txn's compares name, its nested txns' included, each once: etcd decides every
+ * compare of a request before it applies any op, so a txn comparing a key that one before it
+ * in the same request writes would see the key as it was before that write. */
+int etcd_txn_op_compare_keys(const EtcdOp *op, char ***ret);
 int etcd_json_lease_grant(int64_t ttl_sec, char **ret);
 int etcd_json_lease_id(int64_t lease_id, char **ret); /* keepalive and revoke */
 int etcd_json_watch(const char *key, const char *range_end, int64_t start_revision,

@@ -366,6 +366,24 @@ static void test_nested_checks(void **state) {
         assert_true(range);
         assert_int_equal(strv_length(keys), 1);
         keys = strv_free(keys);
+        /* every key its compares name, nested ones' included, once */
+        assert_int_equal(etcd_txn_op_compare_keys(&claim, &keys), 0);
+        assert_int_equal(strv_length(keys), 3);
+        assert_string_equal(keys[0], "/r");
+        assert_string_equal(keys[1], "/s");
+        assert_string_equal(keys[2], "/c");
+        keys = strv_free(keys);
+        {
+                const EtcdOp both[] = { claim, outer };
+                const EtcdOp top = { .type = ETCD_OP_TXN, .success = both, .n_success = 2 };
+
+                assert_int_equal(etcd_txn_op_compare_keys(&top, &keys), 0);
+                assert_int_equal(strv_length(keys), 3);
+                keys = strv_free(keys);
+        }
+        assert_int_equal(etcd_txn_op_compare_keys(&put, &keys), 0);
+        assert_int_equal(strv_length(keys), 0);
+        keys = strv_free(keys);
 }
 
 static void test_decode_nested(void **state) {
