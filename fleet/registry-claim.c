@@ -86,12 +86,21 @@ static void confirm_doc_lost(RegHostKey *k) {
         registry_slot_dirty(k->registry, s);
 }
 
+void claim_txn_cancel(RegHostKey *k) {
+        etcd_batch_txn_cancel(k->txn);
+        k->txn = NULL;
+        if (k->carries_doc)
+                confirm_doc_lost(k); /* sent or not, it may not have applied */
+        k->carries_doc = false;
+}
+
 static void on_confirmed(Etcd *e, const EtcdResponse *resp, void *userdata) {
         RegHostKey *k = userdata;
 
         k->txn = NULL;
         if (resp->error < 0 || !resp->succeeded)
                 confirm_doc_lost(k);
+        k->carries_doc = false;
         if (resp->error < 0) {
                 log_warning("etcd: confirming allocation %s failed: %s; trying again",
                             k->claim.allocation_id, resp->message);
@@ -108,20 +117,38 @@ static void on_confirmed(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 claim_undo(k);
 }
 
-/* The ops of the confirmation: the record fulfilled, the slot's document (when the lease is
- * there to put it under), the claim deleted. */
+/* The slot's document in the confirmation (when the lease is there to put it under): put, or,
+ * where a flush sent this very one already (slotd's signals of the allocation came before its
+ * answer), compared: that flush may still be in flight and may fail, and the record must not
+ * read fulfilled unless the slot's document shows the allocation (SPEC §13). A failed compare
+ * is a confirmation that did not apply: it is made again, with the put. */
+static void confirm_add_doc(RegHostKey *k, RegSlot *s, const char *key, const char *value,
+                            EtcdCompare *cmp, size_t *n_cmp, EtcdOp *ops, size_t *n_ops) {
+        Registry *r = k->registry;
+
+        if (registry_slot_sent(r, s, key, value))
+                cmp[(*n_cmp)++] = (EtcdCompare){ .key = key, .target = ETCD_TARGET_VALUE,
+                                                 .result = ETCD_EQUAL, .value = value };
+        else {
+                ops[(*n_ops)++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = key, .value = value,
+                                            .lease = r->lease_id };
+                k->carries_doc = true;
+        }
+}
+
+/* The ops of the confirmation: the record fulfilled, the slot's document, the claim deleted. */
 static int confirm_send(RegHostKey *k, const char *record_key, AllocationRecord *rec) {
         Registry *r = k->registry;
         _cleanup_free_ char *value = NULL, *slot_key = NULL, *slot_value = NULL;
         RegSlot *s = registry_slot(r, k->slot_id);
-        EtcdCompare cmp[2] = {
+        EtcdCompare cmp[3] = {
                 { .key = k->key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
                   .number = k->working_revision },
                 { .key = record_key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
                   .number = k->record_revision },
         };
         EtcdOp ops[3], fail = { .type = ETCD_OP_RANGE, .key = k->key };
-        size_t n = 0;
+        size_t n_cmp = 2, n = 0;
         int q;
 
         if (!s)
@@ -132,16 +159,18 @@ static int confirm_send(RegHostKey *k, const char *record_key, AllocationRecord 
         if (q < 0)
                 return q;
         ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = record_key, .value = value };
-        /* The slot's document, unless a flush sent this very one already (slotd's signals of
-         * the allocation came before its answer): etcd has it, or will have it again. */
-        if (registry_lease_ready(r) && registry_slot_document(r, s, &slot_key, &slot_value) >= 0 &&
-            !registry_slot_sent(r, s, slot_key, slot_value)) {
-                ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = slot_key, .value = slot_value,
-                                     .lease = r->lease_id };
-                registry_slot_sending(r, s, streq_ptr(s->key, slot_key) ? slot_value : NULL);
-        }
+        k->carries_doc = false;
+        if (registry_lease_ready(r) && registry_slot_document(r, s, &slot_key, &slot_value) >= 0)
+                confirm_add_doc(k, s, slot_key, slot_value, cmp, &n_cmp, ops, &n);
         ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = k->key };
-        return etcd_batch_txn(r->batch, cmp, 2, ops, n, &fail, 1, on_confirmed, k, &k->txn);
+        q = etcd_batch_txn(r->batch, cmp, n_cmp, ops, n, &fail, 1, on_confirmed, k, &k->txn);
+        if (q < 0) {
+                k->carries_doc = false; /* nothing sent, nothing recorded */
+                return q;
+        }
+        if (k->carries_doc)
+                registry_slot_sending(r, s, streq_ptr(s->key, slot_key) ? slot_value : NULL);
+        return 0;
 }
 
 /* The record read (kv NULL: none), once slotd allocated the claim: the confirmation. */

@@ -17,7 +17,7 @@ RegHostKey *reg_host_key_free(RegHostKey *k) {
                 return NULL;
         k->call = sd_bus_slot_unref(k->call);
         etcd_request_cancel(k->req);
-        etcd_batch_txn_cancel(k->txn);
+        claim_txn_cancel(k);
         claim_prefetch_drop(k);
         k->retry = sd_event_source_disable_unref(k->retry);
         claim_doc_done(&k->claim);

@@ -29,6 +29,9 @@ void host_key_delete(RegHostKey *k);
 void claim_start(RegHostKey *k);
 /* The record read while slotd allocates, cancelled or forgotten (the work is over). */
 void claim_prefetch_drop(RegHostKey *k);
+/* The claim's transaction in the batch, cancelled; a slot document it carried goes with the
+ * next flush instead. */
+void claim_txn_cancel(RegHostKey *k);
 /* Deallocates what a claim that changed had made; again after the back-off until slotd
  * answers. */
 void claim_undo(RegHostKey *k);

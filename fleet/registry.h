@@ -71,7 +71,9 @@ typedef struct RegSlot {
         /* The document last sent (by a flush or a confirmation) under key, and its lease:
          * the same document under the same key and lease is not sent again (an allocation
          * makes the slot dirty through slotd's signals, and its confirmation carries the
-         * document too). A send that failed clears it and makes the slot dirty again. */
+         * document too). A send that failed clears it and makes the slot dirty again. A
+         * confirmation that leaves the document out compares etcd's value with it, so it
+         * applies only where the send that carried it did (registry-claim.c). */
         char *sent_doc;
         int64_t sent_lease;
 } RegSlot;
@@ -229,6 +231,7 @@ struct RegHostKey {
         bool undo;               /* deallocating what a claim that changed had made */
         unsigned attempts;       /* of a transaction whose compares failed */
         int64_t record_revision; /* mod_revision of the allocation record read */
+        bool carries_doc;        /* the confirmation in the batch puts the slot's document */
         ClaimDoc claim;          /* of working_revision */
         sd_bus_slot *call;
         EtcdRequest *req;

@@ -231,6 +231,26 @@ assert_ok "the claim is gone" absent "$P/hosts/$MID/claims/$s7"
 ectl put "$P/hosts/$MID/deallocations/$U7" "{\"allocationId\":\"$U7\",\"fleetId\":\"game\",\"slotID\":$s7}" >/dev/null
 wait_prop "$s7" AllocationUUID ""
 
+# A slot document the registry sent that etcd does not hold when a confirmation is made (as
+# after a flush that failed with the confirmation queued behind it; here the key is
+# overwritten): a confirmation leaves a document already sent out but compares etcd's value
+# with it, so it fails, and is made again with the document. The record never reads
+# fulfilled without its slot's document showing the allocation (SPEC §13).
+U8=6c1f8d2e-8888-4a55-9d3e-000000000008
+s8=$(free_slot)
+put_claim $U8 "$s8"
+wait_field "$P/allocations/game/$U8" status fulfilled
+ectl put "$(skey "$s8")" '{"overwritten":true}' >/dev/null
+# the same allocation claimed again on its slot: slotd's Allocate of it is answered unchanged
+put_claim $U8 "$s8"
+wait_field "$P/allocations/game/$U8" status fulfilled
+rev8=$(ectl get "$P/allocations/game/$U8" -w json | jq -r '.kvs[0].mod_revision')
+read -r _ _ a8 <<<"$(kv_at "$(skey "$s8")" "$rev8")"
+assert_eq "$a8" $U8 "at the revision the record reads fulfilled again, the slot document shows the allocation"
+assert_ok "the claim is gone" absent "$P/hosts/$MID/claims/$s8"
+ectl put "$P/hosts/$MID/deallocations/$U8" "{\"allocationId\":\"$U8\",\"fleetId\":\"game\",\"slotID\":$s8}" >/dev/null
+wait_prop "$s8" AllocationUUID ""
+
 # ---- 6. refusals and undo ----
 # A claim of another fleet for the slot: refused, the claim deleted, the machine
 # excluded in the record.
