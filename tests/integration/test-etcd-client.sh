@@ -132,6 +132,12 @@ assert_eq "$(field txns) $(field requests)" "2 2" "two txns putting one key: two
 assert_ok "the first put it ($(nested_line 0))" grep -q "^batched 0 succeeded=1 " <<<"$(nested_line 0)"
 assert_ok "the second found it ($(nested_line 1))" grep -q "^batched 1 succeeded=0 " <<<"$(nested_line 1)"
 assert_eq "$(kv_lines)" "/it/d first" "the second's failure branch read the first's put"
+# Nor do two of which the later compares a key the earlier puts: etcd decides all of a request's
+# compares before it applies any op, so in one request the second would not see the first's put.
+d batch create:/it/v:=:0 then put:/it/v:new ';' value:/it/v:=:new then put:/it/v-seen:yes else get:/it/v
+assert_eq "$(field txns) $(field requests)" "2 2" "a txn comparing the key the one before it puts: two requests"
+assert_ok "the second's compare saw the first's put ($(nested_line 1))" \
+        grep -q "^batched 1 succeeded=1 " <<<"$(nested_line 1)"
 # A txn cancelled while queued is never sent; one cancelled once sent (by the answer of another
 # in its request) is applied but its callback never runs.
 d batch-cancel create:/it/c/0:=:0 then put:/it/c/0:a ';' create:/it/c/1:=:0 then put:/it/c/1:b ';' \
