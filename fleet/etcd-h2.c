@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "endpoint-url.h"
+#include "etcd-grpc.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
 #include "list.h"
@@ -25,6 +26,20 @@
 
 /* etcd's deadline for a call (grpc-timeout) is this much after ours. */
 #define H2_DEADLINE_MARGIN (500 * USEC_PER_MSEC)
+
+/* A connection with calls open that read nothing for H2_PING_INTERVAL sends a PING; one that
+ * then reads nothing for H2_PING_TIMEOUT more is dead (as gRPC's clients do): TCP's keepalive
+ * cannot tell, since a member hung or stopped still has its kernel acknowledge every segment,
+ * and a partitioned one sends no probe while data is unacknowledged. The interval stays above
+ * etcd's keepalive enforcement (MinTime 5 s: pings more often get a GOAWAY "too_many_pings"),
+ * and an idle connection is never pinged (PermitWithoutStream=false: the same GOAWAY). */
+#define H2_PING_INTERVAL (10 * USEC_PER_SEC)
+#define H2_PING_TIMEOUT (5 * USEC_PER_SEC)
+/* A connect unanswered this long (a blackholed address) ends, rather than the SYN's retries
+ * (about 2 min), so that its calls go to the next endpoint. */
+#define H2_CONNECT_TIMEOUT (5 * USEC_PER_SEC)
+/* The kernel's own end for a connection whose data goes unacknowledged (TCP_USER_TIMEOUT). */
+#define H2_TCP_USER_TIMEOUT_MS 15000
 
 typedef enum H2State {
         H2_DOWN,
@@ -83,6 +98,13 @@ struct EtcdH2 {
         EtcdH2Call *done, *done_tail;
         EtcdH2Call *pending; /* streaming calls with bytes to offer */
         sd_event_source *dispatch;
+        /* One timer for the connection (on_h2_timer), not one per call: connecting's deadline,
+         * then the PINGs. quiet_since: the last read, or when the connection got its first
+         * call after being idle; ping_out: a PING sent at ping_sent, nothing read since.
+         * CLOCK_MONOTONIC. */
+        sd_event_source *timer;
+        usec_t connecting_since, quiet_since, ping_sent;
+        bool ping_out;
 };
 
 /* ---- calls ---- */
@@ -261,7 +283,8 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, cons
                 c->data_size -= c->data_start;
                 c->data_start = 0;
         }
-        if (len > ETCD_JSON_MAX - c->data_size) {
+        /* a message of ETCD_JSON_MAX bytes (etcd_grpc_frame_next's limit) with its prefix */
+        if (len > ETCD_JSON_MAX + ETCD_GRPC_PREFIX - c->data_size) {
                 (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
                                                  NGHTTP2_CANCEL);
                 call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_JSON_MAX);
@@ -336,6 +359,21 @@ static void h2_update_events(EtcdH2 *h) {
 
 static int h2_connect(EtcdH2 *h);
 
+/* When on_h2_timer must look next: connecting's deadline; a PING's; or H2_PING_INTERVAL after
+ * the last sign of life. */
+static usec_t h2_deadline(const EtcdH2 *h) {
+        if (h->state == H2_CONNECTING)
+                return h->connecting_since + H2_CONNECT_TIMEOUT;
+        if (h->ping_out)
+                return h->ping_sent + H2_PING_TIMEOUT;
+        return h->quiet_since + H2_PING_INTERVAL;
+}
+
+static void h2_timer_arm(EtcdH2 *h) {
+        (void) sd_event_source_set_time(h->timer, h2_deadline(h));
+        (void) sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+}
+
 /* The connection is gone. A call that reached the socket ends (-ECONNRESET: its outcome is
  * unknown). One that did not is not lost: when the connection was up (it died under the
  * call, as when etcd was killed just before) it goes once more on a new connection, as curl
@@ -366,6 +404,8 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         h->out_size = h->out_offset = 0;
         h->queued = h->written = 0;
         h->state = H2_DOWN;
+        (void) sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+        h->ping_out = false;
         if (!again || h->freed)
                 return;
         r = h2_connect(h);
@@ -460,6 +500,9 @@ static void h2_up(EtcdH2 *h) {
                 return;
         }
         h->state = H2_UP;
+        h->quiet_since = now_usec(CLOCK_MONOTONIC);
+        h->ping_out = false;
+        h2_timer_arm(h);
         for (EtcdH2Call *c = h->calls, *next; c; c = next) {
                 next = c->calls_next;
                 r = call_submit(c);
@@ -471,6 +514,7 @@ static void h2_up(EtcdH2 *h) {
 
 static void h2_read(EtcdH2 *h) {
         uint8_t buf[65536];
+        bool got = false;
 
         for (;;) {
                 ssize_t n = read(h->fd, buf, sizeof(buf)), m;
@@ -482,13 +526,56 @@ static void h2_read(EtcdH2 *h) {
                                                          : "reading from etcd failed");
                         return;
                 }
+                got = true;
                 m = nghttp2_session_mem_recv(h->session, buf, (size_t) n);
                 if (m < 0) {
                         h2_down(h, -ECONNREFUSED, nghttp2_strerror((int) m));
                         return;
                 }
         }
+        if (got) {
+                /* any byte is life (a PING's ACK or not): on_h2_timer sees it when it fires,
+                 * so that a read costs no re-arming */
+                h->quiet_since = now_usec(CLOCK_MONOTONIC);
+                h->ping_out = false;
+        }
         h2_flush(h);
+}
+
+/* The connection's one timer: connecting's deadline, then, while calls are open, a PING after
+ * H2_PING_INTERVAL without a byte read, and the connection's end when H2_PING_TIMEOUT more
+ * passes without one. An idle connection is not pinged (etcd would answer with GOAWAY); its
+ * next call arms the timer again. */
+static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        EtcdH2 *h = userdata;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (h->freed || h->state == H2_DOWN || (h->state == H2_UP && !h->calls))
+                return 0;
+        if (now < h2_deadline(h)) {
+                h2_timer_arm(h); /* bytes came since it was armed: later */
+                return 0;
+        }
+        /* -ECONNREFUSED, not -ETIMEDOUT, for the calls that sent nothing (the sent ones end
+         * -ECONNRESET): as for any connection lost before they left, they may go to another
+         * endpoint (etcd.c fails over on those two errors only). */
+        if (h->state == H2_CONNECTING) {
+                h2_down(h, -ECONNREFUSED, "connecting: no answer within 5 s");
+                return 0;
+        }
+        if (h->ping_out) {
+                h2_down(h, -ECONNREFUSED, "etcd answered no PING within 5 s");
+                return 0;
+        }
+        if (nghttp2_submit_ping(h->session, NGHTTP2_FLAG_NONE, NULL) != 0) {
+                h2_down(h, -ENOMEM, "out of memory");
+                return 0;
+        }
+        h->ping_out = true;
+        h->ping_sent = now;
+        h2_timer_arm(h);
+        h2_flush(h);
+        return 0;
 }
 
 static void h2_dispatch(EtcdH2 *h);
@@ -524,11 +611,17 @@ static int h2_connect(EtcdH2 *h) {
         h->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (h->fd < 0)
                 return -errno;
-        /* As curl's for the gateway: a member gone silent is noticed in about 25 s. */
+        /* A member gone silent while calls are open is noticed by the PINGs (on_h2_timer) 10
+         * to 15 s after its last byte, hung or stopped (its kernel still acknowledges) or cut
+         * off. The kernel's own backstop, as curl's for the gateway: data unacknowledged for
+         * 15 s ends the connection (TCP_USER_TIMEOUT), and so do keepalive probes (after 5 s
+         * idle, every 2 s) unanswered 15 s after the last segment received. */
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
         (void) setsockopt(h->fd, SOL_SOCKET, SO_KEEPALIVE, &(int) { 1 }, sizeof(int));
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_KEEPIDLE, &(int) { 5 }, sizeof(int));
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_KEEPINTVL, &(int) { 2 }, sizeof(int));
+        (void) setsockopt(h->fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
+                          &(unsigned) { H2_TCP_USER_TIMEOUT_MS }, sizeof(unsigned));
         if (connect(h->fd, (struct sockaddr *) &h->addr, h->addr_len) < 0 &&
             errno != EINPROGRESS) {
                 r = -errno;
@@ -542,6 +635,8 @@ static int h2_connect(EtcdH2 *h) {
         }
         (void) sd_event_source_set_description(h->io, "etcd-h2-io");
         h->state = H2_CONNECTING;
+        h->connecting_since = now_usec(CLOCK_MONOTONIC);
+        h2_timer_arm(h);
         return 0;
 }
 
@@ -610,6 +705,7 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
                     usec_t timeout_usec, etcd_h2_stream_t on_stream, etcd_h2_callback_t cb,
                     void *userdata, EtcdH2Call **ret) {
         EtcdH2Call *c;
+        bool idle;
         int r;
 
         if (!h || h->freed || !path || !body || !cb)
@@ -631,6 +727,7 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
         }
         if (c->timer)
                 (void) sd_event_source_set_description(c->timer, "etcd-h2-call-timer");
+        idle = !h->calls;
         LIST_PREPEND(calls, h->calls, c);
         if (ret)
                 *ret = c;
@@ -639,6 +736,13 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
                 if (r < 0)
                         call_fail(c, -ECONNREFUSED, "connecting: %s", strerror(-r));
         } else if (h->state == H2_UP) {
+                if (idle) {
+                        /* the PINGs start again: H2_PING_INTERVAL from now, not from the
+                         * last read of an idle connection */
+                        h->quiet_since = now_usec(CLOCK_MONOTONIC);
+                        h->ping_out = false;
+                        h2_timer_arm(h);
+                }
                 r = call_submit(c);
                 if (r < 0)
                         call_fail(c, r, "could not start the call: %s", strerror(-r));
@@ -711,6 +815,12 @@ int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
                 (void) sd_event_source_set_description(h->dispatch, "etcd-h2-dispatch");
                 r = sd_event_source_set_enabled(h->dispatch, SD_EVENT_OFF);
         }
+        if (r >= 0)
+                r = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, 0, 0, on_h2_timer, h);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(h->timer, "etcd-h2-timer");
+                r = sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+        }
         if (r < 0) {
                 h2_unref(h);
                 return r;
@@ -726,6 +836,7 @@ static EtcdH2 *h2_unref(EtcdH2 *h) {
                 nghttp2_session_del(h->session);
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->dispatch);
+        sd_event_source_disable_unref(h->timer);
         safe_close(h->fd);
         free(h->out);
         sd_event_unref(h->event);

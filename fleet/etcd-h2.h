@@ -71,9 +71,15 @@ EtcdH2 *etcd_h2_free(EtcdH2 *h);
 int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
                  usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret);
 /* A streaming call: body (as etcd_h2_call's) is sent and the stream half-closed, and what etcd
- * sends goes to on_stream as it comes, for as long as the stream lasts (no deadline: a
- * connection gone silent is noticed by TCP's keepalive). cb ends it as etcd_h2_call's, its
- * body what on_stream did not take. On a connection that died before any of it was sent it
+ * sends goes to on_stream as it comes, for as long as the stream lasts. It has no deadline of
+ * its own; the connection has, as gRPC's clients do: while any call is open on it, 10 s
+ * without a byte read sends an HTTP/2 PING, and 5 s more without one end the connection (cb:
+ * -ECONNRESET, detail "etcd answered no PING within 5 s"), which a member hung, stopped or cut
+ * off does not answer, though its kernel may still acknowledge TCP's keepalive. A connection
+ * with no call open is never pinged (etcd would send GOAWAY "too_many_pings"), nor more often
+ * than every 10 s (etcd's minimum is 5 s). A connect unanswered for 5 s fails too (its calls
+ * sent nothing: -ECONNREFUSED). cb ends it as etcd_h2_call's, its body what on_stream did not
+ * take. On a connection that died before any of it was sent it
  * goes once more, as a call does. For etcd's Watch (one create request per stream: etcd
  * keeps a watch whose client half-closed). */
 int etcd_h2_stream(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The etcd client (fleet/etcd.h, issue 15) against a real 3-member etcd cluster: put, range,
 # prefix range, txn (both branches; create, mod, value and version compares), leases (grant,
-# keepalive, expiry), watches (order, history, a compacted start -> ESTALE, a member killed ->
-# ECONNRESET), failover with one member killed, quorum lost (ETIMEDOUT within the timeout, no
-# hang) and quorum back. One etcd-drive process (one Etcd, one sd-event loop) lives through it
-# all, driven as a coprocess so that members die between its commands.
+# keepalive, expiry), watches (order, history, a compacted start -> ESTALE, a member stopped or
+# killed -> ECONNRESET), failover with one member killed, quorum lost (ETIMEDOUT within the
+# timeout, no hang) and quorum back. One etcd-drive process (one Etcd, one sd-event loop) lives
+# through it all, driven as a coprocess so that members die between its commands.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd-lib.sh"
 : "${ETCD_DRIVE:?ETCD_DRIVE must name the etcd-drive binary}"
@@ -212,6 +212,52 @@ assert_eq "$(field events)" 3 "the large events seen by the watch"
 assert_eq "$(awk '$1 == "event" && $2 == "big" && $3 == "PUT" && length($5) == 300000' "$LOG" |
         wc -l)" 3 "each large value whole"
 d unwatch big
+
+# ---- a member stopped: the watch on it ends; a new one works once it is back ----
+# A member hung or stopped (SIGSTOP) still has its kernel acknowledge TCP's keepalive probes:
+# only the client's HTTP/2 PINGs (etcd-h2.c: one after 10 s without a byte read, the
+# connection's end 5 s later) end its watch, which the caller must see rather than wait on
+# forever. A second client, on member 2 alone (the first keeps its connection to member 1), fed
+# through a FIFO so that the member stops and comes back between its commands.
+STOPPED_PID=
+# A test that failed with member 2 stopped leaves no stopped etcd (before etcd_cleanup's kill).
+cont_stopped() { [ -z "$STOPPED_PID" ] || kill -CONT "$STOPPED_PID" 2>/dev/null; return 0; }
+CLEANUP_HOOKS=(cont_stopped "${CLEANUP_HOOKS[@]}")
+mkfifo "$T/s.in"
+ETCD_TIMEOUT_MS=$TIMEOUT_MS ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[2]}") \
+        "$ETCD_DRIVE" <"$T/s.in" >"$T/s.out" 2>&1 &
+s_pid=$!
+bg_track "$s_pid"
+exec {S_IN}>"$T/s.in"
+echo "watch s prefix:/it/s/" >&"$S_IN"
+wait_until $((10 * TIME_SCALE)) "the watch on member 2 created" grep -q "^watch s created" "$T/s.out"
+echo "wait s 1 $((60 * TIME_SCALE))" >&"$S_IN"
+STOPPED_PID=${ETCD_PID[2]}
+etcd_kill 2 STOP
+t0=$(date +%s%N)
+wait_until $((20 + 5 * TIME_SCALE)) "the watch on the stopped member 2 ended" \
+        grep -q "^watch s ended" "$T/s.out"
+note "the watch on the stopped member ended $((($(date +%s%N) - t0) / 1000000)) ms after its SIGSTOP"
+assert_ok "it ended with ECONNRESET ($(cat "$T/s.out"))" grep -q "^watch-error s ECONNRESET" "$T/s.out"
+assert_ok "with no event ($(cat "$T/s.out"))" grep -q "^watch s ended events=0" "$T/s.out"
+kill -CONT "$STOPPED_PID"
+STOPPED_PID=
+etcd_wait_healthy 1 2 3
+echo "watch s2 prefix:/it/s/" >&"$S_IN"
+wait_until $((10 * TIME_SCALE)) "a new watch on member 2, back" grep -q "^watch s2 created" "$T/s.out"
+echo "wait s2 1 $((10 * TIME_SCALE))" >&"$S_IN"
+ectl put /it/s/1 back >/dev/null
+wait_until $((15 * TIME_SCALE)) "the new watch's event" grep -q "^watch s2 done events=1" "$T/s.out"
+assert_ok "the new watch's event ($(cat "$T/s.out"))" grep -q "^event s2 PUT /it/s/1 back " "$T/s.out"
+exec {S_IN}>&-
+wait "$s_pid" || fail "the client on member 2 exited with $?: $(cat "$T/s.out")"
+bg_untrack "$s_pid"
+# Meanwhile the first client's watch on member 1 stayed open and quiet for as long: its PINGs
+# were answered, and etcd took them for no abuse (no GOAWAY "too_many_pings").
+d put /it/w/5 e
+d wait w 5 $((10 * TIME_SCALE))
+assert_eq "$(field events)" 5 "events seen by the watch, open all along ($R)"
+assert_eq "$(grep -c '^watch-error w ' "$LOG" || true)" 0 "errors on the watch open all along"
 
 # ---- one member killed: requests go on through the others, the watch on it breaks ----
 d watch m prefix:/it/m/
