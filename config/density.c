@@ -63,15 +63,15 @@ static unsigned density_fit(const FleetConfig *f, double cpu_left, uint64_t mem_
         return (unsigned) MIN(n, (uint64_t) UINT_MAX);
 }
 
-int density_compute(Config *c, const MachineResources *m, char **ret_error) {
-        _cleanup_free_ unsigned *slots = NULL;
+/* The cores and memory left for servers once the machine's own reservation is taken: the
+ * configured amounts, else the detected ones. */
+static int density_left(const Config *c, const MachineResources *m, double *ret_cpu,
+                        uint64_t *ret_mem, char **ret_error) {
         const char *file = c->config_file ?: "slotd.ini";
-        double cpus, cpu_left;
-        uint64_t memory, mem_left;
         char b1[FORMAT_BYTES_MAX], b2[FORMAT_BYTES_MAX], b3[FORMAT_BYTES_MAX];
+        double cpus = c->cpus > 0 ? c->cpus : m ? m->cpus : 0;
+        uint64_t memory = c->memory > 0 ? c->memory : m ? m->memory : 0;
 
-        cpus = c->cpus > 0 ? c->cpus : m ? m->cpus : 0;
-        memory = c->memory > 0 ? c->memory : m ? m->memory : 0;
         if (!(cpus > 0))
                 return density_error(ret_error, -EINVAL,
                                      "%s: the machine's CPU count is unknown; set machine.cpus",
@@ -95,8 +95,55 @@ int density_compute(Config *c, const MachineResources *m, char **ret_error) {
                                      format_bytes(c->reserved_memory, b2),
                                      format_bytes(memory, b3));
 
-        cpu_left = cpus - c->reserved_cpus;
-        mem_left = memory - c->reserved_memory;
+        *ret_cpu = cpus - c->reserved_cpus;
+        *ret_mem = memory - c->reserved_memory;
+        return 0;
+}
+
+/* One fleet's slot count out of what the fleets before it left: usage.servers if it fits,
+ * else as many as fit. */
+static int density_fleet(const FleetConfig *f, double cpu_left, uint64_t mem_left,
+                         unsigned *ret, char **ret_error) {
+        char b1[FORMAT_BYTES_MAX], b2[FORMAT_BYTES_MAX];
+        unsigned n;
+
+        if (!(f->usage_cpu > 0) || f->usage_memory == 0)
+                return density_error(ret_error, -EINVAL,
+                                     "%s: fleet %s: usage.cpu and usage.memory must be "
+                                     "greater than 0",
+                                     f->file, f->name);
+
+        n = density_fit(f, cpu_left, mem_left);
+        if (f->usage_servers > 0) {
+                if (f->usage_servers > n)
+                        return density_error(ret_error, -ERANGE,
+                                             "%s%s: usage.servers: needs %u servers but "
+                                             "only %u fit (%g cores and %s left)",
+                                             f->file, line_prefix(b1, f->usage_servers_line),
+                                             f->usage_servers, n, cpu_left,
+                                             format_bytes(mem_left, b2));
+                n = f->usage_servers;
+        }
+        if (n == 0)
+                return density_error(ret_error, -ERANGE,
+                                     "%s: fleet %s gets no slot: needs %g cores and %s "
+                                     "per server, %g cores and %s left",
+                                     f->file, f->name, f->usage_cpu,
+                                     format_bytes(f->usage_memory, b1), cpu_left,
+                                     format_bytes(mem_left, b2));
+        *ret = n;
+        return 0;
+}
+
+int density_compute(Config *c, const MachineResources *m, char **ret_error) {
+        _cleanup_free_ unsigned *slots = NULL;
+        double cpu_left = 0;
+        uint64_t mem_left = 0;
+        int r;
+
+        r = density_left(c, m, &cpu_left, &mem_left, ret_error);
+        if (r < 0)
+                return r;
 
         slots = calloc(MAX(c->n_fleets, (size_t) 1), sizeof(unsigned));
         if (!slots)
@@ -104,39 +151,14 @@ int density_compute(Config *c, const MachineResources *m, char **ret_error) {
 
         for (size_t i = 0; i < c->n_fleets; i++) {
                 const FleetConfig *f = &c->fleets[i];
-                unsigned n;
 
-                if (!(f->usage_cpu > 0) || f->usage_memory == 0)
-                        return density_error(ret_error, -EINVAL,
-                                             "%s: fleet %s: usage.cpu and usage.memory must be "
-                                             "greater than 0",
-                                             f->file, f->name);
-
-                n = density_fit(f, cpu_left, mem_left);
-                if (f->usage_servers > 0) {
-                        if (f->usage_servers > n)
-                                return density_error(ret_error, -ERANGE,
-                                                     "%s%s: usage.servers: needs %u servers but "
-                                                     "only %u fit (%g cores and %s left)",
-                                                     f->file,
-                                                     line_prefix(b1, f->usage_servers_line),
-                                                     f->usage_servers, n, cpu_left,
-                                                     format_bytes(mem_left, b2));
-                        n = f->usage_servers;
-                }
-                if (n == 0)
-                        return density_error(ret_error, -ERANGE,
-                                             "%s: fleet %s gets no slot: needs %g cores and %s "
-                                             "per server, %g cores and %s left",
-                                             f->file, f->name, f->usage_cpu,
-                                             format_bytes(f->usage_memory, b1), cpu_left,
-                                             format_bytes(mem_left, b2));
-
-                slots[i] = n;
-                cpu_left -= n * f->usage_cpu;
+                r = density_fleet(f, cpu_left, mem_left, &slots[i], ret_error);
+                if (r < 0)
+                        return r;
+                cpu_left -= slots[i] * f->usage_cpu;
                 if (cpu_left < 0)
                         cpu_left = 0;
-                mem_left -= (uint64_t) n * f->usage_memory;
+                mem_left -= (uint64_t) slots[i] * f->usage_memory;
         }
 
         for (size_t i = 0; i < c->n_fleets; i++)

@@ -227,61 +227,48 @@ static unsigned check_fleet_files(const FleetLayerConfig *f) {
         return (unsigned) WEXITSTATUS(status);
 }
 
-/* Like nginx -t: what would run, and what this host can hold it to. */
-static int print_plan(const Config *c, const MachineResources *res) {
-        _cleanup_free_ char *mount = NULL, *root = NULL;
-        unsigned available = 0;
+static void print_fleet(const FleetConfig *f) {
         char a[32], b[32], h[32];
-        int r;
 
-        printf("configuration: %s, fleets from %s: ok\n", c->config_file ?: arg_config,
-               c->fleets_dir ?: arg_fleets);
-        format_size(res->memory, a);
-        format_size(c->reserved_memory, b);
-        printf("machine: %.4g cpus (%.4g reserved), %s memory (%s reserved)\n", res->cpus,
-               c->reserved_cpus, a, b);
-        for (size_t i = 0; i < c->n_fleets; i++) {
-                const FleetConfig *f = &c->fleets[i];
-                format_size(f->usage_memory, a);
-                format_size(f->memory_max, b);
-                if (f->memory_high == UINT64_MAX)
-                        strcpy(h, "max");
-                else
-                        format_size(f->memory_high, h);
-                printf("fleet %s (%s): %u slots, %.4g cpus and %s memory each (memory.max %s, "
-                       "memory.high %s), ports %u-%u, query ports %u-%u, build %s\n",
-                       f->name, f->file, f->slots, f->usage_cpu, a, b, h, f->game_port_base,
-                       f->game_port_base + f->slots - 1, f->query_port_base,
-                       f->query_port_base + f->slots - 1, f->build);
-                printf("  readiness %s, region %s%s%s\n", readiness_source_to_string(f->readiness),
-                       f->region_id[0] ? f->region_id : "-",
-                       f->region_name[0] ? " " : "", f->region_name);
-                for (size_t j = 0; j < f->n_build_configs; j++) {
-                        const BuildConfig *bc = &f->build_configs[j];
-                        printf("  build configuration %s%s: build %s, query %s, %zu variables\n",
-                               bc->id, j == 0 ? " (default)" : "", bc->build,
-                               query_type_to_string(bc->query), bc->n_variables);
-                }
+        format_size(f->usage_memory, a);
+        format_size(f->memory_max, b);
+        if (f->memory_high == UINT64_MAX)
+                strcpy(h, "max");
+        else
+                format_size(f->memory_high, h);
+        printf("fleet %s (%s): %u slots, %.4g cpus and %s memory each (memory.max %s, "
+               "memory.high %s), ports %u-%u, query ports %u-%u, build %s\n",
+               f->name, f->file, f->slots, f->usage_cpu, a, b, h, f->game_port_base,
+               f->game_port_base + f->slots - 1, f->query_port_base,
+               f->query_port_base + f->slots - 1, f->build);
+        printf("  readiness %s, region %s%s%s\n", readiness_source_to_string(f->readiness),
+               f->region_id[0] ? f->region_id : "-",
+               f->region_name[0] ? " " : "", f->region_name);
+        for (size_t j = 0; j < f->n_build_configs; j++) {
+                const BuildConfig *bc = &f->build_configs[j];
+                printf("  build configuration %s%s: build %s, query %s, %zu variables\n",
+                       bc->id, j == 0 ? " (default)" : "", bc->build,
+                       query_type_to_string(bc->query), bc->n_variables);
         }
-        if (c->localproxy.enabled) {
-                printf("localproxy: listen");
-                for (size_t i = 0; i < c->localproxy.n_listen; i++)
-                        printf(" %s", c->localproxy.listen[i].text);
-                printf(", payload_ttl %llus, as %s:%s\n",
-                       (unsigned long long) (c->localproxy.payload_ttl / USEC_PER_SEC),
-                       c->localproxy.user, c->localproxy.group);
-        } else
+}
+
+static void print_localproxy(const LocalProxyConfig *p) {
+        if (!p->enabled) {
                 printf("localproxy: off\n");
-        printf("metrics: %s\n", c->metrics_listen.text ?: "off");
-        print_fleet_layer(&c->fleet);
-
-        r = manager_resolve_cgroup_root(c, false, &mount, &root);
-        if (r < 0) {
-                printf("cgroups: no cgroup v2 tree found (%s): slots cannot run here\n",
-                       strerror(-r));
-                return 0;
+                return;
         }
-        /* The nearest existing group decides what the slot tree can get. */
+        printf("localproxy: listen");
+        for (size_t i = 0; i < p->n_listen; i++)
+                printf(" %s", p->listen[i].text);
+        printf(", payload_ttl %llus, as %s:%s\n",
+               (unsigned long long) (p->payload_ttl / USEC_PER_SEC), p->user, p->group);
+}
+
+/* The controllers the slot tree can get: the nearest existing group's, 'root' itself or one
+ * of its parents below 'mount'. */
+static unsigned nearest_available_controllers(const char *mount, const char *root) {
+        unsigned available = 0;
+
         for (char *p = strdup(root); p; ) {
                 char *slash;
                 if (access(p, F_OK) == 0) {
@@ -296,11 +283,44 @@ static int print_plan(const Config *c, const MachineResources *res) {
                 }
                 *slash = '\0';
         }
+        return available;
+}
+
+static void print_cgroups(const Config *c) {
+        _cleanup_free_ char *mount = NULL, *root = NULL;
+        unsigned available;
+        int r;
+
+        r = manager_resolve_cgroup_root(c, false, &mount, &root);
+        if (r < 0) {
+                printf("cgroups: no cgroup v2 tree found (%s): slots cannot run here\n",
+                       strerror(-r));
+                return;
+        }
+        available = nearest_available_controllers(mount, root);
         printf("cgroups: slot tree %s; enforceable:", root);
         for (int k = 0; k < _CGROUP_CONTROLLER_MAX; k++)
                 printf(" %s=%s", cgroup_controller_to_string(k),
                        available & CGROUP_MASK(k) ? "yes" : "no");
         printf("\n");
+}
+
+/* Like nginx -t: what would run, and what this host can hold it to. */
+static int print_plan(const Config *c, const MachineResources *res) {
+        char a[32], b[32];
+
+        printf("configuration: %s, fleets from %s: ok\n", c->config_file ?: arg_config,
+               c->fleets_dir ?: arg_fleets);
+        format_size(res->memory, a);
+        format_size(c->reserved_memory, b);
+        printf("machine: %.4g cpus (%.4g reserved), %s memory (%s reserved)\n", res->cpus,
+               c->reserved_cpus, a, b);
+        for (size_t i = 0; i < c->n_fleets; i++)
+                print_fleet(&c->fleets[i]);
+        print_localproxy(&c->localproxy);
+        printf("metrics: %s\n", c->metrics_listen.text ?: "off");
+        print_fleet_layer(&c->fleet);
+        print_cgroups(c);
         return 0;
 }
 
@@ -359,9 +379,53 @@ static void setup_signals(void) {
         signal(SIGPIPE, SIG_IGN);
 }
 
+/* The machine as detected, and the configuration that fits it. */
+static int load_config(MachineResources *ret_detected, Config **ret_config) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = machine_resources_detect(ret_detected);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read this machine's CPUs and memory: %m");
+        r = config_load_full(arg_config, arg_fleets, ret_detected, ret_config, &error);
+        if (r < 0) {
+                log_error("%s", error ?: "Failed to load the configuration");
+                return r;
+        }
+        return 0;
+}
+
+static int open_keeper(Manager *m) {
+        _cleanup_free_ char *exe = exe_path(), *keeper_path = NULL;
+        int r;
+
+        r = spawn_open_keeper(exe, &keeper_path);
+        if (r < 0)
+                return log_error_errno(r, "Cannot use %s, which holds every slot's server: %m",
+                                       strempty(keeper_path));
+        m->keeper_fd = r;
+        return 0;
+}
+
+/* Returns only if the exec failed. */
+static int reexecute(Manager *m, char *argv[]) {
+        _cleanup_free_ char *exe = exe_path();
+
+        /* Child sources are freed without killing: the keepers stay our children across the
+         * exec, and the new image waits for them. */
+        manager_free(m);
+        free(arg_fleets);
+        /* Our old connection still owns the bus name until the bus notices the exec closed
+         * it: the new image queues for the name instead of giving up. */
+        (void) setenv("SLOTD_REEXECUTED", "1", 1);
+        if (exe)
+                execv(exe, argv);
+        log_error_errno(negative_errno(), "Failed to re-execute %s: %m", strempty(exe));
+        return EXIT_FAILURE;
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
-        _cleanup_free_ char *error = NULL;
         Config *config = NULL;
         MachineResources detected;
         int r;
@@ -376,16 +440,9 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 goto finish;
 
-        r = machine_resources_detect(&detected);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read this machine's CPUs and memory: %m");
+        r = load_config(&detected, &config);
+        if (r < 0)
                 goto finish;
-        }
-        r = config_load_full(arg_config, arg_fleets, &detected, &config, &error);
-        if (r < 0) {
-                log_error("%s", error ?: "Failed to load the configuration");
-                goto finish;
-        }
         if (arg_check) {
                 r = run_check(config, &detected);
                 config_free(config);
@@ -399,17 +456,9 @@ int main(int argc, char *argv[]) {
                 log_error_errno(r, "Failed to create the manager: %m");
                 goto finish;
         }
-        {
-                _cleanup_free_ char *exe = exe_path(), *keeper_path = NULL;
-
-                r = spawn_open_keeper(exe, &keeper_path);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot use %s, which holds every slot's server: %m",
-                                        strempty(keeper_path));
-                        goto finish;
-                }
-                m->keeper_fd = r;
-        }
+        r = open_keeper(m);
+        if (r < 0)
+                goto finish;
         m->resources.cpus = config->cpus > 0 ? config->cpus : detected.cpus;
         m->resources.memory = config->memory > 0 ? config->memory : detected.memory;
         r = manager_startup(m, arg_bus);
@@ -418,21 +467,8 @@ int main(int argc, char *argv[]) {
         r = manager_run(m);
         if (r < 0)
                 log_error_errno(r, "Event loop failed: %m");
-        if (r >= 0 && m->reexecute) {
-                _cleanup_free_ char *exe = exe_path();
-
-                /* Child sources are freed without killing: the keepers stay our children
-                 * across the exec, and the new image waits for them. */
-                m = manager_free(m);
-                free(arg_fleets);
-                /* Our old connection still owns the bus name until the bus notices the exec
-                 * closed it: the new image queues for the name instead of giving up. */
-                (void) setenv("SLOTD_REEXECUTED", "1", 1);
-                if (exe)
-                        execv(exe, argv);
-                log_error_errno(negative_errno(), "Failed to re-execute %s: %m", strempty(exe));
-                return EXIT_FAILURE;
-        }
+        if (r >= 0 && m->reexecute)
+                return reexecute(TAKE_PTR(m), argv);
 finish:
         free(arg_fleets);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

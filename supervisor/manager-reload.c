@@ -104,14 +104,117 @@ static void update_fleet(Manager *m, Fleet *f, const FleetConfig *nf, uid_t uid,
                          "restart into it, allocated ones when their session ends", nf->name);
 }
 
+/* Settings bound once at start-up: a change to one refuses the whole reload. */
+static int refuse_fixed_changes(const Config *old, const Config *c, char **ret_error) {
+        if (!streq_ptr(c->cgroup, old->cgroup))
+                return refuse(ret_error, "supervisor.cgroup", old->cgroup, c->cgroup);
+        if (!streq(c->state_dir, old->state_dir))
+                return refuse(ret_error, "supervisor.state_dir", old->state_dir, c->state_dir);
+        if (!streq(c->slots_dir, old->slots_dir))
+                return refuse(ret_error, "supervisor.slots_dir", old->slots_dir, c->slots_dir);
+        if (!streq(c->bus, old->bus))
+                return refuse(ret_error, "supervisor.bus", old->bus, c->bus);
+        if (!localproxy_listen_equal(&c->localproxy, &old->localproxy))
+                return refuse(ret_error, "localproxy.listen", "(the running one)", "(the new one)");
+        if (!streq(strempty(c->metrics_listen.text), strempty(old->metrics_listen.text)))
+                return refuse(ret_error, "metrics.listen", old->metrics_listen.text ?: "off",
+                              c->metrics_listen.text ?: "off");
+        if (!streq(c->localproxy.user, old->localproxy.user) ||
+            !streq(c->localproxy.group, old->localproxy.group))
+                return refuse(ret_error, "localproxy.user/group", old->localproxy.user,
+                              c->localproxy.user);
+        return 0;
+}
+
+/* What each fleet of the new configuration runs as, index by index. */
+typedef struct FleetSetup {
+        uid_t *uids;
+        gid_t *gids;
+        struct sock_fprog **filters;
+        bool *keeper_ok;
+} FleetSetup;
+
+/* Frees the filters no fleet took, of the first 'n' fleets, and the arrays. */
+static void fleet_setup_done(FleetSetup *s, size_t n) {
+        for (size_t i = 0; s->filters && i < n; i++)
+                confine_seccomp_program_free(s->filters[i]);
+        free(s->filters);
+        free(s->uids);
+        free(s->gids);
+        free(s->keeper_ok);
+}
+
+/* Users and seccomp filters can fail to resolve: all of them are, before anything changes.
+ * On failure nothing is left allocated. */
+static int fleet_setup_resolve(const Config *c, FleetSetup *s, char **ret_error) {
+        int r;
+
+        s->uids = calloc(c->n_fleets + 1, sizeof(uid_t));
+        s->gids = calloc(c->n_fleets + 1, sizeof(gid_t));
+        s->filters = calloc(c->n_fleets + 1, sizeof(struct sock_fprog *));
+        s->keeper_ok = calloc(c->n_fleets + 1, sizeof(bool));
+        r = s->uids && s->gids && s->filters && s->keeper_ok ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < c->n_fleets; i++) {
+                r = resolve_identity(&c->fleets[i], &s->uids[i], &s->gids[i], ret_error);
+                if (r >= 0)
+                        r = fleet_build_seccomp(&c->fleets[i], &s->filters[i], &s->keeper_ok[i],
+                                                ret_error);
+        }
+        if (r < 0)
+                fleet_setup_done(s, c->n_fleets);
+        return r;
+}
+
+static void retire_gone_fleets(Manager *m) {
+        for (size_t i = 0, n = m->n_fleets; i < n; i++) {
+                Fleet *f = m->fleets[i];
+                if (!f->retired && !config_find_fleet(m->config, f->config->name))
+                        if (retire_fleet(m, f) < 0)
+                                log_oom();
+        }
+}
+
+/* Fleets that stay take their new settings, new ones are added; a fleet that cannot be added
+ * is logged and the others go on. */
+static void apply_fleets(Manager *m, FleetSetup *s) {
+        for (size_t i = 0; i < m->config->n_fleets; i++) {
+                const FleetConfig *nf = &m->config->fleets[i];
+                _cleanup_free_ char *error = NULL;
+                Fleet *f = manager_find_fleet(m, nf->name);
+                int r;
+
+                if (f) {
+                        update_fleet(m, f, nf, s->uids[i], s->gids[i], TAKE_PTR(s->filters[i]),
+                                     s->keeper_ok[i]);
+                        continue;
+                }
+                r = manager_add_fleet(m, nf, &f, &error);
+                if (r < 0) {
+                        log_error_errno(r, "Fleet %s cannot be added: %s", nf->name,
+                                        error ?: strerror(-r));
+                        continue;
+                }
+                log_info("Fleet %s added with %u slots", nf->name, nf->slots);
+                update_fleet(m, f, nf, s->uids[i], s->gids[i], TAKE_PTR(s->filters[i]),
+                             s->keeper_ok[i]);
+        }
+}
+
+static void announce_reload(Manager *m) {
+        manager_bus_property_changed(m, "Fleets");
+        manager_bus_property_changed(m, "SlotCount");
+        manager_bus_property_changed(m, "CPUs");
+        manager_bus_property_changed(m, "MemoryBytes");
+        manager_state_snapshot(m);
+}
+
 int manager_reload(Manager *m, char **ret_error) {
         _cleanup_(config_freep) Config *c = NULL;
         MachineResources detected;
+        FleetSetup setup = {};
+        gid_t admin_gid = 0;
+        bool has_admin_gid;
         Config *old;
-        uid_t *uids = NULL;
-        gid_t *gids = NULL;
-        struct sock_fprog **filters = NULL;
-        _cleanup_free_ bool *keeper_ok = NULL;
         int r;
 
         r = machine_resources_detect(&detected);
@@ -121,48 +224,17 @@ int manager_reload(Manager *m, char **ret_error) {
                              ret_error);
         if (r < 0)
                 return r;
-        if (!streq_ptr(c->cgroup, m->config->cgroup))
-                return refuse(ret_error, "supervisor.cgroup", m->config->cgroup, c->cgroup);
-        if (!streq(c->state_dir, m->config->state_dir))
-                return refuse(ret_error, "supervisor.state_dir", m->config->state_dir, c->state_dir);
-        if (!streq(c->slots_dir, m->config->slots_dir))
-                return refuse(ret_error, "supervisor.slots_dir", m->config->slots_dir, c->slots_dir);
-        if (!streq(c->bus, m->config->bus))
-                return refuse(ret_error, "supervisor.bus", m->config->bus, c->bus);
-        if (!localproxy_listen_equal(&c->localproxy, &m->config->localproxy))
-                return refuse(ret_error, "localproxy.listen", "(the running one)", "(the new one)");
-        if (!streq(strempty(c->metrics_listen.text), strempty(m->config->metrics_listen.text)))
-                return refuse(ret_error, "metrics.listen", m->config->metrics_listen.text ?: "off",
-                              c->metrics_listen.text ?: "off");
-        if (!streq(c->localproxy.user, m->config->localproxy.user) ||
-            !streq(c->localproxy.group, m->config->localproxy.group))
-                return refuse(ret_error, "localproxy.user/group", m->config->localproxy.user,
-                              c->localproxy.user);
+        r = refuse_fixed_changes(m->config, c, ret_error);
+        if (r < 0)
+                return r;
 
         /* Everything that can fail is checked before anything changes. */
-        gid_t admin_gid = 0;
-        bool has_admin_gid;
         r = manager_resolve_admin_group(c, &admin_gid, &has_admin_gid, ret_error);
         if (r < 0)
                 return r;
-        uids = calloc(c->n_fleets + 1, sizeof(uid_t));
-        gids = calloc(c->n_fleets + 1, sizeof(gid_t));
-        filters = calloc(c->n_fleets + 1, sizeof(struct sock_fprog *));
-        keeper_ok = calloc(c->n_fleets + 1, sizeof(bool));
-        r = uids && gids && filters && keeper_ok ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < c->n_fleets; i++) {
-                r = resolve_identity(&c->fleets[i], &uids[i], &gids[i], ret_error);
-                if (r >= 0)
-                        r = fleet_build_seccomp(&c->fleets[i], &filters[i], &keeper_ok[i], ret_error);
-        }
-        if (r < 0) {
-                for (size_t i = 0; filters && i < c->n_fleets; i++)
-                        confine_seccomp_program_free(filters[i]);
-                free(filters);
-                free(uids);
-                free(gids);
+        r = fleet_setup_resolve(c, &setup, ret_error);
+        if (r < 0)
                 return r;
-        }
 
         log_info("Reloading the configuration from %s and %s", strempty(c->config_file),
                  strempty(c->fleets_dir));
@@ -174,42 +246,12 @@ int manager_reload(Manager *m, char **ret_error) {
         m->resources.cpus = m->config->cpus > 0 ? m->config->cpus : detected.cpus;
         m->resources.memory = m->config->memory > 0 ? m->config->memory : detected.memory;
 
-        for (size_t i = 0, n = m->n_fleets; i < n; i++) {
-                Fleet *f = m->fleets[i];
-                if (!f->retired && !config_find_fleet(m->config, f->config->name))
-                        if (retire_fleet(m, f) < 0)
-                                log_oom();
-        }
-        for (size_t i = 0; i < m->config->n_fleets; i++) {
-                const FleetConfig *nf = &m->config->fleets[i];
-                _cleanup_free_ char *error = NULL;
-                Fleet *f = manager_find_fleet(m, nf->name);
-
-                if (f) {
-                        update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]), keeper_ok[i]);
-                        continue;
-                }
-                r = manager_add_fleet(m, nf, &f, &error);
-                if (r < 0) {
-                        log_error_errno(r, "Fleet %s cannot be added: %s", nf->name,
-                                        error ?: strerror(-r));
-                        continue;
-                }
-                log_info("Fleet %s added with %u slots", nf->name, nf->slots);
-                update_fleet(m, f, nf, uids[i], gids[i], TAKE_PTR(filters[i]), keeper_ok[i]);
-        }
-        for (size_t i = 0; i < m->config->n_fleets; i++)
-                confine_seccomp_program_free(filters[i]);
-        free(filters);
-        free(uids);
-        free(gids);
+        retire_gone_fleets(m);
+        apply_fleets(m, &setup);
+        fleet_setup_done(&setup, m->config->n_fleets);
         /* Fleets that stayed point into the new config now, retired ones own their copy. */
         config_free(old);
 
-        manager_bus_property_changed(m, "Fleets");
-        manager_bus_property_changed(m, "SlotCount");
-        manager_bus_property_changed(m, "CPUs");
-        manager_bus_property_changed(m, "MemoryBytes");
-        manager_state_snapshot(m);
+        announce_reload(m);
         return 0;
 }

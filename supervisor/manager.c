@@ -760,15 +760,8 @@ int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, 
         return 0;
 }
 
-int manager_startup(Manager *m, const char *bus_override) {
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        manager_raise_nofile(m);
-        r = manager_resolve_admin_group(m->config, &m->config_admin_gid, &m->config_has_admin_gid, &error);
-        if (r < 0)
-                return log_error_errno(r, "%s", error ?: "Failed to resolve supervisor.admin_group");
-
+/* What slotd tells servers, SDKs and the bus about this machine. */
+static int manager_setup_identity(Manager *m) {
         if (m->config->machine_id)
                 m->machine_id = strdup(m->config->machine_id);
         else if (read_machine_id(&m->machine_id) < 0)
@@ -782,12 +775,61 @@ int manager_startup(Manager *m, const char *bus_override) {
         if (m->config->localproxy.enabled && m->config->localproxy.n_listen > 0 &&
             asprintf(&m->local_proxy_url, "http://%s", m->config->localproxy.listen[0].text) < 0)
                 return log_oom();
+        return 0;
+}
+
+static int manager_setup_signals(Manager *m) {
+        int r;
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, manager_on_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, manager_on_signal, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to handle SIGTERM/SIGINT: %m");
+        return 0;
+}
+
+/* The payload store, the local proxy's token key, the bus and the proxy: once the slots and
+ * their restored state are in place. */
+static int manager_open_services(Manager *m, const char *bus_override) {
+        int r;
+
+        r = payload_store_open(&m->payloads, m->state_dir_fd, m->config->localproxy.payload_ttl,
+                               manager_payload_keep, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open %s/payload: %m", m->config->state_dir);
+        r = token_key_new(&m->token_key);
+        if (r < 0)
+                return log_error_errno(r, "Failed to make the local proxy's token key: %m");
+        r = manager_bus_setup(m, bus_override ?: m->config->bus);
+        if (r < 0)
+                return r;
+        return proxy_new(m, &m->proxy);
+}
+
+static void manager_provision_slots(Manager *m) {
+        for (size_t i = 0; i < m->n_slots; i++) {
+                int r = slot_provision(m->slots[i]);
+                if (r < 0)
+                        log_slot_error_errno(m->slots[i], r,
+                                             "Failed to provision the slot, it stays stopped: %m");
+        }
+}
+
+int manager_startup(Manager *m, const char *bus_override) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        manager_raise_nofile(m);
+        r = manager_resolve_admin_group(m->config, &m->config_admin_gid, &m->config_has_admin_gid, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "Failed to resolve supervisor.admin_group");
+        r = manager_setup_identity(m);
+        if (r < 0)
+                return r;
+        r = manager_setup_signals(m);
+        if (r < 0)
+                return r;
 
         r = manager_setup_cgroups(m);
         if (r < 0)
@@ -805,26 +847,11 @@ int manager_startup(Manager *m, const char *bus_override) {
         r = manager_restore_state(m);
         if (r < 0)
                 return r;
-        r = payload_store_open(&m->payloads, m->state_dir_fd, m->config->localproxy.payload_ttl,
-                               manager_payload_keep, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to open %s/payload: %m", m->config->state_dir);
-        r = token_key_new(&m->token_key);
-        if (r < 0)
-                return log_error_errno(r, "Failed to make the local proxy's token key: %m");
-        r = manager_bus_setup(m, bus_override ?: m->config->bus);
-        if (r < 0)
-                return r;
-        r = proxy_new(m, &m->proxy);
+        r = manager_open_services(m, bus_override);
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < m->n_slots; i++) {
-                r = slot_provision(m->slots[i]);
-                if (r < 0)
-                        log_slot_error_errno(m->slots[i], r,
-                                             "Failed to provision the slot, it stays stopped: %m");
-        }
+        manager_provision_slots(m);
         r = manager_commit(m);
         if (r < 0)
                 return r;

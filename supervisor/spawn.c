@@ -165,38 +165,99 @@ static void keeper_fail_status(int status_fd) {
         (void) pwrite(status_fd, status, (size_t) n, 0);
 }
 
+/* We share slotd's descriptor table (CLONE_FILES, slotd asleep): take a table of our own with
+ * only the descriptors below the reserved ones' end, which costs what those few cost, not
+ * what slotd's thousands would (see spawn_reserve_fds()). In the keeper child: system calls
+ * only. */
+static int keeper_unshare_fds(void) {
+        struct rlimit rl;
+
+        if (syscall(SYS_close_range, reserved_end, ~0U, CLOSE_RANGE_UNSHARE) >= 0)
+                return 0;
+        /* Before Linux 5.9: a whole copy, then closing one by one. */
+        if (unshare(CLONE_FILES) < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -1;
+        for (rlim_t fd = reserved_end; fd < rl.rlim_cur; fd++)
+                (void) close((int) fd);
+        return 0;
+}
+
+/* Before the server is forked: a table of our own, every signal blocked, the slot's cgroup
+ * joined when clone3() did not start us in it, and a session of our own. */
+static int keeper_prepare(const SpawnParams *p) {
+        sigset_t all;
+
+        if (keeper_unshare_fds() < 0)
+                return -1;
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+        if (p->fork_and_attach && cg_write_at(p->cgroup_fd, "cgroup.procs", "0") < 0) {
+                child_say(p->output_fd, "joining the slot's cgroup", p->path, errno);
+                return -1;
+        }
+        (void) setsid();
+        return 0;
+}
+
+/* The status file as fd 3 and the notify socket as fd 4, through high numbers first so that
+ * none overwrites another; the log (for a failed exec) as 5 and slotd-keeper as 6 until the
+ * exec. A keeper that restarts keeps the server's stdin, stdout and stderr as 0-2 and has its
+ * restart eventfd as 5, the log then being 2. Everything else is closed. */
+static bool keeper_place_fds(const SpawnParams *p) {
+        int status, notify, output, keeper, token = -1;
+        bool placed;
+
+        status = fcntl(p->status_fd, F_DUPFD, 64);
+        notify = fcntl(p->notify_fd, F_DUPFD, 64);
+        output = fcntl(p->output_fd, F_DUPFD_CLOEXEC, 64);
+        keeper = fcntl(p->keeper_fd, F_DUPFD_CLOEXEC, 64);
+        if (p->token_fd >= 0)
+                token = fcntl(p->token_fd, F_DUPFD, 64);
+        placed = status >= 0 && notify >= 0 && output >= 0 && keeper >= 0 &&
+                 dup2(status, 3) >= 0 && dup2(notify, KEEPER_NOTIFY_FD) >= 0 &&
+                 dup3(keeper, 6, O_CLOEXEC) >= 0;
+        if (placed && p->token_fd >= 0)
+                placed = token >= 0 && dup2(token, KEEPER_TOKEN_FD) >= 0 &&
+                         dup2(p->null_fd, STDIN_FILENO) >= 0 && dup2(output, STDOUT_FILENO) >= 0 &&
+                         dup2(output, STDERR_FILENO) >= 0;
+        else if (placed)
+                placed = dup3(output, 5, O_CLOEXEC) >= 0;
+        if (!placed)
+                return false;
+        (void) syscall(SYS_close_range, 7U, ~0U, 0U);
+        if (p->token_fd < 0) {
+                (void) close(STDIN_FILENO);
+                (void) close(STDOUT_FILENO);
+                (void) close(STDERR_FILENO);
+        }
+        return true;
+}
+
+/* The keeper that restarts is confined as its servers are, so that they inherit all of it and
+ * a restart is a fork and an exec. */
+static int keeper_confine(const SpawnParams *p) {
+        const char *step = "chdir to home";
+
+        if ((p->working_directory && chdir(p->working_directory) < 0) ||
+            confine_apply(&p->confine, &step) < 0) {
+                child_say(STDERR_FILENO, step, "slotd-keeper", errno);
+                return -1;
+        }
+        return 0;
+}
+
 /* PID 1 of the slot's namespace, until it execs slotd-keeper: forks the server, arranges
  * the descriptors the keeper keeps, and becomes the keeper, every signal blocked throughout
  * so that none sent meanwhile is lost (see keeper.c). */
 static int keeper_child(void *userdata) {
         const SpawnParams *p = userdata;
         struct clone_args args = { .exit_signal = SIGCHLD };
-        sigset_t all;
         pid_t server;
-        int status, notify, output, keeper, token = -1;
 
-        /* We share slotd's descriptor table (CLONE_FILES, slotd asleep): take a table of our
-         * own with only the descriptors below the reserved ones' end, which costs what those
-         * few cost, not what slotd's thousands would (see spawn_reserve_fds()). */
-        if (syscall(SYS_close_range, reserved_end, ~0U, CLOSE_RANGE_UNSHARE) < 0) {
-                /* Before Linux 5.9: a whole copy, then closing one by one. */
-                struct rlimit rl;
-
-                if (unshare(CLONE_FILES) < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0) {
-                        keeper_fail_status(p->status_fd);
-                        return 0;
-                }
-                for (rlim_t fd = reserved_end; fd < rl.rlim_cur; fd++)
-                        (void) close((int) fd);
-        }
-        sigfillset(&all);
-        (void) sigprocmask(SIG_SETMASK, &all, NULL);
-        if (p->fork_and_attach && cg_write_at(p->cgroup_fd, "cgroup.procs", "0") < 0) {
-                child_say(p->output_fd, "joining the slot's cgroup", p->path, errno);
+        if (keeper_prepare(p) < 0) {
                 keeper_fail_status(p->status_fd);
                 return 0;
         }
-        (void) setsid();
 
 #if SPAWN_SHARED_VM
         server = spawn_clone(&args, server_stack, server_child, (void *) p);
@@ -208,36 +269,10 @@ static int keeper_child(void *userdata) {
                 keeper_fail_status(p->status_fd);
                 return 0;
         }
-
-        /* The status file as fd 3 and the notify socket as fd 4, through high numbers first
-         * so that none overwrites another; the log (for a failed exec) as 5 and slotd-keeper
-         * as 6 until the exec. A keeper that restarts keeps the server's stdin, stdout and
-         * stderr as 0-2 and has its restart eventfd as 5, the log then being 2. */
-        status = fcntl(p->status_fd, F_DUPFD, 64);
-        notify = fcntl(p->notify_fd, F_DUPFD, 64);
-        output = fcntl(p->output_fd, F_DUPFD_CLOEXEC, 64);
-        keeper = fcntl(p->keeper_fd, F_DUPFD_CLOEXEC, 64);
-        if (p->token_fd >= 0)
-                token = fcntl(p->token_fd, F_DUPFD, 64);
-        bool placed = status >= 0 && notify >= 0 && output >= 0 && keeper >= 0 &&
-                      dup2(status, 3) >= 0 && dup2(notify, KEEPER_NOTIFY_FD) >= 0 &&
-                      dup3(keeper, 6, O_CLOEXEC) >= 0;
-        if (placed && p->token_fd >= 0)
-                placed = token >= 0 && dup2(token, KEEPER_TOKEN_FD) >= 0 &&
-                         dup2(p->null_fd, STDIN_FILENO) >= 0 && dup2(output, STDOUT_FILENO) >= 0 &&
-                         dup2(output, STDERR_FILENO) >= 0;
-        else if (placed)
-                placed = dup3(output, 5, O_CLOEXEC) >= 0;
-        if (!placed) {
+        if (!keeper_place_fds(p)) {
                 (void) kill(server, SIGKILL);
                 keeper_fail_status(p->status_fd);
                 return 0;
-        }
-        (void) syscall(SYS_close_range, 7U, ~0U, 0U);
-        if (p->token_fd < 0) {
-                (void) close(STDIN_FILENO);
-                (void) close(STDOUT_FILENO);
-                (void) close(STDERR_FILENO);
         }
 
         snprintf(p->keeper_argv[1], 16, "%d", (int) server);
@@ -247,18 +282,10 @@ static int keeper_child(void *userdata) {
          * cannot touch its memory. The server was forked before this and keeps ASLR, and
          * the keeper resets the flag for the servers it starts itself. */
         (void) personality(ADDR_NO_RANDOMIZE);
-        if (p->token_fd >= 0) {
-                /* The keeper that restarts is confined as its servers are, so that they
-                 * inherit all of it and a restart is a fork and an exec. */
-                const char *step = "chdir to home";
-
-                if ((p->working_directory && chdir(p->working_directory) < 0) ||
-                    confine_apply(&p->confine, &step) < 0) {
-                        child_say(STDERR_FILENO, step, "slotd-keeper", errno);
-                        (void) kill(server, SIGKILL);
-                        keeper_fail_status(3);
-                        return 0;
-                }
+        if (p->token_fd >= 0 && keeper_confine(p) < 0) {
+                (void) kill(server, SIGKILL);
+                keeper_fail_status(3);
+                return 0;
         }
         (void) syscall(SYS_execveat, 6, "", p->keeper_argv,
                        p->token_fd >= 0 ? p->envp : (char *const[]){ NULL }, AT_EMPTY_PATH);
@@ -298,84 +325,87 @@ static void spawn_release_fds(void) {
 
 static bool clone3_unsupported;
 
-int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
-        SpawnParams q = *params, *p = &q;
-        const int from[RESERVED_NULL] = {
-                [RESERVED_STATUS] = params->status_fd, [RESERVED_NOTIFY] = params->notify_fd,
-                [RESERVED_OUTPUT] = params->output_fd, [RESERVED_KEEPER] = params->keeper_fd,
-                [RESERVED_CGROUP] = params->cgroup_fd,
-                [RESERVED_TOKEN] = params->token_fd >= 0 ? params->token_fd : reserved[RESERVED_NULL],
-        };
-        _cleanup_free_ char **keeper_argv = NULL;
-        char pid_arg[16] = "";
+/* slotd-keeper PID, and the build's own command line for a keeper that restarts it; the child
+ * writes the PID into 'pid_arg' (see keeper_child()). */
+static int keeper_argv_new(const SpawnParams *params, char *pid_arg, char ***ret) {
+        char **argv;
         size_t n = 0;
-        pid_t pid;
-        int pidfd = -1, r;
 
-        r = spawn_reserve_fds();
-        if (r < 0)
-                return r;
-        /* slotd-keeper PID, and the build's own command line for a keeper that restarts it;
-         * the child writes the PID in (see keeper_child()). */
         while (params->token_fd >= 0 && params->argv[n])
                 n++;
-        keeper_argv = new0(char *, n + 3);
-        if (!keeper_argv)
+        argv = new0(char *, n + 3);
+        if (!argv)
                 return -ENOMEM;
-        keeper_argv[0] = (char *) "slotd-keeper";
-        keeper_argv[1] = pid_arg;
+        argv[0] = (char *) "slotd-keeper";
+        argv[1] = pid_arg;
         for (size_t i = 0; i < n; i++)
-                keeper_argv[2 + i] = params->argv[i];
-        q.keeper_argv = keeper_argv;
+                argv[2 + i] = params->argv[i];
+        *ret = argv;
+        return 0;
+}
+
+/* Points the reserved descriptors at the slot's files, and 'q' at them. */
+static int spawn_point_fds(const int from[static RESERVED_NULL], const SpawnParams *params,
+                           SpawnParams *q) {
+        int r;
+
         for (int i = 0; i < RESERVED_NULL; i++)
                 if (dup3(from[i], reserved[i], O_CLOEXEC) < 0) {
                         r = negative_errno();
                         spawn_release_fds();
                         return r;
                 }
-        q.status_fd = reserved[RESERVED_STATUS];
-        q.notify_fd = reserved[RESERVED_NOTIFY];
-        q.output_fd = reserved[RESERVED_OUTPUT];
-        q.keeper_fd = reserved[RESERVED_KEEPER];
-        q.cgroup_fd = reserved[RESERVED_CGROUP];
-        q.token_fd = params->token_fd >= 0 ? reserved[RESERVED_TOKEN] : -1;
-        q.null_fd = reserved[RESERVED_NULL];
+        q->status_fd = reserved[RESERVED_STATUS];
+        q->notify_fd = reserved[RESERVED_NOTIFY];
+        q->output_fd = reserved[RESERVED_OUTPUT];
+        q->keeper_fd = reserved[RESERVED_KEEPER];
+        q->cgroup_fd = reserved[RESERVED_CGROUP];
+        q->token_fd = params->token_fd >= 0 ? reserved[RESERVED_TOKEN] : -1;
+        q->null_fd = reserved[RESERVED_NULL];
+        return 0;
+}
 
-        if (!clone3_unsupported) {
-                /* CLONE_FILES needs CLONE_VFORK: slotd must not touch the shared table
-                 * before the keeper has a table of its own. */
-                struct clone_args args = {
-                        .flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_FILES | CLONE_VFORK |
-                                 (p->fork_and_attach ? 0 : CLONE_INTO_CGROUP),
-                        .pidfd = (uint64_t) (uintptr_t) &pidfd,
-                        .exit_signal = SIGCHLD,
-                        .cgroup = p->fork_and_attach ? 0 : (uint64_t) p->cgroup_fd,
-                };
+/* The keeper as the init of a PID namespace of its own, started in the slot's cgroup: 1 when
+ * started, 0 when this kernel cannot (the caller falls back to fork()), or a negative errno. */
+static int spawn_keeper_clone3(SpawnParams *p, pid_t *ret_pid, int *ret_pidfd) {
+        int pidfd = -1;
+        /* CLONE_FILES needs CLONE_VFORK: slotd must not touch the shared table before the
+         * keeper has a table of its own. */
+        struct clone_args args = {
+                .flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_FILES | CLONE_VFORK |
+                         (p->fork_and_attach ? 0 : CLONE_INTO_CGROUP),
+                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .exit_signal = SIGCHLD,
+                .cgroup = p->fork_and_attach ? 0 : (uint64_t) p->cgroup_fd,
+        };
+        pid_t pid;
+
 #if SPAWN_SHARED_VM
-                pid = spawn_clone(&args, keeper_stack, keeper_child, p);
+        pid = spawn_clone(&args, keeper_stack, keeper_child, p);
 #else
-                pid = spawn_clone(&args, NULL, keeper_child, p);
+        pid = spawn_clone(&args, NULL, keeper_child, p);
 #endif
-                if (pid > 0) {
-                        spawn_release_fds();
-                        *ret_pid = pid;
-                        *ret_pidfd = pidfd;
-                        return 0;
-                }
-                /* ENOSYS: no clone3; E2BIG/EINVAL: a kernel without CLONE_INTO_CGROUP. */
-                if (errno != ENOSYS && errno != E2BIG && errno != EINVAL) {
-                        r = negative_errno();
-                        spawn_release_fds();
-                        return r;
-                }
-                clone3_unsupported = true;
+        if (pid > 0) {
+                *ret_pid = pid;
+                *ret_pidfd = pidfd;
+                return 1;
         }
+        /* ENOSYS: no clone3; E2BIG/EINVAL: a kernel without CLONE_INTO_CGROUP. */
+        if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+                return negative_errno();
+        clone3_unsupported = true;
+        return 0;
+}
 
-        /* Without clone3 the keeper cannot be the init of a namespace of its own: the
-         * servers then share slotd's PID namespace, and the keeper joins the cgroup. */
-        q.fork_and_attach = true;
-        q.token_fd = -1; /* no namespace to empty: orphans would outlive a restart */
-        keeper_argv[2] = NULL;
+/* Without clone3 the keeper cannot be the init of a namespace of its own: the servers then
+ * share slotd's PID namespace, and the keeper joins the cgroup. */
+static int spawn_keeper_fork(SpawnParams *p, pid_t *ret_pid, int *ret_pidfd) {
+        pid_t pid;
+        int pidfd, r;
+
+        p->fork_and_attach = true;
+        p->token_fd = -1; /* no namespace to empty: orphans would outlive a restart */
+        p->keeper_argv[2] = NULL;
         pid = fork();
         if (pid == 0)
                 _exit(keeper_child(p));
@@ -392,6 +422,44 @@ int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
         *ret_pid = pid;
         *ret_pidfd = pidfd;
         return 0;
+}
+
+int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
+        SpawnParams q = *params;
+        const int from[RESERVED_NULL] = {
+                [RESERVED_STATUS] = params->status_fd, [RESERVED_NOTIFY] = params->notify_fd,
+                [RESERVED_OUTPUT] = params->output_fd, [RESERVED_KEEPER] = params->keeper_fd,
+                [RESERVED_CGROUP] = params->cgroup_fd,
+                [RESERVED_TOKEN] = params->token_fd >= 0 ? params->token_fd : reserved[RESERVED_NULL],
+        };
+        _cleanup_free_ char **keeper_argv = NULL;
+        char pid_arg[16] = ""; /* in this frame: keeper_argv[1], the keeper writes into it */
+        pid_t pid;
+        int pidfd, r;
+
+        r = spawn_reserve_fds();
+        if (r < 0)
+                return r;
+        r = keeper_argv_new(params, pid_arg, &keeper_argv);
+        if (r < 0)
+                return r;
+        q.keeper_argv = keeper_argv;
+        r = spawn_point_fds(from, params, &q);
+        if (r < 0)
+                return r;
+
+        r = clone3_unsupported ? 0 : spawn_keeper_clone3(&q, &pid, &pidfd);
+        if (r > 0) {
+                spawn_release_fds();
+                *ret_pid = pid;
+                *ret_pidfd = pidfd;
+                return 0;
+        }
+        if (r < 0) {
+                spawn_release_fds();
+                return r;
+        }
+        return spawn_keeper_fork(&q, ret_pid, ret_pidfd);
 }
 
 int spawn_read_status(int status_fd, int *ret_code, int *ret_signal) {

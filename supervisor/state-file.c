@@ -270,15 +270,140 @@ static int dup_word(const char *s, size_t n, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+static bool key_is(const char *key, size_t kn, const char *name) {
+        return kn == strlen(name) && memcmp(key, name, kn) == 0;
+}
+
+/* The numbers with a range of their own. Like the other field groups below: 1 when the key
+ * is none of the group's. */
+static int parse_slot_bounded(const char *key, size_t kn, const char *val, size_t vn,
+                              SlotRecord *s, bool *have_id) {
+        uint64_t v = 0;
+        int r;
+
+        if (key_is(key, kn, "id")) {
+                r = parse_u64(val, vn, &v);
+                if (r >= 0 && v > UINT32_MAX)
+                        r = -ERANGE;
+                s->id = (unsigned) v;
+                *have_id = r >= 0;
+                return r;
+        }
+        if (key_is(key, kn, "keeper")) {
+                r = parse_u64(val, vn, &v);
+                if (r >= 0 && (v == 0 || v > INT32_MAX))
+                        r = -ERANGE;
+                s->keeper = (unsigned) v;
+                return r;
+        }
+        return 1;
+}
+
+/* Who has the slot, and why it failed. */
+static int parse_slot_word(const char *key, size_t kn, const char *val, size_t vn, SlotRecord *s) {
+        char **field = key_is(key, kn, "fleet") ? &s->fleet :
+                       key_is(key, kn, "uuid") ? &s->allocation_uuid :
+                       key_is(key, kn, "build") ? &s->build_configuration :
+                       key_is(key, kn, "reserved") ? &s->reservation_uuid :
+                       key_is(key, kn, "failure") ? &s->failure : NULL;
+
+        return field ? dup_word(val, vn, field) : 1;
+}
+
+/* Times and the event count, taken whole. */
+static int parse_slot_u64(const char *key, size_t kn, const char *val, size_t vn, SlotRecord *s) {
+        uint64_t *field = key_is(key, kn, "reserved_until") ? &s->reserved_until :
+                          key_is(key, kn, "hold_until") ? &s->hold_until :
+                          key_is(key, kn, "events") ? &s->events :
+                          key_is(key, kn, "payload_at") ? &s->payload_at :
+                          key_is(key, kn, "started") ? &s->started_at : NULL;
+
+        return field ? parse_u64(val, vn, field) : 1;
+}
+
+static int parse_slot_flag(const char *key, size_t kn, const char *val, size_t vn, SlotRecord *s) {
+        bool *field = key_is(key, kn, "failed") ? &s->failed :
+                      key_is(key, kn, "ready") ? &s->ready :
+                      key_is(key, kn, "ready_for_players") ? &s->ready_for_players : NULL;
+        uint64_t v = 0;
+        int r;
+
+        if (!field)
+                return 1;
+        r = parse_u64(val, vn, &v);
+        *field = v != 0;
+        return r;
+}
+
+/* Restart counts: a larger one saturates rather than fails. */
+static int parse_slot_count(const char *key, size_t kn, const char *val, size_t vn,
+                            SlotRecord *s) {
+        unsigned *field = key_is(key, kn, "restarts") ? &s->restarts :
+                          key_is(key, kn, "keeper_restarts") ? &s->keeper_restarts : NULL;
+        uint64_t v = 0;
+        int r;
+
+        if (!field)
+                return 1;
+        r = parse_u64(val, vn, &v);
+        *field = (unsigned) MIN(v, (uint64_t) UINT32_MAX);
+        return r;
+}
+
+static int parse_slot_exit(const char *key, size_t kn, const char *val, size_t vn, SlotRecord *s) {
+        int *field = key_is(key, kn, "exit_code") ? &s->last_exit_code :
+                     key_is(key, kn, "exit_signal") ? &s->last_exit_signal : NULL;
+
+        return field ? parse_int(val, vn, field) : 1;
+}
+
+/* One "key=value"; a key this version does not know is skipped. */
+static int parse_slot_field(const char *key, size_t kn, const char *val, size_t vn,
+                            SlotRecord *s, bool *have_id) {
+        int r;
+
+        r = parse_slot_bounded(key, kn, val, vn, s, have_id);
+        if (r <= 0)
+                return r;
+        r = parse_slot_word(key, kn, val, vn, s);
+        if (r <= 0)
+                return r;
+        r = parse_slot_u64(key, kn, val, vn, s);
+        if (r <= 0)
+                return r;
+        r = parse_slot_flag(key, kn, val, vn, s);
+        if (r <= 0)
+                return r;
+        r = parse_slot_count(key, kn, val, vn, s);
+        if (r <= 0)
+                return r;
+        r = parse_slot_exit(key, kn, val, vn, s);
+        return r <= 0 ? r : 0;
+}
+
+/* Fields that mean nothing without their owner are dropped, as the writer would. */
+static void slot_record_drop_orphans(SlotRecord *s) {
+        if (!s->reservation_uuid)
+                s->reserved_until = 0;
+        if (!s->allocation_uuid) {
+                s->ready_for_players = false;
+                s->payload_at = 0;
+        }
+        if (!s->keeper) {
+                s->ready = false;
+                s->started_at = 0;
+                s->keeper_restarts = 0;
+        }
+}
+
 static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
         SlotRecord s = {};
         bool have_id = false;
-        uint64_t v = 0;
         int r = 0;
 
         for (size_t pos = 0; pos < len && r >= 0;) {
                 const char *w = p + pos, *eq, *sp = memchr(w, ' ', len - pos);
-                size_t wn = sp ? (size_t) (sp - w) : len - pos;
+                size_t wn = sp ? (size_t) (sp - w) : len - pos, kn;
 
                 pos += wn + 1;
                 if (wn == 0)
@@ -288,75 +413,12 @@ static int parse_slot_line(const char *p, size_t len, SlotRecord *ret) {
                         r = -EINVAL;
                         break;
                 }
-                size_t kn = (size_t) (eq - w), vn = wn - kn - 1;
-                const char *val = eq + 1;
-#define KEY(k) (kn == strlen(k) && memcmp(w, k, kn) == 0)
-                if (KEY("id")) {
-                        r = parse_u64(val, vn, &v);
-                        if (r >= 0 && v > UINT32_MAX)
-                                r = -ERANGE;
-                        s.id = (unsigned) v;
-                        have_id = r >= 0;
-                } else if (KEY("fleet"))
-                        r = dup_word(val, vn, &s.fleet);
-                else if (KEY("uuid"))
-                        r = dup_word(val, vn, &s.allocation_uuid);
-                else if (KEY("build"))
-                        r = dup_word(val, vn, &s.build_configuration);
-                else if (KEY("reserved"))
-                        r = dup_word(val, vn, &s.reservation_uuid);
-                else if (KEY("reserved_until"))
-                        r = parse_u64(val, vn, &s.reserved_until);
-                else if (KEY("hold_until"))
-                        r = parse_u64(val, vn, &s.hold_until);
-                else if (KEY("failure"))
-                        r = dup_word(val, vn, &s.failure);
-                else if (KEY("failed")) {
-                        r = parse_u64(val, vn, &v);
-                        s.failed = v != 0;
-                } else if (KEY("restarts")) {
-                        r = parse_u64(val, vn, &v);
-                        s.restarts = (unsigned) MIN(v, (uint64_t) UINT32_MAX);
-                } else if (KEY("keeper")) {
-                        r = parse_u64(val, vn, &v);
-                        if (r >= 0 && (v == 0 || v > INT32_MAX))
-                                r = -ERANGE;
-                        s.keeper = (unsigned) v;
-                } else if (KEY("keeper_restarts")) {
-                        r = parse_u64(val, vn, &v);
-                        s.keeper_restarts = (unsigned) MIN(v, (uint64_t) UINT32_MAX);
-                } else if (KEY("ready")) {
-                        r = parse_u64(val, vn, &v);
-                        s.ready = v != 0;
-                } else if (KEY("events"))
-                        r = parse_u64(val, vn, &s.events);
-                else if (KEY("payload_at"))
-                        r = parse_u64(val, vn, &s.payload_at);
-                else if (KEY("ready_for_players")) {
-                        r = parse_u64(val, vn, &v);
-                        s.ready_for_players = v != 0;
-                } else if (KEY("started"))
-                        r = parse_u64(val, vn, &s.started_at);
-                else if (KEY("exit_code"))
-                        r = parse_int(val, vn, &s.last_exit_code);
-                else if (KEY("exit_signal"))
-                        r = parse_int(val, vn, &s.last_exit_signal);
-#undef KEY
+                kn = (size_t) (eq - w);
+                r = parse_slot_field(w, kn, eq + 1, wn - kn - 1, &s, &have_id);
         }
         if (r >= 0 && (!have_id || !s.fleet))
                 r = -EINVAL;
-        /* Fields that mean nothing without their owner are dropped, as the writer would. */
-        if (!s.reservation_uuid)
-                s.reserved_until = 0;
-        if (!s.allocation_uuid) {
-                s.ready_for_players = false;
-                s.payload_at = 0;
-        }
-        if (!s.keeper) {
-                s.ready = false;
-                s.started_at = 0;
-                s.keeper_restarts = 0;
-        }
+        slot_record_drop_orphans(&s);
         if (r < 0) {
                 slot_record_done(&s);
                 return r;
