@@ -12,36 +12,10 @@
 
 #include <cmocka.h>
 
+#include "etcd-grpc-test.h"
 #include "etcd-grpc.h"
 #include "etcd-rpc.pb-c.h"
 #include "macro.h"
-
-static EtcdBytes answer_of(const void *message) {
-        const ProtobufCMessage *m = message;
-        size_t n = protobuf_c_message_get_packed_size(m);
-        EtcdBytes b = { .data = malloc(ETCD_GRPC_PREFIX + n), .size = ETCD_GRPC_PREFIX + n };
-
-        assert_non_null(b.data);
-        b.data[0] = 0;
-        b.data[1] = (uint8_t) (n >> 24);
-        b.data[2] = (uint8_t) (n >> 16);
-        b.data[3] = (uint8_t) (n >> 8);
-        b.data[4] = (uint8_t) n;
-        assert_int_equal(protobuf_c_message_pack(m, b.data + ETCD_GRPC_PREFIX), n);
-        return b;
-}
-
-/* A raw message (bytes written out) behind gRPC's prefix. */
-static EtcdBytes answer_raw(const void *message, size_t n) {
-        EtcdBytes b = { .data = malloc(ETCD_GRPC_PREFIX + n + 1), .size = ETCD_GRPC_PREFIX + n };
-
-        assert_non_null(b.data);
-        assert_true(n < 256);
-        memcpy(b.data, (const uint8_t[]) { 0, 0, 0, 0, (uint8_t) n }, ETCD_GRPC_PREFIX);
-        if (n > 0)
-                memcpy(b.data + ETCD_GRPC_PREFIX, message, n);
-        return b;
-}
 
 /* A successful call: HTTP 200, grpc-status 0. Frees b. */
 static int parse_ok(EtcdAnswerKind kind, EtcdBytes *b, EtcdAnswer *a) {
@@ -50,17 +24,7 @@ static int parse_ok(EtcdAnswerKind kind, EtcdBytes *b, EtcdAnswer *a) {
         return r;
 }
 
-static Etcdserverpb__ResponseHeader header5 = {
-        .base = PROTOBUF_C_MESSAGE_INIT(&etcdserverpb__response_header__descriptor),
-        .cluster_id = 11942735582411456322ULL,
-        .member_id = 1288,
-        .revision = 5,
-        .raft_term = 2,
-};
-
-static ProtobufCBinaryData bin(const char *s, size_t n) {
-        return (ProtobufCBinaryData) { .len = n, .data = (uint8_t *) s };
-}
+static Etcdserverpb__ResponseHeader header5 = RESPONSE_HEADER(5);
 
 static void test_decode_range(_unused_ void **state) {
         Etcdserverpb__KeyValue kv0 = ETCDSERVERPB__KEY_VALUE__INIT,
@@ -87,7 +51,7 @@ static void test_decode_range(_unused_ void **state) {
         range.kvs = kvs;
         range.more = 1;
         range.count = 3;
-        b = answer_of(&range);
+        b = grpc_packed(&range);
         assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
         assert_int_equal(a.response.error, 0);
         assert_string_equal(a.response.message, "");
@@ -114,7 +78,7 @@ static void test_decode_range(_unused_ void **state) {
         /* nothing found: no kvs, no count, no more; an empty value is a "" */
         range = (Etcdserverpb__RangeResponse) ETCDSERVERPB__RANGE_RESPONSE__INIT;
         range.header = &header5;
-        b = answer_of(&range);
+        b = grpc_packed(&range);
         assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
         assert_int_equal(a.response.revision, 5);
         assert_int_equal(a.response.n_kvs, 0);
@@ -125,14 +89,14 @@ static void test_decode_range(_unused_ void **state) {
         kv0.value = bin(NULL, 0);
         range.n_kvs = 1;
         range.kvs = kvs;
-        b = answer_of(&range);
+        b = grpc_packed(&range);
         assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
         assert_string_equal(a.response.kvs[0].value, "");
         assert_int_equal(a.response.kvs[0].value_len, 0);
         etcd_answer_done(&a);
 
         /* a field etcd adds later is skipped: count (4) 1, then field 15 as a varint */
-        b = answer_raw((const uint8_t[]) { 0x20, 1, 0x78, 42 }, 4);
+        b = grpc_raw((const uint8_t[]) { 0x20, 1, 0x78, 42 }, 4);
         assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), 0);
         assert_int_equal(a.response.count, 1);
         etcd_answer_done(&a);
@@ -145,24 +109,24 @@ static void test_decode_simple(_unused_ void **state) {
         EtcdBytes b;
 
         put.header = &header5;
-        b = answer_of(&put);
+        b = grpc_packed(&put);
         assert_int_equal(parse_ok(ETCD_ANSWER_PUT, &b, &a), 0);
         assert_int_equal(a.response.revision, 5);
         assert_string_equal(a.response.message, "");
         etcd_answer_done(&a);
         del.header = &header5;
         del.deleted = 4;
-        b = answer_of(&del);
+        b = grpc_packed(&del);
         assert_int_equal(parse_ok(ETCD_ANSWER_DELETE, &b, &a), 0);
         assert_int_equal(a.response.revision, 5);
         assert_int_equal(a.response.deleted, 4);
         etcd_answer_done(&a);
         /* an empty message is a message: every field at its default */
-        b = answer_raw(NULL, 0);
+        b = grpc_raw(NULL, 0);
         assert_int_equal(parse_ok(ETCD_ANSWER_PUT, &b, &a), 0);
         assert_int_equal(a.response.revision, 0);
         etcd_answer_done(&a);
-        b = answer_raw(NULL, 0);
+        b = grpc_raw(NULL, 0);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
         assert_false(a.response.succeeded);
         assert_int_equal(a.response.n_responses, 0);
@@ -223,7 +187,7 @@ static void test_decode_txn(_unused_ void **state) {
         txn.succeeded = 1;
         txn.n_responses = 5;
         txn.responses = ops;
-        b = answer_of(&txn);
+        b = grpc_packed(&txn);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
         assert_true(a.response.succeeded);
         assert_int_equal(a.response.revision, 5);
@@ -260,7 +224,7 @@ static void test_decode_txn(_unused_ void **state) {
         txn.succeeded = 0;
         txn.n_responses = 1;
         txn.responses = &ops[1];
-        b = answer_of(&txn);
+        b = grpc_packed(&txn);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
         assert_false(a.response.succeeded);
         assert_int_equal(a.response.n_responses, 1);
@@ -272,7 +236,7 @@ static void test_decode_txn(_unused_ void **state) {
         txn.responses = (Etcdserverpb__ResponseOp *[]) {
                 &(Etcdserverpb__ResponseOp) ETCDSERVERPB__RESPONSE_OP__INIT
         };
-        b = answer_of(&txn);
+        b = grpc_packed(&txn);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
         assert_int_equal(a.response.error, -EBADMSG);
         assert_int_equal(a.response.n_responses, 0);
@@ -307,7 +271,7 @@ static EtcdBytes nested_answer(unsigned levels) {
                 }
         }
         txn[0].header = &header5;
-        return answer_of(&txn[0]);
+        return grpc_packed(&txn[0]);
 }
 
 /* levels nested txns written out by hand from the inside out, backwards from the end of the
@@ -390,7 +354,7 @@ static void test_decode_status(_unused_ void **state) {
         EtcdAnswer a;
 
         put.header = &header5;
-        b = answer_of(&put);
+        b = grpc_packed(&put);
         assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "0", NULL, b.data, b.size,
                                                 &a),
                          0);
@@ -496,7 +460,7 @@ static void test_decode_framing(_unused_ void **state) {
 
         del.header = &header5;
         del.deleted = 1;
-        b = answer_of(&del);
+        b = grpc_packed(&del);
         /* gRPC's compression (the flag, 1): never asked for, never taken */
         b.data[0] = 1;
         assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
@@ -540,7 +504,7 @@ static void test_decode_framing(_unused_ void **state) {
         etcd_answer_done(&a);
         etcd_bytes_done(&b);
         /* two messages in one answer: a unary call has one */
-        b = answer_raw((const uint8_t[]) { 0x10, 1, 0, 0, 0, 0, 0 }, 7);
+        b = grpc_raw((const uint8_t[]) { 0x10, 1, 0, 0, 0, 0, 0 }, 7);
         b.data[4] = 2;
         assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_DELETE, 200, "0", NULL, b.data,
                                                 b.size, &a),
@@ -603,7 +567,7 @@ static void test_decode_malformed(_unused_ void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 print_message("malformed %zu\n", i);
-                b = answer_raw(bad[i].m, bad[i].n);
+                b = grpc_raw(bad[i].m, bad[i].n);
                 assert_int_equal(parse_ok(bad[i].kind, &b, &a), -EBADMSG);
                 assert_int_equal(a.response.error, -EBADMSG);
                 assert_int_equal(a.response.n_kvs, 0);
@@ -646,13 +610,13 @@ static void test_decode_bad_keys(_unused_ void **state) {
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 bad.key = bin(keys[i].key, keys[i].len);
                 /* the second kv, after a good one was copied already */
-                b = answer_of(&range);
+                b = grpc_packed(&range);
                 assert_int_equal(parse_ok(ETCD_ANSWER_RANGE, &b, &a), -EBADMSG);
                 assert_int_equal(a.response.n_kvs, 0);
                 assert_null(a.response.kvs);
                 etcd_answer_done(&a);
                 /* in the second op of a txn */
-                b = answer_of(&txn);
+                b = grpc_packed(&txn);
                 assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
                 assert_int_equal(a.response.n_responses, 0);
                 assert_null(a.response.responses);
@@ -660,7 +624,7 @@ static void test_decode_bad_keys(_unused_ void **state) {
         }
         /* and a good one in both */
         bad.key = bin("/a/c", 4);
-        b = answer_of(&txn);
+        b = grpc_packed(&txn);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), 0);
         assert_int_equal(a.response.n_responses, 2);
         assert_string_equal(a.response.responses[1].kvs[1].key, "/a/c");

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "etcd-grpc-test.h"
 #include "etcd-grpc.h"
 #include "etcd-rpc.pb-c.h"
 #include "macro.h"
@@ -34,20 +35,6 @@
                 etcd_bytes_done(&(b));                                          \
                 assert_null((b).data);                                          \
         } while (0)
-
-/* The message of a request body, after checking gRPC's prefix: uncompressed, and the length
- * of exactly what follows. */
-static const uint8_t *message_of(const EtcdBytes *b, size_t *ret_size) {
-        size_t len;
-
-        assert_true(b->size >= ETCD_GRPC_PREFIX);
-        assert_int_equal(b->data[0], 0);
-        len = (size_t) b->data[1] << 24 | (size_t) b->data[2] << 16 | (size_t) b->data[3] << 8 |
-              b->data[4];
-        assert_int_equal(len, b->size - ETCD_GRPC_PREFIX);
-        *ret_size = len;
-        return b->data + ETCD_GRPC_PREFIX;
-}
 
 static void assert_bytes(ProtobufCBinaryData d, const char *want) {
         assert_int_equal(d.len, strlen(want));
@@ -94,7 +81,7 @@ static void test_encode_kv(_unused_ void **state) {
 
         /* what protobuf-c reads back */
         assert_int_equal(etcd_grpc_range("/a/", "/a0", INT64_MAX, &b), 0);
-        m = message_of(&b, &n);
+        m = grpc_unprefix(&b, &n);
         range = etcdserverpb__range_request__unpack(NULL, n, m);
         assert_non_null(range);
         assert_bytes(range->key, "/a/");
@@ -104,7 +91,7 @@ static void test_encode_kv(_unused_ void **state) {
         etcdserverpb__range_request__free_unpacked(range, NULL);
         etcd_bytes_done(&b);
         assert_int_equal(etcd_grpc_put("/a/b", "hello", 8588824136662307345LL, &b), 0);
-        m = message_of(&b, &n);
+        m = grpc_unprefix(&b, &n);
         put = etcdserverpb__put_request__unpack(NULL, n, m);
         assert_non_null(put);
         assert_bytes(put->key, "/a/b");
@@ -218,7 +205,7 @@ static void test_encode_txn(_unused_ void **state) {
         assert_int_equal(etcd_grpc_txn(cmp, ELEMENTSOF(cmp), ok, ELEMENTSOF(ok), ko,
                                        ELEMENTSOF(ko), &b),
                          0);
-        m = message_of(&b, &n);
+        m = grpc_unprefix(&b, &n);
         t = etcdserverpb__txn_request__unpack(NULL, n, m);
         assert_non_null(t);
         assert_int_equal(t->n_compare, 5);
@@ -319,7 +306,7 @@ static void test_encode_nested(_unused_ void **state) {
 
         /* three levels below the txn are the most, in either branch */
         assert_int_equal(etcd_grpc_txn(NULL, 0, &deep2, 1, NULL, 0, &b), 0);
-        m = message_of(&b, &n);
+        m = grpc_unprefix(&b, &n);
         t = etcdserverpb__txn_request__unpack(NULL, n, m);
         assert_non_null(t);
         assert_int_equal(t->n_success, 1);
@@ -410,7 +397,7 @@ static void test_txn_of_ops(_unused_ void **state) {
         assert_int_equal(etcd_grpc_txn_of_ops(NULL, 1, &b), -EINVAL);
 
         assert_int_equal(etcd_grpc_txn_of_ops(pieces, ELEMENTSOF(ops), &b), 0);
-        m = message_of(&b, &n);
+        m = grpc_unprefix(&b, &n);
         t = etcdserverpb__txn_request__unpack(NULL, n, m);
         assert_non_null(t);
         assert_int_equal(t->n_compare, 0);

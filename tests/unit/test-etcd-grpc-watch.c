@@ -13,57 +13,12 @@
 
 #include <cmocka.h>
 
+#include "etcd-grpc-test.h"
 #include "etcd-grpc.h"
 #include "etcd-rpc.pb-c.h"
 #include "macro.h"
 
-/* A message behind gRPC's prefix (uncompressed, its length big-endian), with one spare byte
- * allocated after it for the tests that add a trailing byte. */
-static EtcdBytes message_of(const void *message) {
-        const ProtobufCMessage *m = message;
-        size_t n = protobuf_c_message_get_packed_size(m);
-        EtcdBytes b = { .data = malloc(ETCD_GRPC_PREFIX + n + 1), .size = ETCD_GRPC_PREFIX + n };
-
-        assert_non_null(b.data);
-        b.data[0] = 0;
-        b.data[1] = (uint8_t) (n >> 24);
-        b.data[2] = (uint8_t) (n >> 16);
-        b.data[3] = (uint8_t) (n >> 8);
-        b.data[4] = (uint8_t) n;
-        assert_int_equal(protobuf_c_message_pack(m, b.data + ETCD_GRPC_PREFIX), n);
-        b.data[b.size] = 0;
-        return b;
-}
-
-/* A raw message (bytes written out) behind gRPC's prefix. */
-static EtcdBytes message_raw(const uint8_t *message, size_t n) {
-        EtcdBytes b = { .data = malloc(ETCD_GRPC_PREFIX + n), .size = ETCD_GRPC_PREFIX + n };
-
-        assert_non_null(b.data);
-        assert_true(n < 256);
-        memcpy(b.data, (const uint8_t[]) { 0, 0, 0, 0, (uint8_t) n }, ETCD_GRPC_PREFIX);
-        if (n > 0)
-                memcpy(b.data + ETCD_GRPC_PREFIX, message, n);
-        return b;
-}
-
-static ProtobufCBinaryData bin(const char *s, size_t n) {
-        return (ProtobufCBinaryData) { .len = n, .data = (uint8_t *) s };
-}
-
-static void assert_bytes(ProtobufCBinaryData d, const char *want, size_t n) {
-        assert_int_equal(d.len, n);
-        if (n > 0)
-                assert_memory_equal(d.data, want, n);
-}
-
-static Etcdserverpb__ResponseHeader header7 = {
-        .base = PROTOBUF_C_MESSAGE_INIT(&etcdserverpb__response_header__descriptor),
-        .cluster_id = 11942735582411456322ULL,
-        .member_id = 1288,
-        .revision = 7,
-        .raft_term = 2,
-};
+static Etcdserverpb__ResponseHeader header7 = RESPONSE_HEADER(7);
 
 /* A parse that must fail with -EBADMSG, on a message filled with junk before: it must come
  * back zeroed, and (under ASan) leave nothing allocated. */
@@ -86,14 +41,11 @@ static void assert_bad(const uint8_t *p, size_t size) {
  * of exactly what follows. */
 static Etcdserverpb__WatchRequest *request_of(const EtcdBytes *b) {
         Etcdserverpb__WatchRequest *w;
+        const uint8_t *m;
         size_t len;
 
-        assert_true(b->size >= ETCD_GRPC_PREFIX);
-        assert_int_equal(b->data[0], 0);
-        len = (size_t) b->data[1] << 24 | (size_t) b->data[2] << 16 | (size_t) b->data[3] << 8 |
-              b->data[4];
-        assert_int_equal(len, b->size - ETCD_GRPC_PREFIX);
-        w = etcdserverpb__watch_request__unpack(NULL, len, b->data + ETCD_GRPC_PREFIX);
+        m = grpc_unprefix(b, &len);
+        w = etcdserverpb__watch_request__unpack(NULL, len, m);
         assert_non_null(w);
         assert_int_equal(w->request_union_case,
                          ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST);
@@ -118,8 +70,8 @@ static void test_watch_create(_unused_ void **state) {
         assert_int_equal(b.size, sizeof(want));
         assert_memory_equal(b.data, want, sizeof(want));
         w = request_of(&b);
-        assert_bytes(w->create_request->key, "/a/", 3);
-        assert_bytes(w->create_request->range_end, "/a0", 3);
+        assert_bin(w->create_request->key, "/a/", 3);
+        assert_bin(w->create_request->range_end, "/a0", 3);
         assert_int_equal(w->create_request->start_revision, 42);
         etcdserverpb__watch_request__free_unpacked(w, NULL);
         etcd_bytes_done(&b);
@@ -129,7 +81,7 @@ static void test_watch_create(_unused_ void **state) {
         /* one key: no range_end at all; from now: no start_revision */
         assert_int_equal(etcd_grpc_watch_create("/a/b", NULL, 0, &b), 0);
         w = request_of(&b);
-        assert_bytes(w->create_request->key, "/a/b", 4);
+        assert_bin(w->create_request->key, "/a/b", 4);
         assert_int_equal(w->create_request->range_end.len, 0);
         assert_int_equal(w->create_request->start_revision, 0);
         etcdserverpb__watch_request__free_unpacked(w, NULL);
@@ -138,7 +90,7 @@ static void test_watch_create(_unused_ void **state) {
         /* "" as in etcd_range(): etcd's "\0", every key from key on */
         assert_int_equal(etcd_grpc_watch_create("/a/", "", INT64_MAX, &b), 0);
         w = request_of(&b);
-        assert_bytes(w->create_request->range_end, "\0", 1);
+        assert_bin(w->create_request->range_end, "\0", 1);
         assert_int_equal(w->create_request->start_revision, INT64_MAX);
         etcdserverpb__watch_request__free_unpacked(w, NULL);
         etcd_bytes_done(&b);
@@ -205,7 +157,7 @@ static void test_parse_created(_unused_ void **state) {
         w.header = &header7;
         w.watch_id = 0;
         w.created = 1;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.revision, 7);
         assert_true(m.created);
@@ -220,7 +172,7 @@ static void test_parse_created(_unused_ void **state) {
         /* another watch id, and no header at all: revision 0 */
         w.header = NULL;
         w.watch_id = 3;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.revision, 0);
         assert_true(m.created);
@@ -228,7 +180,7 @@ static void test_parse_created(_unused_ void **state) {
         etcd_bytes_done(&b);
 
         /* the empty message (a progress notification without its header) */
-        b = message_raw(NULL, 0);
+        b = grpc_raw(NULL, 0);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.revision, 0);
         assert_false(m.created);
@@ -239,7 +191,7 @@ static void test_parse_created(_unused_ void **state) {
         etcd_bytes_done(&b);
 
         /* a field etcd adds later is skipped: created (3) 1, then field 15 as a varint */
-        b = message_raw((const uint8_t[]) { 0x18, 1, 0x78, 42 }, 4);
+        b = grpc_raw((const uint8_t[]) { 0x18, 1, 0x78, 42 }, 4);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_true(m.created);
         etcd_watch_message_done(&m);
@@ -297,7 +249,7 @@ static void test_parse_events(_unused_ void **state) {
         w.watch_id = 1;
         w.n_events = 2;
         w.events = evs;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.revision, 7);
         assert_false(m.created);
@@ -315,7 +267,7 @@ static void test_parse_events(_unused_ void **state) {
         /* a value is bytes: a NUL inside is kept and counted, and one ends it */
         kv0.value = bin("a\0b\0", 4);
         w.n_events = 1;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.n_events, 1);
         assert_int_equal(m.events[0].kv.value_len, 4);
@@ -333,7 +285,7 @@ static void test_parse_compacted(_unused_ void **state) {
         w.header = &header7;
         w.canceled = 1;
         w.compact_revision = 5;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.revision, 7);
         assert_int_equal(m.compact_revision, 5);
@@ -347,7 +299,7 @@ static void test_parse_compacted(_unused_ void **state) {
         /* compact_revision alone */
         w.canceled = 0;
         w.compact_revision = 1234567890123LL;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_int_equal(m.compact_revision, 1234567890123LL);
         assert_false(m.canceled);
@@ -365,7 +317,7 @@ static char *canceled_error(const char *reason) {
         w.header = &header7;
         w.canceled = 1;
         w.cancel_reason = (char *) reason;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         etcd_bytes_done(&b);
         assert_true(m.canceled);
@@ -412,20 +364,20 @@ static void test_parse_canceled_raw(_unused_ void **state) {
         EtcdWatchMessage m;
         EtcdBytes b;
 
-        b = message_raw(utf8, sizeof(utf8));
+        b = grpc_raw(utf8, sizeof(utf8));
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_true(m.canceled);
         assert_string_equal(m.error, "caf??");
         etcd_watch_message_done(&m);
         etcd_bytes_done(&b);
         /* not UTF-8 (protobuf-c does not check a string's) */
-        b = message_raw(not_utf8, sizeof(not_utf8));
+        b = grpc_raw(not_utf8, sizeof(not_utf8));
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_string_equal(m.error, "?x");
         etcd_watch_message_done(&m);
         etcd_bytes_done(&b);
         /* a NUL: protobuf-c's C string ends there, or it is a '?' */
-        b = message_raw(nul, sizeof(nul));
+        b = grpc_raw(nul, sizeof(nul));
         assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
         assert_true(m.canceled);
         assert_non_null(m.error);
@@ -436,7 +388,7 @@ static void test_parse_canceled_raw(_unused_ void **state) {
 
 /* w packed, and parsed: -EBADMSG. */
 static void assert_bad_response(const Etcdserverpb__WatchResponse *w) {
-        EtcdBytes b = message_of(w);
+        EtcdBytes b = grpc_packed(w);
 
         assert_bad(b.data, b.size);
         etcd_bytes_done(&b);
@@ -487,7 +439,7 @@ static void test_parse_malformed_events(_unused_ void **state) {
         w.fragment = 0;
         /* and all of it good again */
         {
-                EtcdBytes b = message_of(&w);
+                EtcdBytes b = grpc_packed(&w);
                 EtcdWatchMessage m;
 
                 assert_int_equal(etcd_grpc_watch_message_parse(b.data, b.size, &m), 0);
@@ -513,11 +465,11 @@ static void test_parse_malformed_framing(_unused_ void **state) {
         w.header = &header7;
         w.n_events = 1;
         w.events = evs;
-        b = message_of(&w);
+        b = grpc_packed(&w);
         /* cut anywhere, the prefix then announces more than there is */
         for (size_t n = 0; n < b.size; n++)
                 assert_bad(n ? b.data : NULL, n);
-        /* one byte more than the message (message_of() allocated it) */
+        /* one byte more than the message (grpc_packed() allocated it) */
         assert_bad(b.data, b.size + 1);
         /* two messages */
         two = (EtcdBytes) { .data = malloc(2 * b.size), .size = 2 * b.size };
@@ -538,11 +490,11 @@ static void test_parse_malformed_framing(_unused_ void **state) {
         etcd_bytes_done(&b);
         /* not protobuf: a varint that does not end, a wire type for a group (3) */
         assert_bad(garbage, sizeof(garbage));
-        b = message_raw((const uint8_t[]) { 0x1b }, 1);
+        b = grpc_raw((const uint8_t[]) { 0x1b }, 1);
         assert_bad(b.data, b.size);
         etcd_bytes_done(&b);
         /* a length-delimited field longer than the message */
-        b = message_raw((const uint8_t[]) { 0x32, 10, 'a' }, 3);
+        b = grpc_raw((const uint8_t[]) { 0x32, 10, 'a' }, 3);
         assert_bad(b.data, b.size);
         etcd_bytes_done(&b);
 }
