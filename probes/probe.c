@@ -59,12 +59,7 @@ struct Probe {
         QueryType type;
         ProbeStep step;
         sd_event_source *timer;
-        uint32_t challenge;
-        uint32_t old_challenge;   /* the reused one, after the fall-back: its answer counts */
-        bool reused;              /* SQP: sent the query with the last probe's challenge */
-        bool fell_back;
-        bool rechallenged;
-        usec_t timeout;
+        uint32_t challenge;       /* SQP: the one this probe's challenge request got */
         unsigned a2s_challenges;
         int queued;               /* its index in the hub's queue, or -1 */
         int send_error;           /* a queued datagram the kernel refused: reported by the timer */
@@ -109,10 +104,10 @@ static void copy_str(char dst[static PROBE_STR_MAX], const char *src) {
         utf8_sanitize(dst);
 }
 
-/* A valid answer, whichever protocol gave it (challenge: SQP's, for the next probe). */
+/* A valid answer, whichever protocol gave it. */
 static int probe_answered(Probe *p, unsigned players, unsigned max_players, const char *name,
-                          const char *map, uint32_t challenge) {
-        ProbeResult res = { .players = players, .max_players = max_players, .challenge = challenge };
+                          const char *map) {
+        ProbeResult res = { .players = players, .max_players = max_players };
 
         copy_str(res.name, name);
         copy_str(res.map, map);
@@ -213,10 +208,10 @@ static int probe_send(Probe *p, const uint8_t *buf, size_t len) {
         return (size_t) n == len ? 0 : -EIO;
 }
 
-static int probe_sqp_answered(Probe *p, const SqpInfo *info, uint32_t challenge) {
-        return probe_answered(p, info->players, info->max_players, info->name, info->map, challenge);
-}
-
+/* Every SQP probe asks for a challenge first, from the same address as its query: Unity's Go
+ * SDK keeps one challenge per client address and takes it on the query it allows
+ * (proto.QueryBase: LoadAndDelete), so a challenge is good for one query and a reused one
+ * gets no answer at all, only "no challenge" in the server's log. */
 static int probe_handle_sqp(Probe *p, const uint8_t *buf, size_t len) {
         uint8_t q[8];
         uint32_t challenge;
@@ -225,26 +220,16 @@ static int probe_handle_sqp(Probe *p, const uint8_t *buf, size_t len) {
 
         if (p->step == PROBE_SQP_CHALLENGE) {
                 r = sqp_parse_challenge(buf, len, &challenge);
-                if (r < 0) {
-                        /* After a fall-back, the late answer to the first query. */
-                        if (p->old_challenge && sqp_parse_query(buf, len, p->old_challenge, &info) >= 0)
-                                return probe_sqp_answered(p, &info, p->old_challenge);
+                if (r < 0)
                         return r;
-                }
                 p->challenge = challenge;
                 p->step = PROBE_SQP_QUERY;
                 return probe_send(p, q, sqp_query_request(p->challenge, q));
         }
         r = sqp_parse_query(buf, len, p->challenge, &info);
-        if (r >= 0)
-                return probe_sqp_answered(p, &info, p->challenge);
-        /* A server that no longer knows the reused challenge may answer with a new one. */
-        if (p->reused && !p->rechallenged && sqp_parse_challenge(buf, len, &challenge) >= 0) {
-                p->rechallenged = true;
-                p->challenge = challenge;
-                return probe_send(p, q, sqp_query_request(p->challenge, q));
-        }
-        return r;
+        if (r < 0)
+                return r;
+        return probe_answered(p, info.players, info.max_players, info.name, info.map);
 }
 
 static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
@@ -260,7 +245,7 @@ static int probe_handle_a2s(Probe *p, const uint8_t *buf, size_t len) {
                         return -EBADMSG;
                 return probe_send(p, req, a2s_info_request(challenge, req));
         }
-        return probe_answered(p, info.players, info.max_players, info.name, info.map, 0);
+        return probe_answered(p, info.players, info.max_players, info.name, info.map);
 }
 
 static Probe *hub_find(ProbeHub *h, const struct sockaddr_in *from) {
@@ -383,21 +368,10 @@ static int hub_on_io(sd_event_source *source, int fd, uint32_t revents, void *us
 
 static int probe_on_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
         Probe *p = userdata;
-        uint8_t buf[8];
 
         if (p->send_error < 0) {
                 probe_finish(p, p->send_error, NULL);
                 return 0;
-        }
-        /* Half the time gone on a reused challenge: ask for a new one, with the other half. */
-        if (p->reused && !p->fell_back && p->step == PROBE_SQP_QUERY) {
-                p->fell_back = true;
-                p->old_challenge = p->challenge;
-                p->step = PROBE_SQP_CHALLENGE;
-                if (probe_send(p, buf, sqp_challenge_request(buf)) >= 0 &&
-                    sd_event_source_set_time_relative(p->timer, p->timeout - p->timeout / 2) >= 0 &&
-                    sd_event_source_set_enabled(p->timer, SD_EVENT_ONESHOT) >= 0)
-                        return 0;
         }
         if (p->sent_loopback_down || (probe_to_loopback(p) && hub_loopback_down(p->hub)))
                 probe_finish(p, -ENETDOWN, NULL);
@@ -458,7 +432,7 @@ ProbeHub *probe_hub_free(ProbeHub *h) {
 }
 
 int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
-                uint32_t challenge, probe_done_t done, void *userdata, Probe **ret) {
+                probe_done_t done, void *userdata, Probe **ret) {
         _cleanup_(probe_freep) Probe *p = NULL;
         Probe **slot;
         uint8_t buf[29];
@@ -482,20 +456,13 @@ int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, u
         p->done = done;
         p->userdata = userdata;
         p->addr = *addr;
-        p->timeout = timeout;
-        p->reused = type == QUERY_SQP && challenge != 0;
-        r = sd_event_add_time_relative(hub->event, &p->timer, CLOCK_MONOTONIC,
-                                       p->reused ? timeout / 2 : timeout, USEC_PER_MSEC,
-                                       probe_on_timeout, p);
+        r = sd_event_add_time_relative(hub->event, &p->timer, CLOCK_MONOTONIC, timeout,
+                                       USEC_PER_MSEC, probe_on_timeout, p);
         if (r < 0)
                 return r;
         p->hub = hub;
         *slot = p;
-        if (p->reused) {
-                p->step = PROBE_SQP_QUERY;
-                p->challenge = challenge;
-                len = sqp_query_request(challenge, buf);
-        } else if (type == QUERY_SQP) {
+        if (type == QUERY_SQP) {
                 p->step = PROBE_SQP_CHALLENGE;
                 len = sqp_challenge_request(buf);
         } else {

@@ -16,7 +16,6 @@ typedef struct ProbeResult {
         unsigned max_players;
         char name[PROBE_STR_MAX];
         char map[PROBE_STR_MAX];
-        uint32_t challenge;     /* SQP: the challenge the answer came with (for the next probe) */
 } ProbeResult;
 
 typedef struct Probe Probe;
@@ -34,14 +33,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProbeHub *, probe_hub_free);
  * interface is down. The probe is finished when this is called: free it there or later. */
 typedef void (*probe_done_t)(Probe *p, int result, const ProbeResult *info, void *userdata);
 
-/* At most one probe per target address at a time (-EBUSY). For SQP, 'challenge' (0: none) is
- * the one the server gave the last probe: the query goes out with it at once, one round trip
- * instead of two, since a server keeps a client's challenge until it asks for a new one. If
- * no answer has come by half the timeout, the probe asks for a challenge after all (and
- * still takes a late answer to the first query); a server that answers the query with a
- * new challenge gets the query again with that one. */
+/* At most one probe per target address at a time (-EBUSY). An SQP probe is two round trips,
+ * a challenge and then the query with it: a challenge is never reused, since Unity's
+ * responders accept each one for a single query. */
 int probe_start(ProbeHub *hub, QueryType type, const struct sockaddr_in *addr, usec_t timeout,
-                uint32_t challenge, probe_done_t done, void *userdata, Probe **ret);
+                probe_done_t done, void *userdata, Probe **ret);
 Probe *probe_free(Probe *p);
 
 /* Between cork and uncork (they nest) the probes' datagrams wait and leave by one sendmmsg

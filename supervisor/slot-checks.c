@@ -305,7 +305,6 @@ static void slot_probe_answered(Slot *s, const ProbeResult *info) {
         slot_check_made(s, CHECK_QUERY);
         check_tally_add(&s->fleet->tally[CHECK_QUERY], false);
         /* A probe a second per slot: only a changed answer is announced. */
-        answer.challenge = 0;
         if (s->query && memcmp(s->query, &answer, sizeof(answer)) == 0)
                 return;
         if (!s->query && !(s->query = malloc(sizeof(ProbeResult)))) {
@@ -323,7 +322,6 @@ static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, vo
         bool in_sweep = s->probe_in_sweep;
 
         s->probe = probe_free(s->probe);
-        s->sqp_challenge = result < 0 ? 0 : info->challenge;
         s->probe_in_sweep = false;
         if (result < 0)
                 slot_probe_failed(s, result);
@@ -347,7 +345,7 @@ static void slot_start_probe(Slot *s) {
         if (s->probe)
                 return; /* the previous one is still within its timeout */
         r = probe_start(s->host->probe_hub, slot_build_config(s)->query, &addr, f->query_timeout,
-                        s->sqp_challenge, slot_on_probe_done, s, &s->probe);
+                        slot_on_probe_done, s, &s->probe);
         if (r < 0) {
                 /* Whatever the error, the probe did not leave: slotd's doing, not the server's. */
                 slot_check_error(s, CHECK_QUERY, r, "query: sendto 127.0.0.1:%u: %s", s->query_port,
@@ -516,7 +514,6 @@ static void slot_on_readiness_probe(Probe *p, int result, const ProbeResult *inf
         s->probe = probe_free(s->probe);
         if (result < 0 || s->ready)
                 return;
-        s->sqp_challenge = info->challenge;
         s->readiness_timer = sd_event_source_disable_unref(s->readiness_timer);
         slot_became_ready(s, "first valid query answer (checks.readiness = query)");
 }
@@ -533,7 +530,7 @@ static void slot_readiness_probe(Slot *s) {
         if (s->probe)
                 return;
         r = probe_start(s->host->probe_hub, slot_build_config(s)->query, &addr, timeout,
-                        s->sqp_challenge, slot_on_readiness_probe, s, &s->probe);
+                        slot_on_readiness_probe, s, &s->probe);
         if (r < 0)
                 log_slot_debug(s, "Cannot send a readiness probe: %s", strerror(-r));
 }
@@ -583,7 +580,6 @@ void slot_checks_start(Slot *s) {
                 s->strikes[k] = mfree(s->strikes[k]);
         s->pending_cause = FAILURE_NONE;
         s->query = mfree(s->query);
-        s->sqp_challenge = 0; /* a new server, a new challenge */
         s->cpu_usage = 0;
         s->check_cpu_at = now;
         if (cg_cpu_usage_at(s->cgroup_fd, &s->check_cpu_usage) < 0)

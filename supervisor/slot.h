@@ -125,7 +125,6 @@ typedef struct Slot {
         usec_t last_watchdog;     /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
         TimeWindow *strikes[_CHECK_KIND_MAX]; /* allocated at a check's first strike */
         Probe *probe;
-        uint32_t sqp_challenge;   /* the server's last SQP challenge to us, 0: none yet */
         ProbeResult *query;       /* the last valid query answer, NULL before the first */
         FailureReason pending_cause;  /* why slotd is ending the process: misbehaviour, start-timeout */
         /* A failure of this round of the fleet's checks, held for the round's verdict (why:

@@ -23,9 +23,12 @@ typedef struct Responder {
         struct sockaddr_in addr;
         Mode mode;
         bool a2s_challenge;
-        uint32_t issued;       /* SQP: the challenge it hands out (0: CHALLENGE) */
-        int on_stale;          /* SQP query with another challenge: 0 answer anyway, 1 drop, 2 re-challenge */
-        unsigned answered, challenges, queries;
+        /* SQP as Unity's Go SDK keeps it (proto.QueryBase): a new challenge per challenge
+         * request, good for one query, which takes it; any other query gets no answer. */
+        bool single_use;
+        bool outstanding;
+        uint32_t issued;
+        unsigned answered, challenges, queries, refused;
 } Responder;
 
 typedef struct Run {
@@ -59,23 +62,23 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
                         len = 7;
                         memcpy(out, "\x01garbag", 7);
                 } else if (n == 5 && buf[0] == 0x00) {
-                        len = put_challenge(out, r->issued ?: CHALLENGE);
+                        r->issued = r->single_use ? CHALLENGE + r->challenges * 7919u : CHALLENGE;
+                        r->outstanding = true;
+                        len = put_challenge(out, r->issued);
                         r->challenges++;
                 } else if (n == 8 && buf[0] == 0x01) {
-                        uint32_t c = r->issued ?: CHALLENGE;
                         uint32_t got = (uint32_t) buf[1] << 24 | (uint32_t) buf[2] << 16 |
                                        (uint32_t) buf[3] << 8 | buf[4];
                         SqpInfo info = { .players = 5, .max_players = 24, .port = 7777 };
                         r->queries++;
-                        if (got != c && r->on_stale == 1)
+                        if (r->single_use && (!r->outstanding || got != r->issued)) {
+                                r->refused++;  /* the SDK: "no challenge", no answer */
                                 continue;
-                        if (got != c && r->on_stale == 2) {
-                                len = put_challenge(out, c);
-                        } else {
-                                strcpy(info.name, "loop");
-                                strcpy(info.map, "arena");
-                                len = sqp_encode_info_response(got, 1, &info, out, sizeof(out));
                         }
+                        r->outstanding = !r->single_use;
+                        strcpy(info.name, "loop");
+                        strcpy(info.map, "arena");
+                        len = sqp_encode_info_response(got, 1, &info, out, sizeof(out));
                 } else if (n >= 25 && buf[0] == 0xff && buf[4] == 0x54) {
                         if (r->a2s_challenge && n != 29) {
                                 memcpy(out, "\xff\xff\xff\xff\x41\x01\x02\x03\x04", 9);
@@ -138,68 +141,40 @@ static void run_until(sd_event *e, Run *run, unsigned want) {
         }
 }
 
-/* The challenge of the last answer goes with the next query at once: one round trip. A
- * server that has moved on to another challenge is asked for it, whether it stays silent
- * (after half the timeout) or answers with the new one (at once). */
-static void test_sqp_challenge_reuse(void **state) {
+/* Every probe asks for its own challenge: against a responder that keeps challenges as Unity's
+ * Go SDK does (one query each), every probe is answered and no query is refused. slotd used to
+ * send the last probe's challenge, which such a server never answers. */
+static void test_sqp_challenge_single_use(void **state) {
         sd_event *e = NULL;
         ProbeHub *hub = NULL;
-        Responder r = {};
+        Responder r = { .single_use = true };
         Run run = {};
         Probe *p;
-        usec_t t0;
 
         assert_true(sd_event_new(&e) >= 0);
         assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &r, ANSWER);
-        r.on_stale = 1;
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, USEC_PER_SEC, 0, on_done, &run, &p), 0);
-        run_until(e, &run, 1);
-        assert_int_equal(run.ok, 1);
-        assert_int_equal(run.last.challenge, CHALLENGE);
-        assert_int_equal(r.challenges, 1);
-        assert_int_equal(r.queries, 1);
+        for (unsigned i = 1; i <= 5; i++) {
+                usec_t t0 = now_usec(CLOCK_MONOTONIC);
 
-        /* Reused: the query alone. */
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, USEC_PER_SEC, run.last.challenge,
-                                     on_done, &run, &p), 0);
-        run_until(e, &run, 2);
-        assert_int_equal(run.ok, 2);
-        assert_int_equal(r.challenges, 1);
-        assert_int_equal(r.queries, 2);
-        assert_string_equal(run.last.map, "arena");
-
-        /* The server drops queries with the old challenge: half the timeout, then a new one. */
-        r.issued = 0x0badf00d;
-        t0 = now_usec(CLOCK_MONOTONIC);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, 400 * USEC_PER_MSEC, CHALLENGE,
-                                     on_done, &run, &p), 0);
-        run_until(e, &run, 3);
-        assert_int_equal(run.ok, 3);
-        assert_int_equal(run.last.challenge, 0x0badf00d);
-        assert_true(now_usec(CLOCK_MONOTONIC) - t0 >= 190 * USEC_PER_MSEC);
-        assert_int_equal(r.challenges, 2);
-        assert_int_equal(r.queries, 4);
-
-        /* It answers the old challenge with its new one: the query again, at once. */
-        r.issued = 0xcafe;
-        r.on_stale = 2;
-        t0 = now_usec(CLOCK_MONOTONIC);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, 10 * USEC_PER_SEC, 0x0badf00d,
-                                     on_done, &run, &p), 0);
-        run_until(e, &run, 4);
-        assert_int_equal(run.ok, 4);
-        assert_int_equal(run.last.challenge, 0xcafe);
-        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 5 * USEC_PER_SEC);
-        assert_int_equal(r.challenges, 2);
-        assert_int_equal(r.queries, 6);
+                assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, 2 * USEC_PER_SEC, on_done,
+                                             &run, &p), 0);
+                run_until(e, &run, i);
+                assert_int_equal(run.ok, i);
+                assert_string_equal(run.last.map, "arena");
+                /* An answer, not a fall-back after part of the timeout. */
+                assert_true(now_usec(CLOCK_MONOTONIC) - t0 < USEC_PER_SEC);
+        }
+        assert_int_equal(r.challenges, 5);
+        assert_int_equal(r.queries, 5);
+        assert_int_equal(r.refused, 0);
 
         /* Silent altogether: the whole timeout, then -ETIMEDOUT. */
         r.mode = SILENT;
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, 200 * USEC_PER_MSEC, 0xcafe,
-                                     on_done, &run, &p), 0);
-        run_until(e, &run, 5);
-        assert_int_equal(run.ok, 4);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, 200 * USEC_PER_MSEC, on_done, &run,
+                                     &p), 0);
+        run_until(e, &run, 6);
+        assert_int_equal(run.ok, 5);
         assert_int_equal(run.last_error, -ETIMEDOUT);
 
         close(r.fd);
@@ -217,7 +192,7 @@ static void test_sqp_answer(void **state) {
         assert_true(sd_event_new(&e) >= 0);
         assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &r, ANSWER);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, USEC_PER_SEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 1);
         assert_int_equal(run.ok, 1);
         assert_int_equal(run.last.players, 5);
@@ -240,7 +215,7 @@ static void test_a2s_with_challenge(void **state) {
         assert_true(sd_event_new(&e) >= 0);
         assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &r, ANSWER);
-        assert_int_equal(probe_start(hub, QUERY_A2S, &r.addr, USEC_PER_SEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_A2S, &r.addr, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 1);
         assert_int_equal(run.ok, 1);
         assert_int_equal(run.last.players, 2);
@@ -274,16 +249,16 @@ static void test_failures(void **state) {
         close(fd);
 
         start = now_usec(CLOCK_MONOTONIC);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &silent.addr, 200 * USEC_PER_MSEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &silent.addr, 200 * USEC_PER_MSEC, on_done, &run, &p), 0);
         run_until(e, &run, 1);
         assert_int_equal(run.last_error, -ETIMEDOUT);
         assert_true(now_usec(CLOCK_MONOTONIC) - start >= 190 * USEC_PER_MSEC);
 
-        assert_int_equal(probe_start(hub, QUERY_SQP, &garbage.addr, USEC_PER_SEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &garbage.addr, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 2);
         assert_int_equal(run.last_error, -EBADMSG);
 
-        assert_int_equal(probe_start(hub, QUERY_A2S, &closed, USEC_PER_SEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_A2S, &closed, USEC_PER_SEC, on_done, &run, &p), 0);
         run_until(e, &run, 3);
         assert_int_equal(run.last_error, -ECONNREFUSED);
         assert_int_equal(run.ok, 0);
@@ -315,7 +290,7 @@ static void test_thousand_at_once(void **state) {
         for (int i = 0; i < 1000; i++) {
                 if (i == 500)
                         probe_hub_cork(hub);
-                assert_int_equal(probe_start(hub, QUERY_SQP, &r[i].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p), 0);
+                assert_int_equal(probe_start(hub, QUERY_SQP, &r[i].addr, 5 * USEC_PER_SEC, on_done, &run, &p), 0);
         }
         probe_hub_uncork(hub);
         run_until(e, &run, 1000);
@@ -356,10 +331,10 @@ static void test_corked(void **state) {
                 responder_open(e, &r[i], ANSWER);
         probe_hub_cork(hub);
         probe_hub_cork(hub);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r[0].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p[0]), 0);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &broadcast, 5 * USEC_PER_SEC, 0, on_done, &run, &p[1]), 0);
-        assert_int_equal(probe_start(hub, QUERY_A2S, &r[1].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p[2]), 0);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &r[2].addr, 5 * USEC_PER_SEC, 0, on_done, &run, &p[3]), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r[0].addr, 5 * USEC_PER_SEC, on_done, &run, &p[0]), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &broadcast, 5 * USEC_PER_SEC, on_done, &run, &p[1]), 0);
+        assert_int_equal(probe_start(hub, QUERY_A2S, &r[1].addr, 5 * USEC_PER_SEC, on_done, &run, &p[2]), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r[2].addr, 5 * USEC_PER_SEC, on_done, &run, &p[3]), 0);
         probe_free(p[3]);
         probe_hub_uncork(hub);
         for (int i = 0; i < 3; i++)
@@ -392,9 +367,9 @@ static void test_one_per_target_and_strangers(void **state) {
         assert_true(sd_event_new(&e) >= 0);
         assert_int_equal(probe_hub_new(e, &hub), 0);
         responder_open(e, &other, OTHER_PORT);
-        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, 300 * USEC_PER_MSEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, 300 * USEC_PER_MSEC, on_done, &run, &p), 0);
         /* One probe per target at a time. */
-        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, USEC_PER_SEC, 0, on_done, &run, &q), -EBUSY);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, USEC_PER_SEC, on_done, &run, &q), -EBUSY);
         assert_null(q);
         /* The answer comes from another port than the one probed: it is not the target's. */
         run_until(e, &run, 1);
@@ -402,7 +377,7 @@ static void test_one_per_target_and_strangers(void **state) {
         assert_int_equal(other.answered, 1);
         assert_int_equal(run.ok, 0);
         /* Once that probe is gone the target can be probed again. */
-        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, 100 * USEC_PER_MSEC, 0, on_done, &run, &p), 0);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &other.addr, 100 * USEC_PER_MSEC, on_done, &run, &p), 0);
         run_until(e, &run, 2);
         assert_int_equal(run.last_error, -ETIMEDOUT);
         close(other.fd);
@@ -413,7 +388,7 @@ static void test_one_per_target_and_strangers(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sqp_challenge_reuse),
+                cmocka_unit_test(test_sqp_challenge_single_use),
                 cmocka_unit_test(test_sqp_answer),
                 cmocka_unit_test(test_a2s_with_challenge),
                 cmocka_unit_test(test_failures),
