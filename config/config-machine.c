@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include "config-internal.h"
+#include "machine-number.h"
 #include "strv.h"
 
 #define LISTEN_EXAMPLE "addresses like 127.0.0.1:8086 or [::1]:8086, or off"
@@ -169,10 +170,27 @@ static int localproxy_init(LocalProxyConfig *p) {
         return 0;
 }
 
+/* machine.number: what Unity's SDKs can read as server.json's machineID (machine-number.h). */
+static int parse_machine_number_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                    void *data) {
+        int r = machine_number_parse(value, data);
+
+        if (r == -ERANGE)
+                return key_error(ctx, k, value, r,
+                                 "must be from 1 to 9223372036854775807 (Unity's SDKs read "
+                                 "it as a 64-bit signed integer)");
+        if (r < 0)
+                return key_error(ctx, k, value, r,
+                                 "expected %s, which Unity's SDKs read as an integer",
+                                 MACHINE_NUMBER_RULE);
+        return 0;
+}
+
 #define MACHINE_KEY(s, n, parser, field, nz) { s, n, parser, offsetof(Config, field), nz }
 
 static const ConfigKey machine_keys[] = {
         MACHINE_KEY("machine", "id", parse_string_key, machine_id, false),
+        MACHINE_KEY("machine", "number", parse_machine_number_key, machine_number, false),
         MACHINE_KEY("machine", "ip", parse_ipv4_key, ip, false),
         MACHINE_KEY("machine", "ipv6", parse_ipv6_key, ipv6, false),
         MACHINE_KEY("machine", "cpus", parse_cores_key, cpus, true),

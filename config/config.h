@@ -181,6 +181,8 @@ typedef struct Config {
 
         /* [machine] */
         char *machine_id;          /* NULL = read /etc/machine-id at start */
+        uint64_t machine_number;   /* machine.number; 0 = from the machine ID
+                                    * (machine_number_from_id()) */
         char *ip;                  /* NULL = detect */
         char *ipv6;                /* NULL = empty */
         double cpus;               /* 0 = detect (online CPUs) */

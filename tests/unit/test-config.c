@@ -6,6 +6,9 @@
 
 #define LISTEN_RULE "addresses like 127.0.0.1:8086 or [::1]:8086, or off"
 #define ETCD_ENDPOINT_RULE "http://127.0.0.1:2379 or https://[::1]:2379"
+#define NUMBER_RULE                                                                             \
+        "expected a decimal number from 1 to 9223372036854775807, without sign or leading zero, " \
+        "which Unity's SDKs read as an integer"
 #define PREFIX_RULE                                                                             \
         "expected a key prefix like /slotd/v1: a leading '/', at most 128 characters of A-Z "  \
         "a-z 0-9 / . _ -, no empty segment and no trailing '/'"
@@ -28,6 +31,7 @@ static void test_machine_defaults(_unused_ void **state) {
         assert_null(err);
 
         assert_null(c->machine_id);
+        assert_int_equal(c->machine_number, 0);
         assert_null(c->ip);
         assert_null(c->ipv6);
         assert_true(c->cpus == 0);
@@ -75,7 +79,7 @@ static void test_machine_all_keys(_unused_ void **state) {
                 "reserved_cpus = 50%\n"
                 "reserved_memory = 2G\n"
                 "idle_ttl = 2h\n"
-                "\n"
+                "number = 9223372036854775807\n"
                 "[supervisor]\n"
                 "cgroup = /sys/fs/cgroup/slotd.slice//slots/\n"
                 "state_dir = /srv//slotd/\n"
@@ -91,6 +95,7 @@ static void test_machine_all_keys(_unused_ void **state) {
         assert_null(err);
 
         assert_string_equal(c->machine_id, "0123456789abcdef0123456789abcdef");
+        assert_true(c->machine_number == UINT64_C(9223372036854775807));
         assert_string_equal(c->ip, "192.0.2.10");
         assert_string_equal(c->ipv6, "2001:db8::10");
         assert_true(double_eq(c->cpus, 12.5));
@@ -378,6 +383,13 @@ static void test_machine_bad_values(_unused_ void **state) {
                 { "machine", "idle_ttl", "0", "must be greater than 0" },
                 { "machine", "idle_ttl", "forever", "expected a duration like 250ms, 10s, 5m or 1h" },
                 { "machine", "idle_ttl", "99999999999999999999h", "duration too large" },
+                { "machine", "number", "0", "must be from 1 to 9223372036854775807 (Unity's SDKs "
+                  "read it as a 64-bit signed integer)" },
+                { "machine", "number", "9223372036854775808", "must be from 1 to "
+                  "9223372036854775807 (Unity's SDKs read it as a 64-bit signed integer)" },
+                { "machine", "number", "0123", NUMBER_RULE },
+                { "machine", "number", "-1", NUMBER_RULE },
+                { "machine", "number", "3d1219c7c4c5404aaa1f6d2a48adfda4", NUMBER_RULE },
                 { "supervisor", "cgroup", "slots", "expected an absolute path" },
                 { "supervisor", "state_dir", "var/lib/slotd", "expected an absolute path" },
                 { "supervisor", "slots_dir", "", "expected an absolute path" },
