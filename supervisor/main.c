@@ -305,9 +305,23 @@ static void print_cgroups(const Config *c) {
         printf("\n");
 }
 
+/* What server.json's machineID and the fleet's documents will say of this machine. */
+static int print_identity(const Config *c) {
+        _cleanup_free_ char *id = NULL;
+        const char *from;
+        uint64_t number;
+
+        if (manager_resolve_identity(c, &id, &number, &from) < 0)
+                return log_oom();
+        printf("machine ID %s, machine number %" PRIu64 " (%s)\n", id[0] ? id : "(none)", number,
+               from);
+        return 0;
+}
+
 /* Like nginx -t: what would run, and what this host can hold it to. */
 static int print_plan(const Config *c, const MachineResources *res) {
         char a[32], b[32];
+        int r;
 
         printf("configuration: %s, fleets from %s: ok\n", c->config_file ?: arg_config,
                c->fleets_dir ?: arg_fleets);
@@ -315,6 +329,9 @@ static int print_plan(const Config *c, const MachineResources *res) {
         format_size(c->reserved_memory, b);
         printf("machine: %.4g cpus (%.4g reserved), %s memory (%s reserved)\n", res->cpus,
                c->reserved_cpus, a, b);
+        r = print_identity(c);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < c->n_fleets; i++)
                 print_fleet(&c->fleets[i]);
         print_localproxy(&c->localproxy);

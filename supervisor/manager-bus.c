@@ -90,6 +90,13 @@ static int property_get_machine_id(sd_bus *bus, const char *path, const char *in
         return sd_bus_message_append(reply, "s", m->machine_id);
 }
 
+static int property_get_machine_number(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply,
+                                       void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "t", m->machine_number);
+}
+
 static int property_get_cpus(sd_bus *bus, const char *path, const char *interface,
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error) {
@@ -383,6 +390,8 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("MachineID", "s", property_get_machine_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("MachineNumber", "t", property_get_machine_number, 0,
+                        SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("IPv4", "s", property_get_ipv4, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("IPv6", "s", property_get_ipv6, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("CPUs", "d", property_get_cpus, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

@@ -14,6 +14,7 @@
 #include "confine.h"
 #include "slotd-config.h"
 #include "log.h"
+#include "machine-number.h"
 #include "manager.h"
 #include "manager-metrics.h"
 #include "proxy.h"
@@ -124,7 +125,7 @@ void manager_update_slot_host(Manager *m) {
                 .keeper_fd = m->keeper_fd,
                 .enforced = m->enforced,
                 .killed_cgroup_bug = m->killed_cgroup_bug,
-                .machine_id = m->machine_id,
+                .machine_number = m->machine_number_text,
                 .ip = m->ip,
                 .ipv6 = m->ipv6,
                 .local_proxy_url = m->local_proxy_url,
@@ -760,16 +761,48 @@ int manager_resolve_admin_group(const Config *c, gid_t *ret_gid, bool *ret_has, 
         return 0;
 }
 
+int manager_resolve_identity(const Config *c, char **ret_id, uint64_t *ret_number,
+                             const char **ret_from) {
+        _cleanup_free_ char *id = NULL;
+        uint64_t number;
+
+        if (c->machine_id)
+                id = strdup(c->machine_id);
+        else if (read_machine_id(&id) < 0)
+                id = strdup("");
+        if (!id)
+                return -ENOMEM;
+        if (c->machine_number > 0)
+                *ret_from = "machine.number";
+        else if (machine_number_parse(id, &number) == 0)
+                *ret_from = "machine.id itself";
+        else if (c->machine_id)
+                *ret_from = "derived from machine.id";
+        else if (id[0])
+                *ret_from = "derived from /etc/machine-id";
+        else
+                *ret_from = "derived from an empty machine ID: set machine.number";
+        *ret_number = c->machine_number ?: machine_number_from_id(id);
+        *ret_id = TAKE_PTR(id);
+        return 0;
+}
+
 /* What slotd tells servers, SDKs and the bus about this machine. */
 static int manager_setup_identity(Manager *m) {
-        if (m->config->machine_id)
-                m->machine_id = strdup(m->config->machine_id);
-        else if (read_machine_id(&m->machine_id) < 0)
-                m->machine_id = strdup("");
+        const char *from;
+
+        if (manager_resolve_identity(m->config, &m->machine_id, &m->machine_number, &from) < 0)
+                return log_oom();
+        if (m->machine_id[0] == '\0' && m->config->machine_number == 0)
+                log_warning("No machine.id and no /etc/machine-id: machine number %" PRIu64
+                            " is that of every such host; set machine.number",
+                            m->machine_number);
+        (void) snprintf(m->machine_number_text, sizeof(m->machine_number_text), "%" PRIu64,
+                        m->machine_number);
         m->ip = m->config->ip ? strdup(m->config->ip) : detect_ip();
         m->ipv6 = strdup(strempty(m->config->ipv6));
         m->slots_dir = strdup(m->config->slots_dir);
-        if (!m->machine_id || !m->ip || !m->ipv6 || !m->slots_dir)
+        if (!m->ip || !m->ipv6 || !m->slots_dir)
                 return log_oom();
         /* The SDKs find the proxy by this URL; without it they would try localhost:8086. */
         if (m->config->localproxy.enabled && m->config->localproxy.n_listen > 0 &&

@@ -29,7 +29,9 @@ typedef struct Manager {
         bool bus_name_taken_logged;
         Config *config;
 
-        char *machine_id;
+        char *machine_id;            /* machine.id or /etc/machine-id: MachineID, etcd keys */
+        uint64_t machine_number;     /* machine.number or derived: server.json's machineID */
+        char machine_number_text[24]; /* the same in decimal */
         char *ip;
         char *ipv6;
         MachineResources resources;
@@ -247,6 +249,12 @@ int bus_reply_empty_durable(sd_bus_message *msg, Manager *m);
 
 /* What the slot tree would look like, for --check. */
 int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root);
+
+/* The machine's ID and number (SPEC §2): machine.id, else /etc/machine-id, else "";
+ * machine.number, else machine_number_from_id() of that ID. *ret_from names where the number
+ * came from, for messages. 0 or -ENOMEM. */
+int manager_resolve_identity(const Config *c, char **ret_id, uint64_t *ret_number,
+                             const char **ret_from);
 
 extern const sd_bus_vtable manager_vtable[];
 extern const sd_bus_vtable slot_vtable[];

@@ -10,7 +10,7 @@
 typedef struct ServerJson {
         const char *server_id;
         const char *allocated_uuid;
-        const char *machine_id;
+        const char *machine_id;         /* the machine number (SPEC §4), not MachineID */
         const char *fleet_id;
         const char *ip;
         const char *ipv6;

@@ -72,7 +72,7 @@ typedef struct SlotHost {
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
         bool killed_cgroup_bug;      /* see spawn_probe_killed_cgroup_bug() */
-        const char *machine_id;      /* for server.json */
+        const char *machine_number;  /* server.json's machineID: the machine number */
         const char *ip;
         const char *ipv6;
         const char *local_proxy_url; /* localProxyUrl in server.json, NULL: no proxy */

@@ -362,7 +362,7 @@ static ServerJson slot_server_json(Slot *s, const char *uuid, const char *build_
         return (ServerJson){
                 .server_id = s->id_string,
                 .allocated_uuid = uuid,
-                .machine_id = s->host->machine_id,
+                .machine_id = s->host->machine_number,
                 .fleet_id = f->name,
                 .ip = s->host->ip,
                 .ipv6 = s->host->ipv6,

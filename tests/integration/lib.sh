@@ -145,6 +145,23 @@ EOC
         wait_until 10 "the private bus socket" test -S "$T/bus"
 }
 
+# machine_number_of ID: the machine number slotd derives from machine.id ID when machine.number
+# is not set (SPEC §2): ID itself when it is a number Unity's SDKs read, else the first 8 bytes
+# of its SHA-256, big-endian, top bit cleared, 0 made 1. Written out again here, not asked of
+# slotd, so that a change of the derivation shows.
+machine_number_of() {
+        local h n
+        if [[ $1 =~ ^[1-9][0-9]{0,18}$ ]] && [ ${#1} -lt 19 -o "$1" \< 9223372036854775808 ]; then
+                echo "$1"; return 0
+        fi
+        h=$(printf %s "$1" | sha256sum | cut -c1-16)
+        n=$(( 0x$h & 0x7fffffffffffffff ))
+        echo $(( n == 0 ? 1 : n ))
+}
+# The machine.id every test's slotd.ini has (write_config), and the number derived from it.
+TEST_MACHINE_ID=0123456789abcdef0123456789abcdef
+TEST_MACHINE_NUMBER=4517599999261404022
+
 # write_config [EXTRA SLOTD.INI LINES]: slotd.ini for this test, on this test's bus and cgroup.
 write_config() {
         # Off unless the test asks for it (tests run in parallel: no fixed port); SDK_MODE's
@@ -154,7 +171,7 @@ write_config() {
         mkdir -p "$T/etc/fleets.d"
         cat > "$T/etc/slotd.ini" <<EOC
 [machine]
-id = 0123456789abcdef0123456789abcdef
+id = $TEST_MACHINE_ID
 ip = 192.0.2.1
 cpus = ${MACHINE_CPUS:-4}
 memory = ${MACHINE_MEMORY:-4G}

@@ -11,7 +11,35 @@ assert_ok "plan names the fleet with 4 slots" grep -q "fleet shooter .*: 4 slots
 assert_ok "plan shows ports" grep -q "ports 30000-30003, query ports 30100-30103" <<<"$out"
 assert_ok "plan shows the cgroup tree" grep -q "slot tree $CG" <<<"$out"
 assert_ok "plan says what is enforceable" grep -Eq "enforceable: cpu=(yes|no) memory=(yes|no) pids=(yes|no)" <<<"$out"
+assert_eq "$(grep '^machine ID' <<<"$out")" \
+        "machine ID $TEST_MACHINE_ID, machine number $TEST_MACHINE_NUMBER (derived from machine.id)" \
+        "plan shows the machine number derived from machine.id (SPEC §2)"
+assert_eq "$TEST_MACHINE_NUMBER" "$(machine_number_of "$TEST_MACHINE_ID")" \
+        "the derivation: SHA-256 of machine.id, first 8 bytes, top bit cleared"
 assert_ok "--check created no cgroup" test ! -e "$CG"
+
+# machine.number: set, it is the number; a value Unity's SDKs cannot read is refused with
+# file:line, key and value, at --check and at start-up.
+cp "$T/etc/slotd.ini" "$T/etc/slotd.ini.good"
+sed -i '/^id = /a number = 9223372036854775807' "$T/etc/slotd.ini"
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini")
+assert_ok "plan shows machine.number" grep -qx \
+        "machine ID $TEST_MACHINE_ID, machine number 9223372036854775807 (machine.number)" <<<"$out"
+for bad in 0123 9223372036854775808 0 -7 3d1219c7; do
+        cp "$T/etc/slotd.ini.good" "$T/etc/slotd.ini"
+        sed -i "/^id = /a number = $bad" "$T/etc/slotd.ini"
+        line=$(grep -n "^number = " "$T/etc/slotd.ini" | cut -d: -f1)
+        set +e
+        out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
+        rc=$?
+        set -e
+        note "$out"
+        assert_ok "machine.number $bad refused" test $rc -ne 0
+        assert_ok "machine.number $bad: file:line, key and value" grep -Eq \
+                "^slotd\[error\]: $T/etc/slotd.ini:$line: machine.number: (expected|must be) .*\(got '$bad'\)$" \
+                <<<"$out"
+done
+cp "$T/etc/slotd.ini.good" "$T/etc/slotd.ini"
 assert_ok "--check created no state" test ! -e "$T/state"
 
 # A bad value: non-zero exit, file:line and key in the message.

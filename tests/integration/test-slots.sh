@@ -14,7 +14,10 @@ start_slotd
 assert_eq "$(mprop SlotCount)" 8 "SlotCount"
 assert_eq "$(mprop Fleets)" '2 "alpha" "beta"' "Fleets"
 assert_eq "$(mprop Version)" "$("$SLOTD" --version | awk '{print $2}')" "Version"
-assert_eq "$(mprop MachineID)" 0123456789abcdef0123456789abcdef "MachineID"
+assert_eq "$(mprop MachineID)" "$TEST_MACHINE_ID" "MachineID"
+assert_eq "$(mprop MachineNumber)" "$(machine_number_of "$TEST_MACHINE_ID")" \
+        "MachineNumber (derived from machine.id)"
+assert_eq "$TEST_MACHINE_NUMBER" "$(machine_number_of "$TEST_MACHINE_ID")" "TEST_MACHINE_NUMBER"
 assert_eq "$(mprop CPUs)" 6 "CPUs"
 assert_eq "$(mprop MemoryBytes)" $((4 * 1024 * 1024 * 1024)) "MemoryBytes"
 
@@ -67,11 +70,13 @@ check_slot() {
         wait_until 10 "slot $id log line" grep -q "slotd-test-server: start" "$home/logs/server.log"
         # server.json: every key, values strings.
         local j="$home/server.json"
-        python3 - "$j" "$id" "$fleet" "$port" "$qport" "$home/logs" <<'PY' || fail "slot $id server.json"
+        # machineID: the machine number derived from machine.id, in decimal (SPEC §4).
+        python3 - "$j" "$id" "$fleet" "$port" "$qport" "$home/logs" "$TEST_MACHINE_NUMBER" \
+                <<'PY' || fail "slot $id server.json"
 import json, sys
-path, sid, fleet, port, qport, logdir = sys.argv[1:]
+path, sid, fleet, port, qport, logdir, number = sys.argv[1:]
 j = json.load(open(path))
-want = {"serverID": sid, "allocatedUUID": "", "machineID": "0123456789abcdef0123456789abcdef",
+want = {"serverID": sid, "allocatedUUID": "", "machineID": number,
         "fleetID": fleet, "ip": "192.0.2.1", "ipv6": "", "port": port, "queryPort": qport,
         "queryType": "", "serverLogDir": logdir, "regionID": "", "regionName": ""}
 assert j == want, (j, want)

@@ -12,7 +12,7 @@
 static const ServerJson sample = {
         .server_id = "7",
         .allocated_uuid = "0f3c5a4e-1b2d-4c8e-9a7f-5d6e7f8a9b0c",
-        .machine_id = "1234567890abcdef1234567890abcdef",
+        .machine_id = "4517599999261404022", /* the machine number, in decimal */
         .fleet_id = "shooter",
         .ip = "192.0.2.10",
         .ipv6 = NULL,
@@ -29,7 +29,7 @@ static const char sample_text[] =
         "{\n"
         "  \"serverID\": \"7\",\n"
         "  \"allocatedUUID\": \"0f3c5a4e-1b2d-4c8e-9a7f-5d6e7f8a9b0c\",\n"
-        "  \"machineID\": \"1234567890abcdef1234567890abcdef\",\n"
+        "  \"machineID\": \"4517599999261404022\",\n"
         "  \"fleetID\": \"shooter\",\n"
         "  \"ip\": \"192.0.2.10\",\n"
         "  \"ipv6\": \"\",\n"
