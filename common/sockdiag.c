@@ -4,6 +4,9 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "sockdiag.h"
@@ -237,4 +240,66 @@ int sockdiag_lookup_tcp(int fd, const struct sockaddr *client, const struct sock
         if (send(fd, req, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
                 return negative_errno();
         return receive_answer(fd, seq, ret);
+}
+
+/* A client connected to a listener on 127.0.0.1, both on ports the kernel picks. On loopback
+ * the handshake is done within connect(); SO_SNDTIMEO bounds it all the same (a filter that
+ * drops SYNs on lo would otherwise hold the caller for the minutes of TCP's retries). */
+static int loopback_connect(int *ret_listener, int *ret_client, struct sockaddr_in *ret_server,
+                            struct sockaddr_in *ret_client_addr) {
+        struct sockaddr_in server = { .sin_family = AF_INET,
+                                      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, client_addr;
+        const struct timeval timeout = { .tv_sec = 1 };
+        _cleanup_close_ int listener = -EBADF, client = -EBADF;
+        socklen_t len = sizeof(server);
+
+        listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (listener < 0)
+                return negative_errno();
+        if (bind(listener, (const struct sockaddr *) &server, sizeof(server)) < 0 ||
+            listen(listener, 1) < 0 || getsockname(listener, (struct sockaddr *) &server, &len) < 0)
+                return negative_errno();
+        client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (client < 0)
+                return negative_errno();
+        (void) setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+        if (connect(client, (const struct sockaddr *) &server, sizeof(server)) < 0)
+                return negative_errno();
+        len = sizeof(client_addr);
+        if (getsockname(client, (struct sockaddr *) &client_addr, &len) < 0)
+                return negative_errno();
+        *ret_listener = TAKE_FD(listener);
+        *ret_client = TAKE_FD(client);
+        *ret_server = server;
+        *ret_client_addr = client_addr;
+        return 0;
+}
+
+int sockdiag_self_test(uint64_t cgroup_id, bool *ret_untested) {
+        /* The listener stays open until the lookup is done: closed, it would reset the client's
+         * connection, still in its accept queue. */
+        _cleanup_close_ int listener = -EBADF, client = -EBADF, nl = -EBADF;
+        struct sockaddr_in server, client_addr;
+        SockDiagPeer d;
+        struct stat st;
+        int r;
+
+        *ret_untested = true;
+        r = loopback_connect(&listener, &client, &server, &client_addr);
+        if (r < 0)
+                return r;
+        if (fstat(client, &st) < 0)
+                return negative_errno();
+        *ret_untested = false;
+        nl = sockdiag_open();
+        if (nl < 0)
+                return nl;
+        r = sockdiag_lookup_tcp(nl, (const struct sockaddr *) &client_addr,
+                                (const struct sockaddr *) &server, &d);
+        if (r < 0)
+                return r;
+        if (d.inode != (uint64_t) st.st_ino || d.uid != geteuid() ||
+            (cgroup_id != 0 && d.cgroup_id != cgroup_id))
+                return -EPROTO;
+        return 0;
 }

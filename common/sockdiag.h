@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -47,6 +48,19 @@ int sockdiag_open(void);
  * expected); other -errno. Never blocks. Not thread-safe (one sequence counter). */
 int sockdiag_lookup_tcp(int fd, const struct sockaddr *client, const struct sockaddr *server,
                         SockDiagPeer *ret);
+
+/* Proves that callers can be named by their TCP sockets: a client of our own, connected to a
+ * listener of our own on 127.0.0.1 (both ports the kernel's pick), looked up by its 4-tuple on
+ * a NETLINK_SOCK_DIAG socket of its own, must be found as that very socket (its inode), owned
+ * by this process's effective uid, in the cgroup whose id is cgroup_id (0: not compared).
+ * 0, or why not: the netlink socket's error (-EPROTONOSUPPORT: no NETLINK_SOCK_DIAG), the
+ * lookup's (-ENOENT for a socket that is alive: the kernel lacks inet_diag or tcp_diag, which
+ * it cannot load; -EOPNOTSUPP: no cgroup id, kernel < 5.7), or -EPROTO (the answer names
+ * another socket, owner or cgroup). *ret_untested is set on every return: true when no
+ * loopback connection could be made, sock_diag not tried, and the error that of the
+ * connection (the loopback down, no file descriptors left). Blocks for at most about a
+ * second (the connect's SO_SNDTIMEO; on loopback the handshake is done within connect()). */
+int sockdiag_self_test(uint64_t cgroup_id, bool *ret_untested);
 
 /* Pure halves, for tests and the fuzzer. */
 

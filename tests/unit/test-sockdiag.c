@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <seccomp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -608,6 +609,76 @@ static void test_live_child_cgroup(_unused_ void **state) {
         assert_int_equal(access(dir, F_OK), -1);
 }
 
+/* ---- the self-test ---- */
+
+static void test_self_test(_unused_ void **state) {
+        _cleanup_free_ char *own = own_cgroup_dir();
+        bool untested = true;
+
+        assert_int_equal(sockdiag_self_test(0, &untested), 0);
+        assert_false(untested);
+        if (!own)
+                return;
+        untested = true;
+        assert_int_equal(sockdiag_self_test(inode_of(own), &untested), 0);
+        assert_false(untested);
+        /* An answer for another cgroup than ours is no proof. */
+        assert_int_equal(sockdiag_self_test(inode_of(own) + 1, &untested), -EPROTO);
+        assert_false(untested);
+}
+
+/* The self-test in a child whose socket() or sendto() (a's syscall) fails with 'error' when
+ * its first argument (or third, for sendto: the length) is 'value'; its verdict comes back
+ * through a pipe. A filter with NO_NEW_PRIVS needs no privilege. */
+typedef struct Verdict {
+        int r;
+        bool untested;
+} Verdict;
+
+static Verdict self_test_filtered(int syscall, unsigned arg, uint64_t value, int error) {
+        Verdict v = { .r = 1 };
+        int fds[2], status;
+        pid_t pid;
+
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+                Verdict got = {};
+
+                if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO((uint32_t) error), syscall, 1,
+                                             SCMP_CMP(arg, SCMP_CMP_EQ, value)) < 0 ||
+                    seccomp_load(ctx) < 0)
+                        _exit(2);
+                got.r = sockdiag_self_test(0, &got.untested);
+                _exit(write(fds[1], &got, sizeof(got)) == (ssize_t) sizeof(got) ? 0 : 3);
+        }
+        close(fds[1]);
+        assert_int_equal(read(fds[0], &v, sizeof(v)), sizeof(v));
+        close(fds[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        return v;
+}
+
+/* What a host without NETLINK_SOCK_DIAG, or without inet_diag and tcp_diag, answers (the
+ * latter in the netlink answer; here sendto() says it, which the lookup reports alike); and a
+ * host where no loopback connection can be made, which proves nothing either way. */
+static void test_self_test_fails(_unused_ void **state) {
+        Verdict v;
+
+        v = self_test_filtered(SCMP_SYS(socket), 0, AF_NETLINK, EPROTONOSUPPORT);
+        assert_int_equal(v.r, -EPROTONOSUPPORT);
+        assert_false(v.untested);
+        v = self_test_filtered(SCMP_SYS(sendto), 2, SOCKDIAG_REQUEST_SIZE, ENOENT);
+        assert_int_equal(v.r, -ENOENT);
+        assert_false(v.untested);
+        v = self_test_filtered(SCMP_SYS(socket), 0, AF_INET, EMFILE);
+        assert_int_equal(v.r, -EMFILE);
+        assert_true(v.untested);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_build_v4),
@@ -623,6 +694,8 @@ int main(void) {
                 cmocka_unit_test(test_live_kernel_mapped_v6),
                 cmocka_unit_test(test_live_missing),
                 cmocka_unit_test(test_live_child_cgroup),
+                cmocka_unit_test(test_self_test),
+                cmocka_unit_test(test_self_test_fails),
         };
         signal(SIGPIPE, SIG_IGN);
         return cmocka_run_group_tests(tests, NULL, NULL);
