@@ -108,7 +108,13 @@ static int record_of(const ApiRoute *rt, const EtcdKv *kv, AllocationRecord *ret
 }
 
 static json_t *record_json(const Allocator *a, const AllocationRecord *rec) {
-        return api_allocation_json(rec, record_status_word(a, rec), record_ready(a, rec));
+        AllocationRecord shown = *rec;
+        const CacheMachine *m;
+
+        /* A record written before machineNumber was: its machine's, as the view shows it. */
+        if (shown.machine_number == 0 && (m = cache_machine(a, rec->machine_id)))
+                shown.machine_number = m->doc.machine_number;
+        return api_allocation_json(&shown, record_status_word(a, rec), record_ready(a, rec));
 }
 
 static void not_found(ReadOp *op) {

@@ -306,6 +306,7 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
         op->claim_key = fleet_key_claim(a->config->prefix, s->machine_id, s->slot_id);
         if (r < 0 || !op->slot_key || !op->claim_key)
                 return -ENOMEM;
+        op->rec.machine_number = s->doc.machine_number;
         op->rec.slot_id = s->slot_id;
         op->slot_revision = s->mod_revision;
         op->rec.game_port = s->doc.game_port;

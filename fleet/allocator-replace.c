@@ -324,6 +324,7 @@ static int move_prepare(ReplaceOp *op, AllocationRecord *rec, const CacheSlot *s
         if (r < 0)
                 return r;
         op->new_slot = rec->slot_id = s->slot_id;
+        rec->machine_number = s->doc.machine_number;
         rec->game_port = s->doc.game_port;
         rec->status = ALLOCATION_CLAIMED;
         rec->claimed = now;

@@ -267,12 +267,14 @@ char *api_allocation_href(const char *project, const char *environment, const ch
 json_t *api_allocation_json(const AllocationRecord *rec, const char *status_word, bool ready) {
         char requested[RFC3339_MAX], created[RFC3339_MAX], fulfilled[RFC3339_MAX];
 
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:i, s:s, s:s, s:s, s:b, s:s}",
+        /* machineId is Multiplay's machine ID, an integer (int64 in Unity's clients): the
+         * machine number. The record's machineID (the hex ID of the etcd keys) stays inside. */
+        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:i, s:s, s:s, s:s, s:b, s:s}",
                          "allocationId", strempty(rec->allocation_id),
                          "buildConfigurationId", strempty(rec->build_configuration_id),
                          "fleetId", strempty(rec->fleet_id),
                          "regionId", strempty(rec->region_id),
-                         "machineId", strempty(rec->machine_id),
+                         "machineId", (json_int_t) rec->machine_number, /* <= INT64_MAX */
                          "serverId", (json_int_t) rec->slot_id,
                          "ipv4", strempty(rec->ipv4),
                          "ipv6", strempty(rec->ipv6),

@@ -35,6 +35,7 @@ typedef struct Field {
 
 static const Field slot_fields[] = {
         REQUIRED(SlotDoc, "machineID", FIELD_STRING, machine_id),
+        FIELD(SlotDoc, "machineNumber", FIELD_U64, machine_number),
         REQUIRED(SlotDoc, "slotID", FIELD_U32, slot_id),
         REQUIRED(SlotDoc, "fleetId", FIELD_STRING, fleet_id),
         FIELD(SlotDoc, "regionId", FIELD_STRING, region_id),
@@ -55,6 +56,7 @@ static const Field slot_fields[] = {
 
 static const Field machine_fields[] = {
         REQUIRED(MachineDoc, "machineID", FIELD_STRING, machine_id),
+        FIELD(MachineDoc, "machineNumber", FIELD_U64, machine_number),
         FIELD(MachineDoc, "ipv4", FIELD_STRING, ipv4),
         FIELD(MachineDoc, "ipv6", FIELD_STRING, ipv6),
         FIELD(MachineDoc, "fleets", FIELD_STRV, fleets),
@@ -80,6 +82,7 @@ static const Field record_fields[] = {
         FIELD(AllocationRecord, "payload", FIELD_PAYLOAD, payload),
         REQUIRED(AllocationRecord, "status", FIELD_STATUS, status),
         FIELD(AllocationRecord, "machineID", FIELD_STRING, machine_id),
+        FIELD(AllocationRecord, "machineNumber", FIELD_U64, machine_number),
         FIELD(AllocationRecord, "slotID", FIELD_U32, slot_id),
         FIELD(AllocationRecord, "ipv4", FIELD_STRING, ipv4),
         FIELD(AllocationRecord, "ipv6", FIELD_STRING, ipv6),

@@ -83,6 +83,7 @@ int fleet_key_parse_host(const char *prefix, const char *key, FleetHostKeyKind *
 
 typedef struct SlotDoc {
         char *machine_id; /* required */
+        uint64_t machine_number; /* slotd's MachineNumber; 0 = absent (a registry before it) */
         uint32_t slot_id; /* required */
         char *fleet_id;   /* required */
         char *region_id;
@@ -109,6 +110,7 @@ void slot_doc_done(SlotDoc *d);
 
 typedef struct MachineDoc {
         char *machine_id; /* required */
+        uint64_t machine_number; /* slotd's MachineNumber; 0 = absent */
         char *ipv4;
         char *ipv6;
         char **fleets;  /* NULL-terminated; NULL = none */
@@ -150,6 +152,7 @@ typedef struct AllocationRecord {
         char *payload; /* at most FLEET_PAYLOAD_MAX bytes */
         AllocationStatus status; /* required */
         char *machine_id;
+        uint64_t machine_number; /* the API's machineId; 0 = absent (written before it) */
         uint32_t slot_id;
         char *ipv4;
         char *ipv6;

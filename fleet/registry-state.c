@@ -33,6 +33,7 @@ static const RegProperty slot_properties[] = {
 
 static const RegProperty machine_properties[] = {
         MACHINE_PROPERTY("MachineID", 's', machine_id),
+        MACHINE_PROPERTY("MachineNumber", 't', machine_number),
         MACHINE_PROPERTY("Version", 's', version),
         MACHINE_PROPERTY("IPv4", 's', ipv4),
         MACHINE_PROPERTY("IPv6", 's', ipv6),
@@ -104,7 +105,7 @@ int reg_machine_set(RegMachine *m, const char *name, const RegValue *v) {
 
 bool reg_machine_property_in_slots(const char *name) {
         return streq(name, "Draining") || streq(name, "IPv4") || streq(name, "IPv6") ||
-               streq(name, "MachineID");
+               streq(name, "MachineID") || streq(name, "MachineNumber");
 }
 
 RegSlot *reg_slot_free(RegSlot *s) {
@@ -135,6 +136,7 @@ void reg_machine_done(RegMachine *m) {
 void reg_slot_doc(const RegMachine *m, const RegSlot *s, SlotDoc *ret) {
         *ret = (SlotDoc){
                 .machine_id = m->machine_id,
+                .machine_number = m->machine_number,
                 .slot_id = s->id,
                 .fleet_id = s->fleet,
                 .region_id = s->region_id,
@@ -158,6 +160,7 @@ void reg_machine_doc(const RegMachine *m, char *const *regions, uint64_t idle_tt
                      usec_t registered_at, MachineDoc *ret) {
         *ret = (MachineDoc){
                 .machine_id = m->machine_id,
+                .machine_number = m->machine_number,
                 .ipv4 = m->ipv4,
                 .ipv6 = m->ipv6,
                 .fleets = m->fleets,
@@ -185,6 +188,7 @@ int reg_record_fulfil(AllocationRecord *rec, const RegMachine *m, const RegSlot 
         if (r < 0)
                 return r;
         rec->status = ALLOCATION_FULFILLED;
+        rec->machine_number = m->machine_number;
         rec->slot_id = s->id;
         rec->game_port = s->port;
         rec->fulfilled = now;

@@ -81,6 +81,7 @@ typedef struct RegSlot {
 /* The Manager as slotd last told it. */
 typedef struct RegMachine {
         char *machine_id;
+        uint64_t machine_number;
         char *version;
         char *ipv4;
         char *ipv6;

@@ -48,12 +48,23 @@ fleet_cg() { echo "$CG/host-$1"; }
 fleet_machine_id() { printf 'f1ee7%03x%024x\n' "$1" $((0xa11 + $1)); }
 fleet_ip() { echo "192.0.2.$((10 + $1))"; }
 fleet_game_port() { echo $((FLEET_PORT_BASE + 40 * $1 + $2)); }
-fleet_host_of_machine() { # machineID -> K, or nothing
+# Host K's machine number: machine.number is not set, so slotd derives it from the machine ID
+# (SPEC §2); the Allocations API's machineId.
+fleet_machine_number() { machine_number_of "$(fleet_machine_id "$1")"; }
+fleet_host_of_machine() { # machine number (the API's machineId) -> K, or nothing
         local k
         for k in "${!FH_BUS_PID[@]}"; do
-                [ "$(fleet_machine_id "$k")" = "$1" ] && { echo "$k"; return 0; }
+                [ "$(fleet_machine_number "$k")" = "$1" ] && { echo "$k"; return 0; }
         done
         return 1
+}
+# api_machine_id: the machineId of the Allocations API's answer on stdin, as it is written,
+# and only if it is a JSON integer (jq 1.6 reads every number as a double, and a machine
+# number may need 63 bits).
+api_machine_id() {
+        python3 -c 'import json, sys
+v = json.load(sys.stdin).get("machineId")
+sys.exit("machineId %r is no JSON integer" % (v,)) if type(v) is not int else print(v)'
 }
 
 # in_cgroup DIR COMMAND...: COMMAND (exec'd, so $! is its pid) in cgroup DIR, made if needed.

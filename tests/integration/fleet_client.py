@@ -99,7 +99,7 @@ class Run:
         def __init__(self, a):
                 self.a = a
                 self.rep = Replicas(a.replica, open(a.token_file).read().strip(), a.http_timeout)
-                self.hosts = json.load(open(a.hosts))  # machineID -> bus address
+                self.hosts = json.load(open(a.hosts))  # machine number -> bus address
                 self.lock = threading.Lock()
                 self.left = a.count
                 self.started = 0
@@ -200,7 +200,8 @@ class Run:
                                 return None
                         last = b
                         if b.get("status") == "fulfilled":
-                                if not b.get("fulfilled") or not b.get("machineId"):
+                                if not b.get("fulfilled") or type(b.get("machineId")) is not int \
+                                   or b["machineId"] < 1:
                                         self.violation("GET %s: fulfilled without its fields: %r"
                                                        % (u, b))
                                 return b
@@ -217,7 +218,7 @@ class Run:
         # --- the truth ---
 
         def slot_uuid(self, machine, server):
-                bus = self.hosts.get(machine)
+                bus = self.hosts.get(str(machine))
                 if bus is None:
                         return None, "machine %s is not one of the test's hosts" % machine
                 r = subprocess.run(["busctl", "--address=" + bus, "get-property",
@@ -372,7 +373,8 @@ def main():
         p.add_argument("--replica", action="append", required=True, help="base URL, repeatable")
         p.add_argument("--token-file", required=True)
         p.add_argument("--collection", required=True, help="…/fleets/F/allocations")
-        p.add_argument("--hosts", required=True, help="JSON file: machineID -> bus address")
+        p.add_argument("--hosts", required=True,
+                       help="JSON file: machine number (the API's machineId) -> bus address")
         p.add_argument("--workers", type=int, default=32)
         p.add_argument("--count", type=int, default=1000)
         p.add_argument("--max-seconds", type=float, default=120)

@@ -15,6 +15,7 @@ through etcd's v3 JSON gateway, each in one transaction as the registry makes it
 Times are RFC 3339 with milliseconds. Exits 1 with a message when etcd says no."""
 import base64
 import datetime
+import hashlib
 import json
 import shlex
 import sys
@@ -55,6 +56,14 @@ class Etcd:
             "succeeded", False)
 
 
+def machine_number(machine):
+    """The number a slotd with machine.id = machine and no machine.number has (SPEC §2)."""
+    if machine.isdigit() and machine[0] != "0" and int(machine) < 2 ** 63:
+        return int(machine)
+    n = int.from_bytes(hashlib.sha256(machine.encode()).digest()[:8], "big") & (2 ** 63 - 1)
+    return n or 1
+
+
 def now_rfc3339():
     t = datetime.datetime.now(datetime.timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
@@ -73,7 +82,8 @@ def del_op(key):
 
 
 def slot_doc(fleet, machine, slot, state, process, ready, build, region, alloc=""):
-    return {"machineID": machine, "slotID": int(slot), "fleetId": fleet, "regionId": region,
+    return {"machineID": machine, "machineNumber": machine_number(machine), "slotID": int(slot),
+            "fleetId": fleet, "regionId": region,
             "state": state, "processState": process, "ready": ready == "true",
             "readyForPlayers": False, "buildConfigurationId": build, "ipv4": "192.0.2.1",
             "ipv6": "", "gamePort": 7000 + int(slot), "queryPort": 7100 + int(slot),
@@ -96,7 +106,7 @@ def confirm(etcd, prefix, machine, slot):
     ckey, crev, claim, rkey, rrev, rec = claim_and_record(etcd, prefix, machine, slot)
     skey = "%s/slots/%s/%s/%s" % (prefix, claim["fleetId"], machine, slot)
     sdoc, _ = etcd.get(skey)
-    rec.update(status="fulfilled", fulfilled=now_rfc3339())
+    rec.update(status="fulfilled", fulfilled=now_rfc3339(), machineNumber=machine_number(machine))
     sdoc.update(state="allocated", allocationId=claim["allocationId"])
     return etcd.txn([mod_equal(ckey, crev), mod_equal(rkey, rrev)],
                     [put_op(rkey, rec), put_op(skey, sdoc), del_op(ckey)])
@@ -143,7 +153,8 @@ def main():
 
 def run(etcd, prefix, cmd, args):
     if cmd == "machine":
-        doc = {"machineID": args[0], "ipv4": "192.0.2.1", "ipv6": "", "fleets": ["game"],
+        doc = {"machineID": args[0], "machineNumber": machine_number(args[0]),
+               "ipv4": "192.0.2.1", "ipv6": "", "fleets": ["game"],
                "regions": [], "draining": "draining" in args[1:], "idleSince": "",
                "holdUntil": "", "deprovisionable": "deprovisionable" in args[1:],
                "idleTtlSec": 1800, "slots": 0, "faults": [], "slotd": "test",

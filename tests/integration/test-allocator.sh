@@ -71,13 +71,18 @@ post() {
 status_of() { echo "${1%% *}"; }
 body_of() { echo "${1#* }"; }
 get_alloc() { fleet_get "$1" "$(fleet_allocations "$2")/$3"; }
-# where R FLEET UUID: "machine/slot" of an allocation, as GET tells.
+# The simulated machines by their numbers: fleet_sim.py's documents carry the number a slotd
+# with machine.id = the name would have (SPEC §2), and the API tells only that number.
+declare -A SIM_MACHINE
+for m in m1 m2 m3 m4; do SIM_MACHINE[$(machine_number_of $m)]=$m; done
+# where R FLEET UUID: "machine/slot" of an allocation, as GET tells (a simulated machine by its
+# name, another by its number).
 where() {
-        local out
+        local out n
         out=$(get_alloc "$1" "$2" "$3")
         [ "$(status_of "$out")" = 200 ] || fail "GET $3: $out"
-        body_of "$out" | python3 -c 'import json, sys; d = json.load(sys.stdin)
-print("%s/%s" % (d["machineId"], d["serverId"]))'
+        n=$(body_of "$out" | api_machine_id) || fail "GET $3: $out"
+        echo "${SIM_MACHINE[$n]:-$n}/$(body_of "$out" | json serverId)"
 }
 # allocate_at R FLEET EXPECTED [JSON FIELDS]: a new allocation lands on EXPECTED (machine/slot).
 allocate_at() {
@@ -151,7 +156,8 @@ for f in allocationId buildConfigurationId fleetId machineId serverId gamePort s
         allocationId) assert_eq "$v" "$U1" $f ;;
         buildConfigurationId) assert_eq "$v" 1001 $f ;;
         fleetId) assert_eq "$v" game $f ;;
-        machineId) assert_eq "$v" m1 "$f (packed, ties to the lowest machine ID)" ;;
+        machineId) assert_eq "$(body_of "$out" | api_machine_id)" "$(machine_number_of m1)" \
+                "$f: m1's machine number, a JSON integer (packed, ties to the lowest machine ID)" ;;
         serverId) assert_eq "$v" 0 $f ;;
         gamePort) assert_eq "$v" 7000 $f ;;
         status) assert_eq "$v" claimed $f ;;
@@ -402,6 +408,7 @@ ectl put $P/allocations/game/$U "$(jq -cn --arg u "$U" --arg p $FLEET_PROJECT \
         gamePort: 7000, requested: "2020-01-01T00:00:00.000Z",
         claimed: "2020-01-01T00:00:00.000Z", deadline: "2020-01-01T00:00:05.000Z",
         fulfilled: "", attempts: 1, excluded: []}')" >/dev/null
+# (It has no machineNumber, as a record from before it: GET tells m1's, from its document.)
 assert_eq "$(where 14 game "$U")" m1/0 "the stranded record, as GET first reads it"
 wait_until $((5 * TIME_SCALE)) "a GET places the stranded record again on m3" claim_on m3
 assert_eq "$(where 14 game "$U")" m3/0 "the record on m3"
@@ -530,8 +537,10 @@ assert_eq "$(status_of "$out")" 200 "POST ($out)"
 fulfilled() { [ "$(get_alloc 20 game "$U" | cut -d' ' -f2- | json status)" = fulfilled ]; }
 wait_until $((20 * TIME_SCALE)) "the allocation fulfilled by its host" fulfilled
 out=$(get_alloc 20 game "$U")
-k=$(fleet_host_of_machine "$(body_of "$out" | json machineId)")
+k=$(fleet_host_of_machine "$(body_of "$out" | api_machine_id)")
 slot=$(body_of "$out" | json serverId)
+assert_eq "$(body_of "$out" | api_machine_id)" "$(on_host "$k" mprop MachineNumber)" \
+        "machineId: its slotd's MachineNumber, a JSON integer"
 assert_eq "$(on_host "$k" sprop "$slot" AllocationUUID)" "$U" "slotd's slot holds the allocation"
 assert_eq "$(body_of "$out" | json gamePort)" "$(on_host "$k" sprop "$slot" Port)" "the game port"
 assert_eq "$(body_of "$out" | json ipv4)" "$(fleet_ip "$k")" "the machine's address"
@@ -544,7 +553,7 @@ U=$(uuid)
 assert_eq "$(status_of "$(post 20 game "$U" "\"buildConfigurationId\":$FLEET_BUILD_CONFIGURATION")")" 200 "POST"
 wait_until $((20 * TIME_SCALE)) "the allocation fulfilled by its host" fulfilled
 out=$(get_alloc 20 game "$U")
-k=$(fleet_host_of_machine "$(body_of "$out" | json machineId)")
+k=$(fleet_host_of_machine "$(body_of "$out" | api_machine_id)")
 slot=$(body_of "$out" | json serverId)
 ectl put "$FLEET_PREFIX/allocations/game/$U" "$(ectl get "$FLEET_PREFIX/allocations/game/$U" --print-value-only)" >/dev/null
 assert_eq "$(status_of "$(fleet_delete 20 "$(fleet_allocations)/$U")")" 204 "DELETE of a record rewritten since its confirmation"
@@ -575,7 +584,7 @@ fleet_allocate() {
         out=$(post 21 game "$U" '"payload":"last resort"')
         assert_eq "$(status_of "$out")" 200 "POST ($out)"
         wait_until $((20 * TIME_SCALE)) "allocation $U fulfilled by its host" fulfilled
-        HOST_OF=$(fleet_host_of_machine "$(get_alloc 21 game "$U" | cut -d' ' -f2- | json machineId)")
+        HOST_OF=$(fleet_host_of_machine "$(get_alloc 21 game "$U" | cut -d' ' -f2- | api_machine_id)")
 }
 fulfilled() { [ "$(get_alloc 21 game "$U" | cut -d' ' -f2- | json status)" = fulfilled ]; }
 # Host 2 first (packed would take host 1, the lower machine ID, were it not draining), until

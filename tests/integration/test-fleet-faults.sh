@@ -82,7 +82,7 @@ fulfilled() {
                 status_is "$1" "$2" fulfilled
         out=$(fleet_get "$1" "$COLL/$2")
         [ "${out%% *}" = 200 ] || fail "GET $2: $out"
-        m=$(json machineId <<<"${out#* }")
+        m=$(api_machine_id <<<"${out#* }") || fail "GET $2: $out"
         F_SLOT=$(json serverId <<<"${out#* }")
         F_HOST=$(fleet_host_of_machine "$m") || fail "allocation $2 on unknown machine '$m': $out"
         assert_eq "$(on_host "$F_HOST" sprop "$F_SLOT" AllocationUUID)" "$2" \
@@ -140,7 +140,7 @@ same_snapshot() { snapshot "$T/snap.now" && cmp -s "$1" "$T/snap.now"; }
 hosts_json() {
         local k
         { echo "{"; for k in $(alive_hosts); do
-                echo "\"$(fleet_machine_id "$k")\": \"$(fleet_bus "$k")\","; done
+                echo "\"$(fleet_machine_number "$k")\": \"$(fleet_bus "$k")\","; done
           echo '"-": ""}'; } > "$T/hosts.json"
 }
 run_client() { # run_client OUT [ARGS...]: fleet_client.py against both replicas

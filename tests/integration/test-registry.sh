@@ -14,7 +14,8 @@ admin_group=adm
 getent group $admin_group >/dev/null || skip "no group '$admin_group' for supervisor.admin_group"
 admin_gid=$(getent group $admin_group | cut -d: -f3)
 
-MID=0123456789abcdef0123456789abcdef
+MID=$TEST_MACHINE_ID
+MNUM=$(machine_number_of "$MID") # slotd's MachineNumber: machine.number is not set
 P=/slotd/v1
 TTL=$((2 * TIME_SCALE))
 REG_PID=
@@ -87,17 +88,19 @@ registered_more() { [ "$(grep -c "registered under lease" "$T/registry.log")" -g
 start_registry
 wait_until $((10 * TIME_SCALE)) "the machine and its 3 slots in etcd" nkeys_is "$P/slots/game/$MID/" 3
 wait_until $((10 * TIME_SCALE)) "the machine key" nkeys_is "$MKEY" 1
-assert_eq "$(fields "$MKEY" machineID ipv4 ipv6 fleets regions slots draining idleTtlSec slotd \
-        faults deprovisionable)" \
-        "$MID|192.0.2.1||[\"game\"]|[\"eu-west\"]|3|false|1800|$(mprop Version)|[]|false" \
-        "machine document (machineID ipv4 ipv6 fleets regions slots draining idleTtlSec slotd faults deprovisionable)"
+assert_eq "$(fields "$MKEY" machineID machineNumber ipv4 ipv6 fleets regions slots draining \
+        idleTtlSec slotd faults deprovisionable)" \
+        "$MID|$MNUM|192.0.2.1||[\"game\"]|[\"eu-west\"]|3|false|1800|$(mprop Version)|[]|false" \
+        "machine document (machineID machineNumber ipv4 ipv6 fleets regions slots draining idleTtlSec slotd faults deprovisionable)"
+assert_ok "machineNumber is a JSON number, as slotd's MachineNumber" \
+        [ "$(kv "$MKEY" | jq -r '.machineNumber | type')|$(mprop MachineNumber)" = "number|$MNUM" ]
 assert_ok "machine document registeredAt" [ -n "$(field "$MKEY" registeredAt)" ]
 for i in 0 1 2; do
-        assert_eq "$(fields "$(skey $i)" machineID slotID fleetId regionId state processState ready \
-                readyForPlayers buildConfigurationId ipv4 ipv6 gamePort queryPort allocationId \
-                draining holdUntil reservedUntil)" \
-                "$MID|$i|game|eu-west|online|running|true|false|default|192.0.2.1||$((36700 + i))|$((36800 + i))||false||" \
-                "slot $i's document (machineID slotID fleetId regionId state processState ready readyForPlayers buildConfigurationId ipv4 ipv6 gamePort queryPort allocationId draining holdUntil reservedUntil)"
+        assert_eq "$(fields "$(skey $i)" machineID machineNumber slotID fleetId regionId state \
+                processState ready readyForPlayers buildConfigurationId ipv4 ipv6 gamePort queryPort \
+                allocationId draining holdUntil reservedUntil)" \
+                "$MID|$MNUM|$i|game|eu-west|online|running|true|false|default|192.0.2.1||$((36700 + i))|$((36800 + i))||false||" \
+                "slot $i's document (machineID machineNumber slotID fleetId regionId state processState ready readyForPlayers buildConfigurationId ipv4 ipv6 gamePort queryPort allocationId draining holdUntil reservedUntil)"
 done
 lease=$(lease_of "$MKEY")
 [ "$lease" != 0 ] || fail "the machine key has no lease"
@@ -188,9 +191,10 @@ assert_eq "$a1" $U1 "at the revision the record reads fulfilled, the slot docume
 # slotd's signals and the confirmation carry the same document: it is written once (SPEC §13)
 assert_eq "$((v1 - v0))" 1 "the slot document written once for the allocation"
 assert_eq "$(sprop "$s1" AllocationUUID)" $U1 "slotd allocated the claimed slot"
-assert_eq "$(fields "$P/allocations/game/$U1" machineID slotID gamePort ipv4 projectId payload)" \
-        "$MID|$s1|$((36700 + s1))|192.0.2.1|p|map=arena players=3" \
-        "the fulfilled record (machineID slotID gamePort ipv4, and projectId payload kept)"
+assert_eq "$(fields "$P/allocations/game/$U1" machineID machineNumber slotID gamePort ipv4 projectId \
+        payload)" \
+        "$MID|$MNUM|$s1|$((36700 + s1))|192.0.2.1|p|map=arena players=3" \
+        "the fulfilled record (machineID machineNumber slotID gamePort ipv4, and projectId payload kept)"
 assert_ok "record fulfilled time" [ -n "$(field "$P/allocations/game/$U1" fulfilled)" ]
 assert_ok "the claim is gone" absent "$P/hosts/$MID/claims/$s1"
 assert_eq "$(field "$(skey "$s1")" allocationId)" $U1 "the slot document shows it"

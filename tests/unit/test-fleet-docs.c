@@ -130,7 +130,8 @@ static void test_keys(_unused_ void **state) {
 
 static void test_slot_doc(_unused_ void **state) {
         SlotDoc d = {
-                .machine_id = (char *) "m1", .slot_id = 3, .fleet_id = (char *) "shooter",
+                .machine_id = (char *) "m1", .machine_number = UINT64_C(9223372036854775807),
+                .slot_id = 3, .fleet_id = (char *) "shooter",
                 .region_id = (char *) "eu", .state = (char *) "online",
                 .process_state = (char *) "running", .ready = true,
                 .build_configuration_id = (char *) "b1", .ipv4 = (char *) "10.0.0.1",
@@ -141,7 +142,8 @@ static void test_slot_doc(_unused_ void **state) {
 
         assert_int_equal(slot_doc_format(&d, &text), 0);
         assert_string_equal(text,
-                "{\"machineID\":\"m1\",\"slotID\":3,\"fleetId\":\"shooter\",\"regionId\":\"eu\","
+                "{\"machineID\":\"m1\",\"machineNumber\":9223372036854775807,\"slotID\":3,"
+                "\"fleetId\":\"shooter\",\"regionId\":\"eu\","
                 "\"state\":\"online\",\"processState\":\"running\",\"ready\":true,"
                 "\"readyForPlayers\":false,\"buildConfigurationId\":\"b1\",\"ipv4\":\"10.0.0.1\","
                 "\"ipv6\":\"\",\"gamePort\":7000,\"queryPort\":7100,\"allocationId\":\"\","
@@ -149,6 +151,7 @@ static void test_slot_doc(_unused_ void **state) {
                 "\"reservedUntil\":\"\"}");
         assert_int_equal(slot_doc_parse(text, strlen(text), &p), 0);
         assert_string_equal(p.machine_id, "m1");
+        assert_true(p.machine_number == UINT64_C(9223372036854775807));
         assert_int_equal(p.slot_id, 3);
         assert_int_equal(p.game_port, 7000);
         assert_true(p.ready);
@@ -174,8 +177,10 @@ static void test_slot_doc_hostile(_unused_ void **state) {
                               "\"future\":{\"x\":[1,2]}}";
         SlotDoc p;
 
-        /* Unknown fields are ignored, missing optional ones empty. */
+        /* Unknown fields are ignored, missing optional ones empty (machineNumber too: a
+         * registry before it wrote none). */
         assert_int_equal(slot_doc_parse(minimal, strlen(minimal), &p), 0);
+        assert_true(p.machine_number == 0);
         assert_null(p.state);
         assert_false(p.ready);
         slot_doc_done(&p);
@@ -187,6 +192,13 @@ static void test_slot_doc_hostile(_unused_ void **state) {
         assert_slot_refused("{\"machineID\":\"m\",\"slotID\":-1,\"fleetId\":\"f\"}");
         assert_slot_refused("{\"machineID\":\"m\",\"slotID\":4294967296,\"fleetId\":\"f\"}");
         assert_slot_refused("{\"machineID\":\"m\",\"slotID\":1.5,\"fleetId\":\"f\"}");
+        /* machineNumber: an integer of Unity's int64, never a string or above INT64_MAX. */
+        assert_slot_refused("{\"machineID\":\"m\",\"machineNumber\":\"42\",\"slotID\":1,"
+                            "\"fleetId\":\"f\"}");
+        assert_slot_refused("{\"machineID\":\"m\",\"machineNumber\":9223372036854775808,"
+                            "\"slotID\":1,\"fleetId\":\"f\"}");
+        assert_slot_refused("{\"machineID\":\"m\",\"machineNumber\":-1,\"slotID\":1,"
+                            "\"fleetId\":\"f\"}");
         assert_slot_refused("{\"machineID\":\"m\",\"slotID\":1,\"fleetId\":\"f\","
                             "\"gamePort\":65536}");
         assert_slot_refused("{\"machineID\":\"m\",\"slotID\":1,\"fleetId\":\"f\","
@@ -203,7 +215,8 @@ static void test_slot_doc_hostile(_unused_ void **state) {
 static void test_machine_doc(_unused_ void **state) {
         char *fleets[] = { (char *) "shooter", (char *) "racer", NULL };
         MachineDoc d = {
-                .machine_id = (char *) "m1", .fleets = fleets, .draining = true,
+                .machine_id = (char *) "m1", .machine_number = 42, .fleets = fleets,
+                .draining = true,
                 .idle_since = T1, .idle_ttl_sec = 3600, .slots = 10, .slotd = (char *) "0.1.0",
         };
         _cleanup_free_ char *text = NULL;
@@ -211,7 +224,9 @@ static void test_machine_doc(_unused_ void **state) {
 
         assert_int_equal(machine_doc_format(&d, &text), 0);
         assert_non_null(strstr(text, "\"fleets\":[\"shooter\",\"racer\"],\"regions\":[]"));
+        assert_non_null(strstr(text, "{\"machineID\":\"m1\",\"machineNumber\":42,"));
         assert_int_equal(machine_doc_parse(text, strlen(text), &p), 0);
+        assert_true(p.machine_number == 42);
         assert_true(strv_equal(p.fleets, fleets));
         assert_null(p.regions);
         assert_true(p.draining);
@@ -231,7 +246,8 @@ static void test_record(_unused_ void **state) {
         AllocationRecord d = {
                 .allocation_id = (char *) "a-1", .fleet_id = (char *) "shooter",
                 .payload = (char *) "{\"map\":\"dust\"}", .status = ALLOCATION_FULFILLED,
-                .machine_id = (char *) "m1", .slot_id = 2, .game_port = 7001,
+                .machine_id = (char *) "m1", .machine_number = 42, .slot_id = 2,
+                .game_port = 7001,
                 .requested = T1, .fulfilled = T1 + 5000, .attempts = 2, .excluded = excluded,
         };
         _cleanup_free_ char *text = NULL, *big = NULL;
@@ -240,9 +256,11 @@ static void test_record(_unused_ void **state) {
 
         assert_int_equal(allocation_record_format(&d, &text), 0);
         assert_non_null(strstr(text, "\"status\":\"fulfilled\""));
+        assert_non_null(strstr(text, "\"machineID\":\"m1\",\"machineNumber\":42,"));
         assert_non_null(strstr(text, "\"payload\":\"{\\\"map\\\":\\\"dust\\\"}\""));
         assert_int_equal(allocation_record_parse(text, strlen(text), &p), 0);
         assert_int_equal(p.status, ALLOCATION_FULFILLED);
+        assert_true(p.machine_number == 42);
         assert_string_equal(p.payload, "{\"map\":\"dust\"}");
         assert_int_equal(p.fulfilled, T1 + 5000);
         assert_true(strv_equal(p.excluded, excluded));

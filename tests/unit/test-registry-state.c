@@ -59,6 +59,10 @@ static void test_machine_set(void **state) {
         char *none[] = { NULL };
 
         assert_int_equal(reg_machine_set(&m, "MachineID", S("m1")), 1);
+        assert_int_equal(reg_machine_set(&m, "MachineNumber", T(42)), 1);
+        assert_int_equal(reg_machine_set(&m, "MachineNumber", T(42)), 0);
+        assert_true(m.machine_number == 42);
+        assert_int_equal(reg_machine_set(&m, "MachineNumber", S("42")), 0); /* type: t */
         assert_int_equal(reg_machine_set(&m, "Fleets", A(fleets)), 1);
         assert_int_equal(reg_machine_set(&m, "Fleets", A(fleets)), 0);
         assert_int_equal(strv_length(m.fleets), 2);
@@ -72,6 +76,7 @@ static void test_machine_set(void **state) {
         assert_int_equal(reg_machine_set(&m, "CPUs", T(2)), 0);
         assert_true(reg_machine_property_in_slots("Draining"));
         assert_true(reg_machine_property_in_slots("IPv4"));
+        assert_true(reg_machine_property_in_slots("MachineNumber"));
         assert_false(reg_machine_property_in_slots("HoldUntilUSec"));
         assert_false(reg_machine_property_in_slots("Faults"));
         reg_machine_done(&m);
@@ -82,6 +87,8 @@ static void fill(RegMachine *m, RegSlot *s) {
         char *fleets[] = { (char *) "game", NULL }, *faults[] = { (char *) "bus: lost", NULL };
 
         assert_int_equal(reg_machine_set(m, "MachineID", S("0123abcd")), 1);
+        assert_int_equal(reg_machine_set(m, "MachineNumber", T(UINT64_C(4517599999261404022))),
+                         1);
         assert_int_equal(reg_machine_set(m, "IPv4", S("192.0.2.1")), 1);
         assert_int_equal(reg_machine_set(m, "IPv6", S("2001:db8::1")), 1);
         assert_int_equal(reg_machine_set(m, "Version", S("0.1.0")), 1);
@@ -113,6 +120,7 @@ static void test_slot_doc(void **state) {
         assert_int_equal(slot_doc_format(&d, &text), 0);
         assert_int_equal(slot_doc_parse(text, strlen(text), &back), 0);
         assert_string_equal(back.machine_id, "0123abcd");
+        assert_true(back.machine_number == UINT64_C(4517599999261404022));
         assert_int_equal(back.slot_id, 1);
         assert_string_equal(back.fleet_id, "game");
         assert_string_equal(back.region_id, "eu-west");
@@ -148,6 +156,7 @@ static void test_machine_doc(void **state) {
         assert_int_equal(machine_doc_format(&d, &text), 0);
         assert_int_equal(machine_doc_parse(text, strlen(text), &back), 0);
         assert_string_equal(back.machine_id, "0123abcd");
+        assert_true(back.machine_number == UINT64_C(4517599999261404022));
         assert_string_equal(back.ipv4, "192.0.2.1");
         assert_string_equal(back.fleets[0], "game");
         assert_string_equal(back.regions[0], "eu-west");
@@ -178,6 +187,7 @@ static void test_record(void **state) {
         assert_int_equal(reg_record_fulfil(&rec, &m, s, UINT64_C(1795497950288000)), 0);
         assert_int_equal(rec.status, ALLOCATION_FULFILLED);
         assert_string_equal(rec.machine_id, "0123abcd");
+        assert_true(rec.machine_number == UINT64_C(4517599999261404022));
         assert_int_equal(rec.slot_id, 1);
         assert_int_equal(rec.game_port, 36701);
         assert_string_equal(rec.ipv4, "192.0.2.1");
