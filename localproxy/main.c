@@ -14,6 +14,7 @@
 #define LISTEN_FDS_MAX 16
 
 static int arg_ipc_fd = -1;
+static int arg_control_fd = -1;
 static int arg_listen_fds[LISTEN_FDS_MAX];
 static size_t arg_n_listen;
 static int arg_metrics_fd = -1;
@@ -22,6 +23,8 @@ static void help(void) {
         printf("slotd-proxy - the local proxy of Multiplay game servers, run by slotd\n\n"
                "Usage: slotd-proxy --ipc-fd N [--listen-fd N ...] [--metrics-fd N]\n\n"
                "  --ipc-fd N      the SOCK_SEQPACKET socket to slotd\n"
+               "  --control-fd N  a bound SOCK_SEQPACKET socket to listen on for a restarted slotd\n"
+               "                  attaches; without it the proxy exits when slotd goes\n"
                "  --listen-fd N   a listening TCP socket to serve (up to %d)\n"
                "  --metrics-fd N  a listening TCP socket to serve GET /metrics on\n"
                "  -h --help       show this help\n", LISTEN_FDS_MAX);
@@ -40,9 +43,10 @@ static int parse_fd(const char *s, int *ret) {
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_IPC_FD = 0x100, ARG_LISTEN_FD, ARG_METRICS_FD };
+        enum { ARG_IPC_FD = 0x100, ARG_CONTROL_FD, ARG_LISTEN_FD, ARG_METRICS_FD };
         static const struct option options[] = {
                 { "ipc-fd", required_argument, NULL, ARG_IPC_FD },
+                { "control-fd", required_argument, NULL, ARG_CONTROL_FD },
                 { "listen-fd", required_argument, NULL, ARG_LISTEN_FD },
                 { "metrics-fd", required_argument, NULL, ARG_METRICS_FD },
                 { "help", no_argument, NULL, 'h' },
@@ -54,6 +58,11 @@ static int parse_argv(int argc, char *argv[]) {
                 switch (c) {
                 case ARG_IPC_FD:
                         r = parse_fd(optarg, &arg_ipc_fd);
+                        if (r < 0)
+                                return r;
+                        break;
+                case ARG_CONTROL_FD:
+                        r = parse_fd(optarg, &arg_control_fd);
                         if (r < 0)
                                 return r;
                         break;
@@ -113,6 +122,8 @@ static int run(void) {
         int r;
 
         r = check_fd(arg_ipc_fd, SOCK_SEQPACKET, false);
+        if (r >= 0 && arg_control_fd >= 0)
+                r = check_fd(arg_control_fd, SOCK_SEQPACKET, false);
         for (size_t i = 0; r >= 0 && i < arg_n_listen; i++)
                 r = check_fd(arg_listen_fds[i], SOCK_STREAM, true);
         if (r >= 0 && arg_metrics_fd >= 0)
@@ -136,7 +147,8 @@ static int run(void) {
                 sd_event_unref(event);
                 return log_error_errno(r, "Failed to watch signals: %m");
         }
-        r = proxy_new(event, arg_ipc_fd, arg_listen_fds, arg_n_listen, arg_metrics_fd, &p);
+        r = proxy_new(event, arg_ipc_fd, arg_control_fd, arg_listen_fds, arg_n_listen,
+                      arg_metrics_fd, &p);
         if (r >= 0) {
                 log_debug("Serving %zu listening sockets", arg_n_listen);
                 r = sd_event_loop(event);

@@ -36,6 +36,10 @@
 /* How long a request waits for slotd (to identify its caller, then to answer it): 503 after. */
 #define PROXY_REPLY_TIMEOUT_USEC (5 * USEC_PER_SEC)
 
+/* A proxy whose slotd is gone keeps its connections for the next slotd (control.c); with no
+ * connection left either, it exits after this. */
+#define PROXY_ORPHAN_GRACE_USEC (10 * USEC_PER_SEC)
+
 /* Centrifuge: the ping interval announced in the connect reply; protocol v2 clients are then
  * pinged by the proxy and closed when no pong follows within PROXY_WS_PONG_TIMEOUT_USEC. */
 #define PROXY_WS_PING_INTERVAL_SEC 25

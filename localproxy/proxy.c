@@ -40,6 +40,8 @@ void proxy_kick(Proxy *p) {
 static void update_ipc_events(Proxy *p) {
         uint32_t events = EPOLLIN;
 
+        if (!p->ipc_source)
+                return;
         if (json_array_size(p->control_queue) > 0)
                 events |= EPOLLOUT;
         (void) sd_event_source_set_io_events(p->ipc_source, events);
@@ -64,6 +66,8 @@ static int send_control(Proxy *p, json_t *message) {
 
         if (!m)
                 return log_oom();
+        if (p->ipc_fd < 0)
+                return -ENOTCONN; /* told again when a slotd attaches */
         if (json_array_size(p->control_queue) >= PROXY_CONTROL_QUEUE_MAX) {
                 log_warning("slotd reads nothing: control queue full, dropping a message");
                 return -ENOBUFS;
@@ -110,6 +114,8 @@ int proxy_request(Proxy *p, Conn *c, json_t *message, pending_handler_t handler,
         _cleanup_free_ Pending *pend = NULL;
         int r;
 
+        if (p->ipc_fd < 0)
+                return -ENOTCONN;
         pend = new0(Pending, 1);
         if (!pend)
                 return -ENOMEM;
@@ -219,7 +225,9 @@ static Conn *conn_new(Proxy *p, struct MHD_Connection *connection) {
         }
         LIST_PREPEND(conns, p->conns_list, c);
         p->n_conns++;
-        /* Without "conn", slotd would refuse every request of it: its requests get 503. */
+        control_orphan_update(p);
+        /* Without "conn", slotd would refuse every request of it: its requests get 503. Without
+         * a slotd, it is announced when one attaches; its requests wait for that meanwhile. */
         r = conn_announce(c);
         if (r < 0)
                 log_debug_errno(r, "Failed to announce connection %" PRIu64 ": %m", c->id);
@@ -240,6 +248,7 @@ static void conn_free(Conn *c) {
         LIST_REMOVE(conns, p->conns_list, c);
         p->n_conns--;
         free(c);
+        control_orphan_update(p);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -388,16 +397,49 @@ static int on_ipc(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
                 r = ipc_receive(p->ipc_fd, &m);
                 if (r == -EAGAIN)
                         break;
-                if (r == -ECONNRESET) {
-                        log_debug("slotd closed the IPC socket, exiting");
-                        return sd_event_exit(p->event, 0);
-                }
+                if (r == -ECONNRESET)
+                        return control_ipc_lost(p);
                 if (r < 0) {
                         log_warning_errno(r, "Bad IPC message from slotd, ignoring: %m");
                         continue;
                 }
                 handle_message(p, m);
         }
+        return 0;
+}
+
+void proxy_ipc_detach(Proxy *p) {
+        p->ipc_source = sd_event_source_disable_unref(p->ipc_source);
+        p->ipc_fd = safe_close(p->ipc_fd);
+        (void) json_array_clear(p->control_queue);
+        /* What waited for this slotd's answer gets its failure now (503, a Centrifuge error
+         * the client retries), not after PROXY_REPLY_TIMEOUT_USEC. */
+        while (p->pending_list)
+                pending_finish(p->pending_list, NULL);
+        for (Conn *c = p->conns_list; c; c = c->conns_next)
+                c->announced = false;
+}
+
+int proxy_ipc_attach(Proxy *p, int fd) {
+        int r;
+
+        if (p->ipc_fd >= 0)
+                proxy_ipc_detach(p);
+        r = sd_event_add_io(p->event, &p->ipc_source, fd, EPOLLIN, on_ipc, p);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        p->ipc_fd = fd;
+        control_orphan_update(p);
+        r = control_send_hello(p);
+        if (r < 0)
+                return r;
+        /* The connections, before any request that names them. */
+        for (Conn *c = p->conns_list; c; c = c->conns_next)
+                if (!c->announced && conn_announce(c) < 0)
+                        log_debug("Failed to announce connection %" PRIu64 " again", c->id);
+        ws_resync(p);
         return 0;
 }
 
@@ -449,8 +491,8 @@ static unsigned connections_per_daemon(size_t n_listen) {
         return MAX(max / (unsigned) n_listen, 1u);
 }
 
-int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_listen,
-              int metrics_fd, Proxy **ret) {
+int proxy_new(sd_event *event, int ipc_fd, int control_fd, const int *listen_fds,
+              size_t n_listen, int metrics_fd, Proxy **ret) {
         Proxy *p;
         int r;
 
@@ -459,6 +501,10 @@ int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_liste
                 return log_oom();
         p->event = sd_event_ref(event);
         p->ipc_fd = ipc_fd;
+        p->control_fd = control_fd;
+        p->listen_fds = listen_fds;
+        p->n_listen = n_listen;
+        p->metrics_fd = metrics_fd;
         p->control_queue = json_array();
         p->daemons = new0(ProxyDaemon, n_listen + 1);
         if (!p->control_queue || !p->daemons) {
@@ -466,6 +512,8 @@ int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_liste
                 return log_oom();
         }
         r = sd_event_add_io(event, &p->ipc_source, ipc_fd, EPOLLIN, on_ipc, p);
+        if (r >= 0)
+                r = control_start(p);
         if (r >= 0)
                 r = mhd_event_new(event, &p->mhd_event);
         if (r < 0) {
@@ -506,6 +554,7 @@ Proxy *proxy_free(Proxy *p) {
          * then fail whatever waits, which resumes it. */
         ws_done(p);
         metrics_done(p);
+        control_done(p);
         while (p->pending_list)
                 pending_finish(p->pending_list, NULL);
         for (Conn *c = p->conns_list; c; c = c->conns_next)

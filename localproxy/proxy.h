@@ -67,8 +67,14 @@ typedef struct MetricsFetch {
 
 struct Proxy {
         sd_event *event;
-        int ipc_fd;
+        int ipc_fd;            /* to slotd; -EBADF while no slotd is attached (control.c) */
         sd_event_source *ipc_source;
+        int control_fd;        /* where the next slotd attaches (control.c), -EBADF: none */
+        sd_event_source *control_source;
+        sd_event_source *orphan_timer; /* no slotd and no connection: exit when it fires */
+        const int *listen_fds; /* localproxy.listen's sockets, for the hello (control.c) */
+        size_t n_listen;
+        int metrics_fd;
         ProxyDaemon *daemons;  /* localproxy.listen's, then metrics.listen's */
         size_t n_daemons;
         MhdEvent *mhd_event;   /* runs the daemons from the loop (common/mhd-event.c) */
@@ -91,10 +97,31 @@ struct Proxy {
  * the reply message, or NULL on timeout or cancellation; the Pending is freed after. */
 typedef void (*pending_handler_t)(Proxy *p, void *userdata, json_t *reply);
 
-/* metrics_fd: metrics.listen's socket, or -1. */
-int proxy_new(sd_event *event, int ipc_fd, const int *listen_fds, size_t n_listen,
-              int metrics_fd, Proxy **ret);
+/* metrics_fd: metrics.listen's socket, or -1; control_fd: where a later slotd attaches
+ * (control.c), or -1: the proxy then exits when its slotd goes. listen_fds must outlive it. */
+int proxy_new(sd_event *event, int ipc_fd, int control_fd, const int *listen_fds,
+              size_t n_listen, int metrics_fd, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
+
+/* The channel to slotd (proxy.c). attach: fd becomes the channel (a previous one is
+ * detached), the hello goes out and every connection is announced again. detach: the channel
+ * is closed, what waited for slotd gets its failure, and no connection counts as announced. */
+int proxy_ipc_attach(Proxy *p, int fd);
+void proxy_ipc_detach(Proxy *p);
+
+/* control.c: a slotd that restarts (SIGKILL, a crash, an upgrade, Reexecute) finds this
+ * proxy on its control socket and attaches to it, so that no game server loses its
+ * connection: Unity's Go SDK never hears an event again after a reconnect. */
+int control_start(Proxy *p);
+/* The channel to slotd is gone: wait for the next one (or exit without a control socket). */
+int control_ipc_lost(Proxy *p);
+/* The hello, first on every channel: who we are and what we serve, so that slotd can tell
+ * whether this proxy serves its configuration. */
+int control_send_hello(Proxy *p);
+/* The number of connections or the channel changed: an orphaned proxy with no connection left
+ * exits after PROXY_ORPHAN_GRACE_USEC. */
+void control_orphan_update(Proxy *p);
+void control_done(Proxy *p);
 
 /* Adds "type", "id" and "conn" to 'message' and sends it. -EAGAIN: the IPC socket is full. */
 int proxy_request(Proxy *p, Conn *c, json_t *message, pending_handler_t handler,
@@ -131,6 +158,9 @@ enum MHD_Result ws_upgrade(Proxy *p, struct MHD_Connection *connection);
 void ws_session_close(Session *s);
 /* An "event" from slotd: to every session subscribed to its server. */
 void ws_event(Proxy *p, json_t *event);
+/* A slotd attached: asks it for the last event of every subscribed server, so that an event
+ * the previous slotd made but never sent still reaches its subscribers (once). */
+void ws_resync(Proxy *p);
 void ws_done(Proxy *p);
 
 /* metrics.c: GET /metrics on metrics.listen, with the text asked of slotd; anything else 404. */

@@ -730,6 +730,34 @@ void ws_event(Proxy *p, json_t *ev) {
                 free(cache[i]);
 }
 
+static void on_resync_reply(Proxy *p, void *userdata, json_t *reply) {
+        json_t *last = json_object_get(json_object_get(reply, "result"), "last");
+
+        /* ws_event passes it to the subscribers that have not had it, by its offset. */
+        if (json_is_object(last))
+                ws_event(p, last);
+}
+
+void ws_resync(Proxy *p) {
+        for (Session *s = p->sessions; s; s = s->sessions_next)
+                for (Subscription *sub = s->subscriptions; sub; sub = sub->session_next) {
+                        json_t *m;
+                        Pending *pend;
+                        int r;
+
+                        if (sub->pending)
+                                continue;
+                        m = json_pack("{s:s,s:I}", "op", "subscribe", "server",
+                                      (json_int_t) sub->channel->server);
+                        r = m ? proxy_request(p, s->conn, m, on_resync_reply, NULL, &pend)
+                              : -ENOMEM;
+                        json_decref(m);
+                        if (r < 0)
+                                log_debug_errno(r, "Failed to ask slotd for server %u's last "
+                                                "event: %m", sub->channel->server);
+                }
+}
+
 void ws_done(Proxy *p) {
         while (p->sessions)
                 ws_session_close(p->sessions);

@@ -21,18 +21,21 @@ typedef struct ProxyConn {
 
 struct Proxy {
         Manager *manager;
-        int *listen_fds;
+        bool serves_sdk;             /* localproxy.listen is on (else metrics.listen alone) */
+        int *listen_fds;             /* bound by us (proxy-process.c), kept across restarts */
         size_t n_listen;
-        int metrics_fd;              /* metrics.listen (SPEC §14), -EBADF: off */
-        int ipc_fd;                  /* our end of the socketpair, -EBADF while none runs */
+        int metrics_fd;              /* metrics.listen (SPEC §14), -EBADF: off or not bound */
+        bool bound;                  /* listen_fds and metrics_fd are bound */
+        char *control_path;          /* <state_dir>/proxy.sock: where a running proxy waits */
+        int ipc_fd;                  /* the channel to the proxy, -EBADF while none runs */
         sd_event_source *ipc_source;
         pid_t pid;
-        sd_event_source *child_source;
+        sd_event_source *exit_source; /* its exit: a child source, or its pidfd readable */
         sd_event_source *restart_timer;
         usec_t restart_delay;
         usec_t started_at;           /* CLOCK_MONOTONIC */
-        uint64_t generation;         /* one per process: a reply for an older one is dropped */
-        Hashmap conns;               /* "id" → ProxyConn, of the current process */
+        uint64_t generation;         /* one per channel: a reply for an older one is dropped */
+        Hashmap conns;               /* "id" → ProxyConn, of the current channel */
         int diag_fd;                 /* NETLINK_SOCK_DIAG */
         bool diag_warned;            /* it failed for a reason other than a gone client */
         int mount_fd;                /* the cgroup2 mount, for cgroup ids */
@@ -41,3 +44,16 @@ struct Proxy {
         gid_t gid;
         struct sock_fprog *seccomp;
 };
+
+/* proxy.c */
+int proxy_on_ipc(sd_event_source *source, int fd, uint32_t revents, void *userdata);
+void proxy_forget_conns(Proxy *p);
+
+/* proxy-process.c: the proxy's process. setup: what every start needs (its binary, its
+ * identity, its filter); start: attach to the proxy an earlier slotd left running if its
+ * hello (its first message) shows it serves this configuration, else start one. */
+int proxy_setup(Proxy *p);
+int proxy_start(Proxy *p);
+void proxy_stop_process(Proxy *p);
+void proxy_process_free(Proxy *p);
+void proxy_retire_stale(const char *state_dir);

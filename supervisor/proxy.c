@@ -1,33 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* slotd's side of the local proxy: its sockets, its process, its channel (proxy.h). */
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "confine.h"
 #include "ipc.h"
 #include "log.h"
 #include "manager.h"
 #include "proxy-internal.h"
-#include "slotd-config.h"
 #include "sockdiag.h"
-#include "spawn.h"
 
-#define RESTART_MIN_USEC (100 * USEC_PER_MSEC)
-#define RESTART_MAX_USEC (10 * USEC_PER_SEC)
-/* A proxy that ran this long before it died is restarted without delay. */
-#define RESTART_RESET_USEC (60 * USEC_PER_SEC)
-#define IPC_BUFFER_BYTES (4 * 1024 * 1024)
 #define CONNS_MAX 65536
 
 Manager *proxy_manager(Proxy *p) {
@@ -189,9 +178,12 @@ static void proxy_dispatch(Proxy *p, json_t *msg) {
 /* At most this many messages per wake-up: the rest of the loop gets its turn. */
 #define IPC_BATCH 64
 
-static void proxy_stop_process(Proxy *p);
+void proxy_forget_conns(Proxy *p) {
+        hashmap_done_free(&p->conns, conn_free);
+        p->conns = (Hashmap){};
+}
 
-static int proxy_on_ipc(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+int proxy_on_ipc(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Proxy *p = userdata;
 
         for (unsigned i = 0; i < IPC_BATCH; i++) {
@@ -205,7 +197,7 @@ static int proxy_on_ipc(sd_event_source *source, int fd, uint32_t revents, void 
                         continue;
                 }
                 if (r < 0) {
-                        /* Gone: its exit (child source) restarts it. */
+                        /* Gone: its exit (exit_source) restarts it. */
                         p->ipc_source = sd_event_source_disable_unref(p->ipc_source);
                         return 0;
                 }
@@ -218,7 +210,7 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
         _cleanup_(json_decrefp) json_t *msg = NULL;
         char event_id[37], epoch[24];
 
-        if (p->ipc_fd < 0 || p->n_listen == 0) /* running for metrics.listen alone */
+        if (p->ipc_fd < 0 || !p->serves_sdk) /* running for metrics.listen alone */
                 return;
         alloc_event_id(p->manager->epoch, e->slot_id, e->offset, event_id);
         (void) snprintf(epoch, sizeof(epoch), "%" PRIx64, p->manager->epoch);
@@ -237,301 +229,25 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
         (void) kill(p->pid, SIGKILL);
 }
 
-/* slotd-proxy next to slotd's own binary (a build tree, or an install that keeps both in one
- * place), else in libexecdir, as for slotd-keeper. */
-static int open_proxy_exe(char **ret_path) {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-        self[MAX(n, (ssize_t) 0)] = '\0';
-        return spawn_open_helper(n > 0 ? self : NULL, "slotd-proxy", SLOTD_PROXY_PATH, ret_path);
-}
-
-static int bind_one(const ProxyListen *l) {
-        union {
-                struct sockaddr sa;
-                struct sockaddr_in in;
-                struct sockaddr_in6 in6;
-        } a = {};
-        _cleanup_close_ int fd = -EBADF;
-        socklen_t len;
-        int one = 1;
-
-        if (l->family == AF_INET) {
-                a.in = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(l->port),
-                                             .sin_addr = l->address.in };
-                len = sizeof(a.in);
-        } else {
-                a.in6 = (struct sockaddr_in6){ .sin6_family = AF_INET6,
-                                               .sin6_port = htons(l->port),
-                                               .sin6_addr = l->address.in6 };
-                len = sizeof(a.in6);
-        }
-        fd = socket(l->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return negative_errno();
-        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (l->family == AF_INET6)
-                (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-        if (bind(fd, &a.sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
-                return negative_errno();
-        return TAKE_FD(fd);
-}
-
-static int proxy_bind(Proxy *p) {
-        const LocalProxyConfig *lp = &p->manager->config->localproxy;
-
-        p->listen_fds = new0(int, MAX(lp->n_listen, (size_t) 1));
-        if (!p->listen_fds)
-                return log_oom();
-        for (size_t i = 0; i < lp->n_listen; i++) {
-                int fd = bind_one(&lp->listen[i]);
-
-                /* The default [::1]:8086 on a host without IPv6 (disabled, or not built in):
-                 * the other default serves. An address the key names is never skipped. */
-                if (fd < 0 && lp->listen_default && lp->listen[i].family == AF_INET6 &&
-                    (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)) {
-                        log_warning_errno(fd, "Not listening on %s (localproxy.listen's default): "
-                                          "%m; IPv6 is off on this host", lp->listen[i].text);
-                        continue;
-                }
-                if (fd < 0)
-                        return log_error_errno(fd, "Failed to listen on %s (localproxy.listen): %m",
-                                               lp->listen[i].text);
-                p->listen_fds[p->n_listen++] = fd;
-        }
-        if (lp->n_listen > 0 && p->n_listen == 0)
-                return log_error_errno(-EADDRNOTAVAIL, "No address of localproxy.listen to listen on");
-        if (p->manager->config->metrics_listen.family != AF_UNSPEC) {
-                p->metrics_fd = bind_one(&p->manager->config->metrics_listen);
-                if (p->metrics_fd < 0)
-                        return log_error_errno(p->metrics_fd,
-                                               "Failed to listen on %s (metrics.listen): %m",
-                                               p->manager->config->metrics_listen.text);
-        }
-        return 0;
-}
-
-/* In the child: every fd the proxy gets is first copied above all the numbers they are then
- * placed at (3, 4, ...), so that no placement overwrites one still to come. */
-static int place_fds(Proxy *p, int child_fd, int ret_placed[static 19], size_t *ret_n) {
-        int high[19];
-        size_t n = 0;
-
-        high[n++] = fcntl(child_fd, F_DUPFD, 64);
-        for (size_t i = 0; i < p->n_listen && i < 16; i++)
-                high[n++] = fcntl(p->listen_fds[i], F_DUPFD, 64);
-        if (p->metrics_fd >= 0)
-                high[n++] = fcntl(p->metrics_fd, F_DUPFD, 64);
-        high[n++] = fcntl(p->exe_fd, F_DUPFD, 64);
-        for (size_t i = 0; i < n; i++) {
-                if (high[i] < 0 || dup2(high[i], 3 + (int) i) < 0)
-                        return -1;
-                ret_placed[i] = 3 + (int) i;
-        }
-        *ret_n = n;
-        return 0;
-}
-
-/* In the child, between fork and exec: the channel as fd 3, the listening sockets from fd 4,
- * then metrics.listen's, nothing else; then the identity and the filter of a game server. */
-_noreturn_ static void proxy_exec_child(Proxy *p, int child_fd) {
-        const char *step = "dup";
-        char fds[17][16];
-        char *argv[3 + 2 * 17 + 1] = { (char *) "slotd-proxy", (char *) "--ipc-fd", (char *) "3" };
-        char *envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL, NULL };
-        const char *level = getenv("SLOTD_LOG_LEVEL");
-        char level_env[64];
-        int placed[19], exe;
-        size_t argc = 3, n;
-        sigset_t all;
-
-        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
-        (void) sigemptyset(&all);
-        (void) sigprocmask(SIG_SETMASK, &all, NULL);
-        for (int sig = 1; sig < _NSIG; sig++)
-                (void) signal(sig, SIG_DFL);
-        if (place_fds(p, child_fd, placed, &n) < 0)
-                goto fail;
-        for (size_t i = 1; i + 1 < n; i++) {
-                bool metrics = p->metrics_fd >= 0 && i + 2 == n;
-
-                (void) snprintf(fds[i - 1], sizeof(fds[i - 1]), "%d", placed[i]);
-                argv[argc++] = (char *) (metrics ? "--metrics-fd" : "--listen-fd");
-                argv[argc++] = fds[i - 1];
-        }
-        argv[argc] = NULL;
-        /* The program itself, to exec by descriptor: no path lookup as another user. */
-        exe = placed[n - 1];
-        if (fcntl(exe, F_SETFD, FD_CLOEXEC) < 0)
-                goto fail;
-        (void) close_range((unsigned) exe + 1, ~0U, 0);
-        if (level && snprintf(level_env, sizeof(level_env), "SLOTD_LOG_LEVEL=%s", level) <
-                             (int) sizeof(level_env))
-                envp[1] = level_env;
-        if (confine_apply(&(ConfineParams){ .uid = p->uid, .gid = p->gid, .nofile = 4096,
-                                            .seccomp = p->seccomp },
-                          &step) < 0)
-                goto fail;
-        step = "execve";
-        (void) execveat(exe, "", argv, envp, AT_EMPTY_PATH);
-fail:
-        dprintf(STDERR_FILENO, "slotd: local proxy: %s failed: %s\n", step, strerror(errno));
-        _exit(EXIT_FAILURE);
-}
-
-static int proxy_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata);
-
-/* Beyond net.core.wmem_max (208 KiB by default) where slotd may: a burst of events, or a
- * scrape's text in its parts (proxy-metrics.c), waits in it rather than being dropped. */
-static void set_send_buffer(int fd, int size) {
-        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
-                (void) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-}
-
-static int proxy_spawn(Proxy *p) {
-        int pair[2];
-        pid_t pid;
-        int r, size = IPC_BUFFER_BYTES;
-
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-                return negative_errno();
-        set_send_buffer(pair[0], size);
-        set_send_buffer(pair[1], size);
-        pid = fork();
-        if (pid < 0) {
-                r = negative_errno();
-                (void) close(pair[0]);
-                (void) close(pair[1]);
-                return r;
-        }
-        if (pid == 0)
-                proxy_exec_child(p, pair[1]);
-        (void) close(pair[1]);
-        (void) fcntl(pair[0], F_SETFL, O_NONBLOCK);
-        p->ipc_fd = pair[0];
-        p->pid = pid;
-        p->generation++;
-        p->started_at = now_usec(CLOCK_MONOTONIC);
-        r = sd_event_add_io(p->manager->event, &p->ipc_source, p->ipc_fd, EPOLLIN, proxy_on_ipc, p);
-        if (r >= 0)
-                r = sd_event_add_child(p->manager->event, &p->child_source, pid, WEXITED,
-                                       proxy_on_exit, p);
-        if (r < 0) {
-                proxy_stop_process(p);
-                return r;
-        }
-        log_info("Local proxy started as process %d on %zu addresses%s%s", (int) pid, p->n_listen,
-                 p->metrics_fd >= 0 ? ", metrics on " : "",
-                 p->metrics_fd >= 0 ? p->manager->config->metrics_listen.text : "");
-        return 0;
-}
-
-static int proxy_on_restart(sd_event_source *source, uint64_t usec, void *userdata) {
-        Proxy *p = userdata;
-        int r;
-
-        p->restart_timer = sd_event_source_disable_unref(p->restart_timer);
-        r = proxy_spawn(p);
-        if (r < 0) {
-                log_error_errno(r, "Failed to restart the local proxy, trying again: %m");
-                p->restart_delay = MIN(MAX(p->restart_delay * 2, RESTART_MIN_USEC), RESTART_MAX_USEC);
-                (void) sd_event_add_time_relative(p->manager->event, &p->restart_timer,
-                                                  CLOCK_MONOTONIC, p->restart_delay, 0,
-                                                  proxy_on_restart, p);
-        }
-        return 0;
-}
-
-/* Its connections die with it (they were its sockets); the SDKs reconnect to the next one,
- * which the listening sockets, kept here, already queue for. */
-static void proxy_stop_process(Proxy *p) {
-        p->ipc_source = sd_event_source_disable_unref(p->ipc_source);
-        p->child_source = sd_event_source_disable_unref(p->child_source);
-        p->ipc_fd = safe_close(p->ipc_fd);
-        hashmap_done_free(&p->conns, conn_free);
-        p->conns = (Hashmap){};
-        p->pid = 0;
-}
-
-static int proxy_on_exit(sd_event_source *source, const siginfo_t *si, void *userdata) {
-        Proxy *p = userdata;
-        usec_t ran = now_usec(CLOCK_MONOTONIC) - p->started_at;
-
-        if (si->si_code == CLD_EXITED)
-                log_warning("Local proxy exited with code %d, restarting it", si->si_status);
-        else
-                log_warning("Local proxy killed by signal SIG%s, restarting it",
-                            sigabbrev_np(si->si_status) ?: "?");
-        proxy_stop_process(p);
-        p->restart_delay = ran >= RESTART_RESET_USEC
-                                   ? 0
-                                   : MIN(MAX(p->restart_delay * 2, RESTART_MIN_USEC),
-                                         RESTART_MAX_USEC);
-        (void) sd_event_add_time_relative(p->manager->event, &p->restart_timer, CLOCK_MONOTONIC,
-                                          p->restart_delay, 0, proxy_on_restart, p);
-        return 0;
-}
-
-static int proxy_identity(Proxy *p) {
-        const LocalProxyConfig *lp = &p->manager->config->localproxy;
-        struct passwd *pw = getpwnam(lp->user);
-        struct group *gr = getgrnam(lp->group);
-
-        if (!pw)
-                return log_error_errno(-ESRCH, "localproxy.user: no user '%s'", lp->user);
-        if (!gr)
-                return log_error_errno(-ESRCH, "localproxy.group: no group '%s'", lp->group);
-        p->uid = pw->pw_uid;
-        p->gid = gr->gr_gid;
-        return 0;
-}
-
-static int proxy_setup(Proxy *p) {
-        _cleanup_free_ char *path = NULL;
-        scmp_filter_ctx ctx = NULL;
-        bool keeper;
-        int r;
-
-        p->exe_fd = open_proxy_exe(&path);
-        if (p->exe_fd < 0)
-                return log_error_errno(p->exe_fd, "Cannot run the local proxy %s: %m (it serves "
-                                       "localproxy.listen and metrics.listen)",
-                                       path ?: "slotd-proxy");
-        if ((r = proxy_identity(p)) < 0)
-                return r;
-        p->diag_fd = sockdiag_open();
-        if (p->diag_fd < 0)
-                return log_error_errno(p->diag_fd, "Failed to open NETLINK_SOCK_DIAG: %m");
-        p->mount_fd = open(p->manager->cgroup_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (p->mount_fd < 0)
-                return log_error_errno(errno, "Failed to open %s: %m", p->manager->cgroup_mount);
-        r = confine_seccomp_new(NULL, false, &ctx, &keeper, NULL);
-        if (r >= 0) {
-                r = confine_seccomp_program(ctx, &p->seccomp);
-                seccomp_release(ctx);
-        }
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the local proxy's seccomp filter: %m");
-        return proxy_bind(p);
-}
-
 int proxy_new(Manager *m, Proxy **ret) {
+        const LocalProxyConfig *lp = &m->config->localproxy;
         Proxy *p;
         int r;
 
         *ret = NULL;
-        if ((!m->config->localproxy.enabled || m->config->localproxy.n_listen == 0) &&
-            m->config->metrics_listen.family == AF_UNSPEC)
+        if ((!lp->enabled || lp->n_listen == 0) && m->config->metrics_listen.family == AF_UNSPEC) {
+                proxy_retire_stale(m->config->state_dir);
                 return 0;
+        }
         p = new0(Proxy, 1);
         if (!p)
                 return log_oom();
-        *p = (Proxy){ .manager = m, .ipc_fd = -EBADF, .diag_fd = -EBADF, .mount_fd = -EBADF,
-                      .exe_fd = -EBADF, .metrics_fd = -EBADF };
+        *p = (Proxy){ .manager = m, .serves_sdk = lp->enabled && lp->n_listen > 0,
+                      .ipc_fd = -EBADF, .diag_fd = -EBADF, .mount_fd = -EBADF, .exe_fd = -EBADF,
+                      .metrics_fd = -EBADF };
         r = proxy_setup(p);
         if (r >= 0) {
-                r = proxy_spawn(p);
+                r = proxy_start(p);
                 if (r < 0)
                         log_error_errno(r, "Failed to start the local proxy: %m");
         }
@@ -543,21 +259,14 @@ int proxy_new(Manager *m, Proxy **ret) {
         return 0;
 }
 
+/* The proxy stays: it keeps its connections for the next slotd (after SIGTERM, a crash, an
+ * upgrade or Reexecute), which attaches to it. */
 Proxy *proxy_free(Proxy *p) {
         if (!p)
                 return NULL;
-        if (p->pid > 0)
-                (void) kill(p->pid, SIGTERM);
-        proxy_stop_process(p);
-        p->restart_timer = sd_event_source_disable_unref(p->restart_timer);
-        for (size_t i = 0; i < p->n_listen; i++)
-                safe_close(p->listen_fds[i]);
-        free(p->listen_fds);
-        safe_close(p->metrics_fd);
+        proxy_process_free(p);
         safe_close(p->diag_fd);
         safe_close(p->mount_fd);
-        safe_close(p->exe_fd);
-        confine_seccomp_program_free(p->seccomp);
         free(p);
         return NULL;
 }

@@ -265,24 +265,6 @@ pid_t slot_find_keeper(Slot *s) {
         return 0;
 }
 
-static bool pid_is_our_child(pid_t pid) {
-        char path[64], stat[512], *paren;
-        _cleanup_close_ int fd = -EBADF;
-        long ppid;
-        ssize_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        n = read(fd, stat, sizeof(stat) - 1);
-        if (n <= 0)
-                return false;
-        stat[n] = '\0';
-        paren = strrchr(stat, ')');
-        return paren && sscanf(paren + 1, " %*c %ld", &ppid) == 1 && ppid == getpid();
-}
-
 /* Waits for an adopted keeper's exit: after Reexecute the keepers are still our children,
  * reaped through the pidfd; after a restart of slotd their pidfd turns readable. Closes
  * pidfd on failure. */

@@ -26,9 +26,27 @@ int pidfd_send_signal_wrapper(int pidfd, int sig) {
         return 0;
 }
 
-static int pidfd_open_wrapper(pid_t pid) {
+int pidfd_open_wrapper(pid_t pid) {
         long fd = syscall(SYS_pidfd_open, pid, 0);
         return fd < 0 ? negative_errno() : (int) fd;
+}
+
+bool pid_is_our_child(pid_t pid) {
+        char path[64], stat[512], *paren;
+        _cleanup_close_ int fd = -EBADF;
+        long ppid;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        n = read(fd, stat, sizeof(stat) - 1);
+        if (n <= 0)
+                return false;
+        stat[n] = '\0';
+        paren = strrchr(stat, ')');
+        return paren && sscanf(paren + 1, " %*c %ld", &ppid) == 1 && ppid == getpid();
 }
 
 /* The keeper and the server are started the way posix_spawn() starts a program: where it

@@ -96,6 +96,10 @@ int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, 
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper);
 
 int pidfd_send_signal_wrapper(int pidfd, int sig);
+int pidfd_open_wrapper(pid_t pid);
+/* pid is a child of this process (after Reexecute, those of the image before are): its exit
+ * can be waited for; another's is only seen through its pidfd. */
+bool pid_is_our_child(pid_t pid);
 
 /* Opens slotd-keeper (O_PATH, close-on-exec): the one next to 'self_exe' (slotd's own
  * binary, so that a build tree runs its own), else SLOTD_KEEPER_PATH. Returns the fd, or a

@@ -61,6 +61,24 @@ cleanup_cgroup() {
         done
 }
 
+# The local proxy outlives slotd (it waits for the next slotd on <state_dir>/proxy.sock, SPEC
+# §11): proxy_pids lists the proxies whose control socket is under $T, stop_proxies ends them.
+proxy_pids() {
+        ss -Hxlp 2>/dev/null | awk -v t="$T/" 'index($5, t) == 1 && $5 ~ /\/proxy\.sock$/' |
+                grep -o 'pid=[0-9]*' |
+                cut -d= -f2 | sort -u
+}
+stop_proxies() {
+        local p pids deadline=$((SECONDS + 10))
+        pids=$(proxy_pids)
+        [ -n "$pids" ] || return 0
+        for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
+        for p in $pids; do
+                while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+                kill -KILL "$p" 2>/dev/null || true
+        done
+}
+
 # Mounts a test made (track_mount DIR), taken off after slotd and the cgroup tree are gone,
 # in reverse order, before $T is removed.
 MOUNTS=()
@@ -82,6 +100,7 @@ cleanup() {
                 kill -TERM "$SLOTD_PID" 2>/dev/null || true
                 wait "$SLOTD_PID" 2>/dev/null || true
         fi
+        stop_proxies
         # In the sanitizer build any report from slotd fails the test, whatever it asserted.
         if [ -f "$T/slotd.log" ] &&
            grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$T/slotd.log"; then

@@ -120,12 +120,18 @@ expect_http nobody GET /payload/alloc-1 "" 403 >/dev/null
 expect_http host GET /payload/alloc-1 "" 200 >/dev/null
 
 # 5. A payload and ReadyForPlayers are as durable as the allocation: SIGKILL slotd, start it
-# again, both are there.
+# again, both are there. The proxy outlives slotd and the new slotd attaches to it (SPEC §11):
+# the same process serves on, its clients' connections untouched.
+proxy_before=$(proxy_pids)
+assert_eq "$(echo "$proxy_before" | wc -w)" 1 "one proxy, listening on $T/state/proxy.sock"
 kill -KILL "$SLOTD_PID"
 wait "$SLOTD_PID" 2>/dev/null || true
 SLOTD_PID=
 start_slotd
-wait_until 20 "the restarted local proxy" curl -s --max-time 2 -o /dev/null "$URL/token"
+wait_until 20 "the local proxy after slotd's restart" curl -s --max-time 2 -o /dev/null "$URL/token"
+assert_eq "$(proxy_pids)" "$proxy_before" "the proxy that served before slotd's SIGKILL"
+assert_ok "log: attached to the running proxy" \
+        grep -q "Attached to the local proxy $proxy_before an earlier slotd left running" "$T/slotd.log"
 assert_eq "$(sprop $s AllocationUUID)" alloc-1 "allocation after SIGKILL"
 assert_eq "$(sprop $s ReadyForPlayers)" true "ReadyForPlayers after SIGKILL"
 in_slot $s curl -sf --max-time 10 "$URL/payload/alloc-1" > "$T/got2" || fail "GET payload after SIGKILL"
@@ -151,16 +157,19 @@ expect_http $B DELETE /v1/servers/$A/reservations "" 403 >/dev/null
 expect_http $A DELETE /v1/servers/$A/reservations "" 204 >/dev/null
 assert_eq "$(sprop $A State)" online "State after the reservation's end"
 
-# 8. The proxy dies: slotd starts another, the game servers are untouched.
-ppid_of_proxy=$(pgrep -P "$SLOTD_PID" -x slotd-proxy || true)
-[ -n "$ppid_of_proxy" ] || fail "no slotd-proxy child of slotd"
-assert_eq "$(ps -o user= -p "$ppid_of_proxy" | tr -d ' ')" nobody "the proxy's user"
+# 8. The proxy dies: slotd starts another, the game servers are untouched. This proxy was
+# started by the slotd before the SIGKILL of step 5: the new slotd sees its end through its
+# pidfd, and starts its own child.
+old_proxy=$(proxy_pids)
+[ -n "$old_proxy" ] || fail "no slotd-proxy on $T/state/proxy.sock"
+assert_eq "$(ps -o user= -p "$old_proxy" | tr -d ' ')" nobody "the proxy's user"
 pidA=$(sprop $A MainPID)
-kill -KILL "$ppid_of_proxy"
-wait_until 20 "a new slotd-proxy" bash -c "p=\$(pgrep -P $SLOTD_PID -x slotd-proxy) && [ \"\$p\" != $ppid_of_proxy ]"
+kill -KILL "$old_proxy"
+wait_until 20 "a new slotd-proxy" bash -c "p=\$(pgrep -P $SLOTD_PID -x slotd-proxy) && [ \"\$p\" != $old_proxy ]"
 wait_until 20 "the new proxy answering" curl -sf --max-time 2 -o /dev/null "$URL/token"
 assert_eq "$(sprop $A MainPID)" "$pidA" "game server untouched by the proxy's death"
-grep -q "Local proxy killed by signal SIGKILL" "$T/slotd.log" || fail "no log line for the proxy's death"
+grep -q "Local proxy $old_proxy (started by an earlier slotd) has exited, restarting it" \
+        "$T/slotd.log" || fail "no log line for the proxy's death"
 
 # 9. A payload is served until localproxy.payload_ttl after it was given (Reload may change
 # the TTL, not the addresses), then 404 while the allocation goes on.
