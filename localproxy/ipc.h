@@ -8,6 +8,15 @@
  * one JSON object per datagram, at most IPC_MESSAGE_MAX bytes. The proxy parses everything
  * that comes from the network; slotd decides everything. Every object has "type".
  *
+ * The proxy outlives slotd: slotd binds <state_dir>/proxy.sock (SOCK_SEQPACKET, 0600) and
+ * passes it (--control-fd), the proxy listens on it, and a slotd that starts later connects
+ * there (SO_PEERCRED: the proxy's PID and uid). That connection is the channel from then on,
+ * and the proxy's first message on it is
+ *   {"type":"hello","pid":P,"listen":[{"address":"127.0.0.1","port":8086},…],
+ *    "metrics":{"address":…,"port":…} or null}
+ * followed by a "conn" for every open connection and a "subscribe" request for every
+ * subscribed server (its answer's "last" goes to the subscribers that have not had it).
+ *
  * proxy → slotd
  *   {"type":"conn","conn":C,"local":"127.0.0.1","local_port":8086,
  *    "peer":"127.0.0.1","peer_port":54321}
