@@ -23,6 +23,12 @@
  *        a TCP connection was accepted (IPv6 addresses in their usual text form). Sent
  *        before any request of C. slotd finds the peer's slot (sock_diag) and answers
  *   {"type":"conn","conn":C,"slot":N or null,"admin":true|false}
+ *        or, when it could not ask (sock_diag unavailable: the sock_diag fault, SPEC §12),
+ *   {"type":"conn","conn":C,"slot":null,"admin":false,"unavailable":"…"}
+ *        C is unknown, which is not a stranger: its requests are answered 503 with the
+ *        message (slotd answers them "unavailable" too) and the connection closed, its
+ *        Centrifuge connect refused with a temporary error, so that the client retries on a
+ *        new connection, which slotd identifies anew.
  *   {"type":"close","conn":C}                       the connection is gone (no answer)
  *   {"type":"request","id":R,"conn":C,"op":OP,…}    answered by exactly one "reply":
  *     op "ready"         "server":N,"allocation":"UUID","ready":bool    → {}

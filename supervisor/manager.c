@@ -193,6 +193,7 @@ Manager *manager_free(Manager *m) {
                 (void) manager_commit(m);
         manager_drop_waiters(m);
         m->proxy = proxy_free(m->proxy);
+        manager_sock_diag_done(m);
         free(m->events);
         payload_store_done(&m->payloads);
         for (size_t i = 0; i < m->n_graveyard; i++)

@@ -94,6 +94,11 @@ typedef struct Manager {
         uint64_t epoch;
         PayloadStore payloads;
         TokenKey token_key;
+        /* sock_diag, by which the proxy names its callers (manager-sockdiag.c): the errno of
+         * its last failed self-test (the sock_diag fault), 0 while it works; its retry. */
+        int sock_diag_error;
+        sd_event_source *sock_diag_retry;
+        usec_t sock_diag_retry_usec;
 
         HostFault *faults;           /* the Faults property (manager-faults.c) */
         size_t n_faults;
@@ -186,6 +191,14 @@ void manager_state_failed(Manager *m, int error, const char *what);
 /* After a commit (fd: the state file, open to append) or a snapshot: keeps the reserve. */
 int manager_state_keep_reserve(Manager *m, int fd);
 void manager_state_arm_retry(Manager *m);
+/* The sock_diag fault (manager-sockdiag.c, SPEC §12): sockdiag_self_test(), when the local
+ * proxy starts and when one of its lookups fails for a reason of the host. While it fails the
+ * fault is raised and the error kept in sock_diag_error, and it runs again with back-off
+ * (1 s doubling to 60 s); it clears the fault when it passes. 0 or its error. */
+int manager_sock_diag_check(Manager *m);
+/* What the host needs, for a positive errno of the self-test. */
+const char *manager_sock_diag_remedy(int error);
+void manager_sock_diag_done(Manager *m);
 Slot *manager_slot_by_pid(Manager *m, pid_t pid);
 bool manager_receive_notify(Manager *m, int fd, Slot *expected);
 /* Checks the host keeps from being made, and rounds most of a fleet failed (manager-checks.c,

@@ -9,6 +9,7 @@
 #include "hashmap.h"
 #include "ops.h"
 #include "proxy.h"
+#include "ratelimit.h"
 #include "time-util.h"
 
 /* One TCP connection of the proxy, as slotd knows it. */
@@ -17,6 +18,8 @@ typedef struct ProxyConn {
         char key[24];                /* id in decimal, the key in Proxy.conns */
         bool admin;                  /* outside any slot, made by root or an admin */
         unsigned slot_id;            /* the slot it was made in, OPS_NO_SLOT: none */
+        int unavailable;             /* sock_diag could not be asked (its errno): the caller
+                                      * is unknown, which is not a stranger */
 } ProxyConn;
 
 struct Proxy {
@@ -36,8 +39,8 @@ struct Proxy {
         usec_t started_at;           /* CLOCK_MONOTONIC */
         uint64_t generation;         /* one per channel: a reply for an older one is dropped */
         Hashmap conns;               /* "id" → ProxyConn, of the current channel */
-        int diag_fd;                 /* NETLINK_SOCK_DIAG */
-        bool diag_warned;            /* it failed for a reason other than a gone client */
+        int diag_fd;                 /* NETLINK_SOCK_DIAG, -errno: not open (opened again) */
+        RateLimit diag_log;          /* lookups that failed while sock_diag works */
         int mount_fd;                /* the cgroup2 mount, for cgroup ids */
         int exe_fd;                  /* slotd-proxy, O_PATH */
         uid_t uid;
@@ -48,6 +51,8 @@ struct Proxy {
 /* proxy.c */
 int proxy_on_ipc(sd_event_source *source, int fd, uint32_t revents, void *userdata);
 void proxy_forget_conns(Proxy *p);
+/* What a caller of an unavailable connection is told (ipc.h "unavailable"; 503). */
+void proxy_conn_unavailable_message(const ProxyConn *c, char *buf, size_t size);
 
 /* proxy-process.c: the proxy's process. setup: what every start needs (its binary, its
  * identity, its filter); start: attach to the proxy an earlier slotd left running if its

@@ -513,9 +513,11 @@ int proxy_setup(Proxy *p) {
                                        path ?: "slotd-proxy");
         if ((r = proxy_identity(p)) < 0)
                 return r;
+        /* Without sock_diag no caller can be named: a fault of the host, not a failed start
+         * (manager-sockdiag.c); conn_identify opens it again. */
         p->diag_fd = sockdiag_open();
-        if (p->diag_fd < 0)
-                return log_error_errno(p->diag_fd, "Failed to open NETLINK_SOCK_DIAG: %m");
+        if (p->manager->config->localproxy.enabled && p->manager->config->localproxy.n_listen > 0)
+                (void) manager_sock_diag_check(p->manager);
         p->mount_fd = open(p->manager->cgroup_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (p->mount_fd < 0)
                 return log_error_errno(errno, "Failed to open %s: %m", p->manager->cgroup_mount);

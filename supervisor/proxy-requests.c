@@ -254,6 +254,14 @@ void proxy_handle_request(Proxy *p, json_t *msg) {
 
         if (q.id <= 0)
                 return;
+        /* A caller sock_diag could not name is nobody we know, and no stranger either. */
+        if (c && c->unavailable) {
+                char why[256];
+
+                proxy_conn_unavailable_message(c, why, sizeof(why));
+                send_error(p, q.id, OPS_ERROR_UNAVAILABLE, why);
+                return;
+        }
         /* Unknown connection: nobody we can vouch for. */
         q.caller = (OpsCaller){ .slot_known = true, .slot_id = c ? c->slot_id : OPS_NO_SLOT,
                                 .admin = c && c->admin };

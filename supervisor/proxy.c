@@ -94,6 +94,34 @@ static bool uid_is_admin(Manager *m, uid_t uid) {
         return false;
 }
 
+void proxy_conn_unavailable_message(const ProxyConn *c, char *buf, size_t size) {
+        (void) snprintf(buf, size, "slotd cannot tell which slot the caller is in: sock_diag is "
+                        "unavailable (%s); %s", strerror(c->unavailable),
+                        manager_sock_diag_remedy(c->unavailable));
+}
+
+/* The caller cannot be known: the lookup failed, or answered ENOENT while sock_diag's self-test
+ * fails (the kernel then says ENOENT of every socket). It is unknown, which is no proof that it
+ * is a stranger. A failure the self-test has not seen runs it: it raises the fault (logged
+ * once) if sock_diag is gone; if not, this lookup failed alone, and the socket is opened anew. */
+static void conn_unavailable(Proxy *p, ProxyConn *c, int error) {
+        Manager *m = p->manager;
+        unsigned suppressed;
+
+        c->unavailable = -error;
+        if (m->sock_diag_error != 0 || manager_sock_diag_check(m) < 0) {
+                log_debug_errno(error, "Local proxy: cannot tell who connection %" PRIu64
+                                " is: %m", c->id);
+                return;
+        }
+        p->diag_fd = safe_close(p->diag_fd);
+        if (ratelimit_tell(&p->diag_log, now_usec(CLOCK_MONOTONIC), FLOOD_LOG_INTERVAL,
+                           &suppressed))
+                log_warning_errno(error, "Local proxy: a NETLINK_SOCK_DIAG lookup failed (%m), "
+                                  "though sock_diag works; connection %" PRIu64 " is answered "
+                                  "503 (%u more since the last such line)", c->id, suppressed);
+}
+
 /* Who is at the other end: the cgroup its socket was made in names its slot. */
 static void conn_identify(Proxy *p, json_t *msg, ProxyConn *c) {
         struct sockaddr_storage local, peer;
@@ -106,20 +134,19 @@ static void conn_identify(Proxy *p, json_t *msg, ProxyConn *c) {
         if (parse_endpoint(msg, "local", "local_port", &local) < 0 ||
             parse_endpoint(msg, "peer", "peer_port", &peer) < 0 || local.ss_family != peer.ss_family)
                 return;
-        r = sockdiag_lookup_tcp(p->diag_fd, (struct sockaddr *) &peer, (struct sockaddr *) &local, &d);
-        if (r < 0) {
-                /* ENOENT: the client is already gone. Anything else means no caller can be
-                 * known (no tcp_diag in this kernel, say): say so once, loudly. */
-                if (r != -ENOENT && !p->diag_warned) {
-                        log_error_errno(r, "Local proxy: cannot tell which slot a caller is in "
-                                        "(NETLINK_SOCK_DIAG for TCP: %m); its requests are "
-                                        "refused until this works");
-                        p->diag_warned = true;
-                } else
-                        log_debug_errno(r, "Local proxy: no socket found for connection %" PRIu64
-                                        ": %m", c->id);
+        if (p->diag_fd < 0)
+                p->diag_fd = sockdiag_open();
+        r = p->diag_fd < 0 ? p->diag_fd
+                           : sockdiag_lookup_tcp(p->diag_fd, (struct sockaddr *) &peer,
+                                                 (struct sockaddr *) &local, &d);
+        if (r == -ENOENT && p->manager->sock_diag_error == 0) {
+                /* sock_diag works: the client is already gone. */
+                log_debug_errno(r, "Local proxy: no socket found for connection %" PRIu64 ": %m",
+                                c->id);
                 return;
         }
+        if (r < 0)
+                return conn_unavailable(p, c, r);
         r = cg_path_from_id(p->mount_fd, p->manager->cgroup_mount, d.cgroup_id, &path);
         s = r >= 0 ? manager_slot_by_cgroup_path(p->manager, path) : NULL;
         if (s)
@@ -148,6 +175,13 @@ static void handle_conn(Proxy *p, json_t *msg) {
         reply = json_pack("{s:s, s:I, s:o, s:b}", "type", "conn", "conn", (json_int_t) c->id,
                           "slot", c->slot_id == OPS_NO_SLOT ? json_null() : json_integer(c->slot_id),
                           "admin", c->admin);
+        if (reply && c->unavailable) {
+                char why[256];
+
+                proxy_conn_unavailable_message(c, why, sizeof(why));
+                if (json_object_set_new(reply, "unavailable", json_string(why)) < 0)
+                        reply = (json_decref(reply), NULL);
+        }
         if (reply)
                 (void) proxy_send(p, reply);
 }
