@@ -472,15 +472,27 @@ char *centrifuge_empty_reply(CentrifugeVersion v, uint32_t id, CentrifugeMethod 
         return NULL;
 }
 
-char *centrifuge_error_reply(CentrifugeVersion v, uint32_t id, unsigned code,
-                             const char *message) {
+static char *error_reply(CentrifugeVersion v, uint32_t id, unsigned code, const char *message,
+                         bool temporary) {
         json_t *e;
 
         if (!valid_version(v) || !message)
                 return NULL;
         e = set(json_object(), "code", json_integer(code));
         e = set(e, "message", json_string(message));
+        if (temporary)
+                e = set(e, "temporary", json_true());
         return reply_text(id, "error", e);
+}
+
+char *centrifuge_error_reply(CentrifugeVersion v, uint32_t id, unsigned code,
+                             const char *message) {
+        return error_reply(v, id, code, message, false);
+}
+
+char *centrifuge_temporary_error_reply(CentrifugeVersion v, uint32_t id, unsigned code,
+                                       const char *message) {
+        return error_reply(v, id, code, message, true);
 }
 
 char *centrifuge_publication_push(CentrifugeVersion v, const char *channel,

@@ -121,6 +121,12 @@ char *centrifuge_empty_reply(CentrifugeVersion v, uint32_t id, CentrifugeMethod 
 /* Both versions: {"id":N,"error":{"code":C,"message":M}}. */
 char *centrifuge_error_reply(CentrifugeVersion v, uint32_t id, unsigned code,
                              const char *message);
+/* The same with "temporary":true (protocol v2's Error field; v1 clients ignore it): an error
+ * to retry. centrifuge-js 5.x retries a connect or subscribe refused with it, or with a code
+ * below 100, and ends it otherwise; 2.x retries every refused connect, with back-off. The
+ * centrifuge server itself marks CENTRIFUGE_ERROR_INTERNAL temporary. */
+char *centrifuge_temporary_error_reply(CentrifugeVersion v, uint32_t id, unsigned code,
+                                       const char *message);
 /* A publication pushed into a channel the client subscribed to. v1: a reply without id
  * whose result is a push of type 0 (publication, omitted):
  * {"result":{"channel":C,"data":{"data":{…},"offset":N}}}; v2: {"push":{"channel":C,

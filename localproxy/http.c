@@ -225,6 +225,10 @@ static enum MHD_Result route_request(Request *req, Conn *c) {
         }
         if (req->route.op == PROXY_OP_WEBSOCKET)
                 return ws_upgrade(req->proxy, req->connection);
+        /* slotd could not name the caller (sock_diag): 503, never the 403 of a stranger. The
+         * connection goes: its identity is asked once, so a retry needs a new one. */
+        if (c->unavailable)
+                return http_respond_error(req->connection, 503, c->unavailable, true);
         return ask_slotd(req, c);
 }
 

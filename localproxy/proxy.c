@@ -247,6 +247,7 @@ static void conn_free(Conn *c) {
         hashmap_remove(&p->conns, c->key, c);
         LIST_REMOVE(conns, p->conns_list, c);
         p->n_conns--;
+        free(c->unavailable);
         free(c);
         control_orphan_update(p);
 }
@@ -316,9 +317,10 @@ static void conn_over_limit(Conn *c, unsigned limit) {
         }
 }
 
-/* {"type":"conn","conn":C,"slot":N or null,"admin":B} */
+/* {"type":"conn","conn":C,"slot":N or null,"admin":B[,"unavailable":"…"]} */
 static void handle_conn_reply(Proxy *p, json_t *m) {
         json_t *id = json_object_get(m, "conn"), *slot = json_object_get(m, "slot");
+        const char *unavailable = json_string_value(json_object_get(m, "unavailable"));
         unsigned limit;
         char key[24];
         Conn *c;
@@ -339,6 +341,10 @@ static void handle_conn_reply(Proxy *p, json_t *m) {
         }
         c->slot = c->in_slot ? (unsigned) json_integer_value(slot) : 0;
         c->admin = json_is_true(json_object_get(m, "admin"));
+        if (unavailable && free_and_strdup(&c->unavailable, unavailable) < 0) {
+                log_oom();
+                return;
+        }
         c->limits = slot_limits(p, c->in_slot, c->slot);
         if (!c->limits) {
                 log_oom();

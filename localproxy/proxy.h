@@ -43,6 +43,7 @@ struct Conn {
         bool admin;
         bool in_slot;
         unsigned slot;
+        char *unavailable;     /* slotd could not name the caller (ipc.h): why, for it */
         SlotLimits *limits;    /* set once identified, where the connection is counted */
         Request *waiters;      /* requests suspended until the caller is identified */
         Session *session;      /* after a WebSocket upgrade */

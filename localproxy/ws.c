@@ -29,6 +29,8 @@
  * which its clients do not reconnect. */
 #define WS_CLOSE_UNSUPPORTED 1003
 #define WS_CLOSE_BAD_REQUEST 3501
+/* Centrifuge's "internal server error" disconnect, after which its clients reconnect. */
+#define WS_CLOSE_SERVER_ERROR 3004
 
 typedef struct Subscription Subscription;
 
@@ -70,6 +72,7 @@ struct Session {
         unsigned n_subscriptions;
         usec_t last_rx, last_ping, ping_sent;
         const char *close_reason;      /* set: the session ends at the next flush */
+        bool refused;                  /* its connect was refused: closed once that is out */
 };
 
 static void session_schedule(Session *s) {
@@ -123,6 +126,10 @@ static void session_flush(Session *s) {
                 s->close_reason = s->close_reason ?: "read failed";
         if (!s->close_reason && wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) != 0)
                 s->close_reason = "write failed";
+        /* Only now: wslay sends a queued close before queued messages. */
+        if (!s->close_reason && s->refused && wslay_event_get_queued_msg_count(s->ctx) == 0 &&
+            !wslay_event_get_close_sent(s->ctx))
+                return session_disconnect(s, WS_CLOSE_SERVER_ERROR, "connect refused, retry");
         if (!s->close_reason && wslay_event_get_close_sent(s->ctx) &&
             !wslay_event_want_write(s->ctx))
                 s->close_reason = "closed";
@@ -430,6 +437,15 @@ static void session_connect(Session *s, const CentrifugeCommand *cmd) {
         if (s->connected)
                 return session_error(s, cmd->id, CENTRIFUGE_ERROR_BAD_REQUEST,
                                      "already connected");
+        /* slotd could not name the caller (sock_diag): an error the client retries, on a new
+         * connection, which slotd identifies anew; 5.x takes "temporary", 2.x retries any. */
+        if (s->conn && s->conn->unavailable) {
+                session_send(s, centrifuge_temporary_error_reply(s->version, cmd->id,
+                                                                 CENTRIFUGE_ERROR_INTERNAL,
+                                                                 s->conn->unavailable));
+                s->refused = true;
+                return;
+        }
         if (random_uuid(client) < 0)
                 return session_error(s, cmd->id, CENTRIFUGE_ERROR_INTERNAL,
                                      "no random bytes for a client ID");

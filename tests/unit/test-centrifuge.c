@@ -604,6 +604,15 @@ static void test_empty_and_error_replies(void **state) {
                     "{\"error\":{\"code\":107,\"message\":\"\\\"x\\\"\"}}");
         assert_null(centrifuge_error_reply(CENTRIFUGE_UNKNOWN, 4, 100, "x"));
         assert_null(centrifuge_error_reply(CENTRIFUGE_V1, 4, 100, NULL));
+        assert_text(centrifuge_temporary_error_reply(CENTRIFUGE_V2, 1, CENTRIFUGE_ERROR_INTERNAL,
+                                                     "later"),
+                    "{\"id\":1,\"error\":{\"code\":100,\"message\":\"later\","
+                    "\"temporary\":true}}");
+        assert_text(centrifuge_temporary_error_reply(CENTRIFUGE_V1, 1, CENTRIFUGE_ERROR_INTERNAL,
+                                                     "later"),
+                    "{\"id\":1,\"error\":{\"code\":100,\"message\":\"later\","
+                    "\"temporary\":true}}");
+        assert_null(centrifuge_temporary_error_reply(CENTRIFUGE_UNKNOWN, 1, 100, "x"));
 }
 
 static void test_publication_push(void **state) {
