@@ -21,6 +21,9 @@ A=$1 B=$2
 for id in $A $B; do wait_prop $id ProcessState running; done
 URL="http://127.0.0.1:$PORT"
 wait_until 20 "the local proxy answering on $URL" curl -s --max-time 2 -o /dev/null "$URL/token"
+# sock_diag works here: its self-test at the proxy's start raised no fault (a host without it:
+# test-sockdiag-missing).
+assert_eq "$(mprop Faults)" 0 "Faults on a normal start"
 
 # in_slot ID CMD...: runs CMD as nobody inside slot ID's cgroup, as its game server would.
 in_slot() {
