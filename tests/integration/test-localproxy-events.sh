@@ -84,7 +84,8 @@ wait "$SLOTD_PID" 2>/dev/null || true
 SLOTD_PID=
 before_v2=$(count v2 publication)
 start_slotd
-assert_ok "log: slotd attached to the proxy $proxy" \
+# slotd takes its bus name before it attaches to the proxy: wait for the line.
+wait_until $((10 * TIME_SCALE)) "log: slotd attached to the proxy $proxy" \
         grep -q "Attached to the local proxy $proxy an earlier slotd left running" "$T/slotd.log"
 assert_eq "$(count v2 publication)" "$before_v2" "v2 publications after the restart, before news"
 assert_eq "$(count v2 alloc-b)" 1 "alloc-b announced once across slotd's restart"

@@ -133,7 +133,8 @@ SLOTD_PID=
 start_slotd
 wait_until 20 "the local proxy after slotd's restart" curl -s --max-time 2 -o /dev/null "$URL/token"
 assert_eq "$(proxy_pids)" "$proxy_before" "the proxy that served before slotd's SIGKILL"
-assert_ok "log: attached to the running proxy" \
+# slotd takes its bus name before it attaches to the proxy: wait for the line.
+wait_until $((10 * TIME_SCALE)) "log: attached to the running proxy" \
         grep -q "Attached to the local proxy $proxy_before an earlier slotd left running" "$T/slotd.log"
 assert_eq "$(sprop $s AllocationUUID)" alloc-1 "allocation after SIGKILL"
 assert_eq "$(sprop $s ReadyForPlayers)" true "ReadyForPlayers after SIGKILL"

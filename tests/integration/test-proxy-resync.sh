@@ -57,7 +57,8 @@ assert_ok "the allocation is durable (state file)" \
 assert_eq "$(count alloc-r)" 0 "the client has not heard of alloc-r before slotd's restart"
 
 start_slotd
-assert_ok "log: attached to the proxy $proxy" \
+# slotd takes its bus name before it attaches to the proxy: wait for the line.
+wait_until $((10 * TIME_SCALE)) "log: attached to the proxy $proxy" \
         grep -q "Attached to the local proxy $proxy an earlier slotd left running" "$T/slotd.log"
 wait_until $((20 * TIME_SCALE)) "alloc-r reaches the client after the restart" has '"AllocationID":"alloc-r"'
 assert_eq "$(count '"event":"subscribed"')" 1 "the client kept its one subscription"
