@@ -321,7 +321,7 @@ void json_check(struct server *s, enum json_read how)
         char old_uuid[VALUE_MAX];
         size_t len;
         char *buf;
-        bool force;
+        bool force, report;
         int r;
 
         file_stamp_get(s->json_path, &stamp);
@@ -332,6 +332,13 @@ void json_check(struct server *s, enum json_read how)
         if (r < 0) {
                 if (force || !file_stamp_equal(&stamp, &s->json_bad_stamp))
                         log_line("cannot read %s: %s", s->json_path, strerror(-r));
+                s->json_bad_stamp = stamp;
+                return;
+        }
+        /* An SDK server keeps its configuration when it cannot decode the new one. */
+        report = force || !file_stamp_equal(&stamp, &s->json_bad_stamp);
+        if (s->sdk.enabled && !sdk_config_reread(s, buf, len, report)) {
+                free(buf);
                 s->json_bad_stamp = stamp;
                 return;
         }

@@ -51,3 +51,8 @@ int sdk_ready_request(struct server *s, bool ready)
 {
         return -EOPNOTSUPP;
 }
+
+bool sdk_config_reread(struct server *s, const char *buf, size_t len, bool report)
+{
+        return true;
+}

@@ -10,7 +10,8 @@
  * sdk_handle, sdk_ready_request) and what the SDK thread does on Multiplay's
  * events.  Allocations come only from the WebSocket, as with the C# SDK; the
  * Go SDK also takes them from server.json, which would hide a proxy that
- * never pushes.
+ * never pushes.  server.json itself is read as strictly as the Go SDK reads
+ * it (test-server-sdk-config.c): what stops an SDK server stops this one.
  */
 
 #include "test-server-sdk.h"
@@ -71,25 +72,15 @@ static void config_extras(struct server *s, json_t *doc)
                 log_line("sdk: build configuration:%s", line);
 }
 
-/* The Go SDK takes serverID as a number, and fails to start without one. */
-static bool server_id_valid(const char *id)
+static void sdk_fill(struct sdk *sdk, const struct server *s, int64_t server_id)
 {
-        if (*id == '\0')
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!isdigit((unsigned char) *p))
-                        return false;
-        return true;
-}
-
-static void sdk_fill(struct sdk *sdk, const struct server *s)
-{
-        copy_string(sdk->server_id, sizeof(sdk->server_id), s->server_id);
-        snprintf(sdk->channel, sizeof(sdk->channel), "server#%s", s->server_id);
+        snprintf(sdk->server_id, sizeof(sdk->server_id), "%" PRId64, server_id);
+        snprintf(sdk->channel, sizeof(sdk->channel), "server#%" PRId64, server_id);
         snprintf(sdk->payload_path, sizeof(sdk->payload_path), "%s/%s", s->home,
                  SDK_PAYLOAD_NAME);
         sdk->hold_usec = s->sdk.hold_sec * USEC_PER_SEC;
         sdk->session_usec = s->sdk.session_sec * USEC_PER_SEC;
+        sdk->recovering_client = s->sdk.recovering_client;
         sdk->ready_request = -1;
         sdk->wake_fd = -1;
         copy_string(sdk->st.phase, sizeof(sdk->st.phase), "starting");
@@ -103,41 +94,122 @@ void sdk_reexec(char **argv)
 {
 }
 
+/* What ends an SDK server's Start(): the game logs the error and exits 1 (2 on a panic)
+ * before it has done anything else. */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+sdk_start_failed(int code, const char *fmt, ...)
+{
+        char error[PATH_MAX + 1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(error, sizeof(error), fmt, ap);
+        va_end(ap);
+        log_line("sdk: %s", error);
+        exit_with(code, "sdk: unable to start, as Unity's Go SDK v0.5.4");
+}
+
+/* server.json as the Go SDK's Start() takes it, or the end of the process. */
+static json_t *sdk_config_load(const struct server *s)
+{
+        char error[1024];
+        json_t *doc = NULL;
+        size_t len;
+        char *buf;
+        int r;
+
+        r = read_file(s->json_path, JSON_MAX_BYTES, &buf, &len);
+        if (r < 0)
+                sdk_start_failed(1, "error opening file: open %s: %s", s->json_path,
+                                 strerror(-r));
+        r = sdk_config_decode(buf, len, &doc, error, sizeof(error));
+        free(buf);
+        /* "server.json: machineID: error decoding json: json: invalid number literal, ..." */
+        if (r == -EFAULT)
+                sdk_start_failed(2, "%s", error);
+        if (r < 0)
+                sdk_start_failed(1, "server.json: %s", error);
+        return doc;
+}
+
+/* Start()'s other refusals, in its order: the query protocol, then serverID (ParseInt). */
+static void sdk_config_apply(struct server *s, json_t *doc, int64_t *ret_server_id)
+{
+        const char *id = sdk_config_field(doc, "serverID");
+        enum sdk_query_type type;
+        char error[512];
+
+        if (sdk_config_query_type(sdk_config_field(doc, "queryType"), &type) < 0)
+                sdk_start_failed(1, "server.json: queryType: supplied query type is not "
+                                 "supported");
+        s->query_protocol = type == SDK_QUERY_A2S ? QUERY_PROTOCOL_A2S : QUERY_PROTOCOL_SQP;
+        /* The SDK's A2S responder always asks for the challenge round (proto/a2s/a2s.go). */
+        s->a2s_challenge = true;
+        if (sdk_config_server_id(id ? id : "", ret_server_id, error, sizeof(error)) < 0)
+                sdk_start_failed(1, "server.json: serverID: %s", error);
+}
+
 /* Reads server.json on the main thread, before the options' commands run. */
 int sdk_init(struct server *s)
 {
-        const char *url = SDK_DEFAULT_PROXY;
-        json_error_t error;
+        const char *url;
+        int64_t server_id;
         struct sdk *sdk;
-        json_t *doc, *v;
-        int r = -EINVAL;
+        json_t *doc;
 
+        doc = sdk_config_load(s);
+        sdk_config_apply(s, doc, &server_id);
         sdk = calloc(1, sizeof(*sdk));
-        if (!sdk)
+        if (!sdk) {
+                json_decref(doc);
                 return -ENOMEM;
-        doc = json_load_file(s->json_path, 0, &error);
-        if (!doc)
-                log_line("sdk: cannot read %s: %s", s->json_path, error.text);
-        v = json_object_get(doc, "localProxyUrl");
-        if (json_is_string(v) && json_string_length(v) > 0)
-                url = json_string_value(v);
-        if (sdk_proxy_parse(url, &sdk->proxy) < 0)
-                log_line("sdk: cannot use localProxyUrl \"%s\"", url);
-        else if (!server_id_valid(s->server_id))
-                log_line("sdk: serverID \"%s\" is not a number", s->server_id);
-        else {
-                config_extras(s, doc);
-                sdk_fill(sdk, s);
-                log_line("sdk: serverID=%s localProxyUrl=%s channel=%s", sdk->server_id,
-                         sdk->proxy.base, sdk->channel);
-                s->sdk_client = sdk;
-                s->sdk_status = sdk->st;
-                r = 0;
         }
-        json_decref(doc);
-        if (r < 0)
+        url = sdk_config_field(doc, "localProxyUrl");
+        if (!url || *url == '\0')
+                url = SDK_DEFAULT_PROXY;
+        if (sdk_proxy_parse(url, &sdk->proxy) < 0) {
+                log_line("sdk: cannot use localProxyUrl \"%s\"", url);
+                json_decref(doc);
                 free(sdk);
-        return r;
+                return -EINVAL;
+        }
+        config_extras(s, doc);
+        json_decref(doc);
+        sdk_fill(sdk, s, server_id);
+        log_line("sdk: serverID=%s localProxyUrl=%s channel=%s", sdk->server_id,
+                 sdk->proxy.base, sdk->channel);
+        s->sdk_client = sdk;
+        s->sdk_status = sdk->st;
+        return 0;
+}
+
+/*
+ * Main thread: server.json changed.  The Go SDK decodes it again (config_watcher.go) and,
+ * when that fails, pushes "error parsing new configuration" to the game and keeps the
+ * configuration it had; an empty file (io.EOF: a rewrite under way) it passes over in
+ * silence, and a null one panics it.  False keeps the double's previous values too.
+ */
+bool sdk_config_reread(struct server *s, const char *buf, size_t len, bool report)
+{
+        char error[1024];
+        json_t *doc;
+        int r;
+
+        if (!s->sdk_client)
+                return true;
+        r = sdk_config_decode(buf, len, &doc, error, sizeof(error));
+        if (r == 0) {
+                json_decref(doc);
+                return true;
+        }
+        if (r == -EFAULT) {
+                log_line("sdk: server.json: error parsing new configuration: %s", error);
+                exit_with(2, "sdk: the configuration watcher panicked, as Unity's Go SDK v0.5.4");
+        }
+        if (report && r != -ENODATA)
+                log_line("sdk: server.json: error parsing new configuration: %s; keeping the "
+                         "previous configuration, as Unity's Go SDK v0.5.4", error);
+        return false;
 }
 
 static void *sdk_thread_main(void *userdata)

@@ -16,6 +16,7 @@
 #include <libwebsockets.h>
 
 #include "test-server.h"
+#include "test-server-sdk-config.h"
 
 #define SDK_TOKEN_MAX        4096
 #define SDK_ID_MAX           128    /* AllocationID, EventID: UUIDs in practice */
@@ -64,6 +65,7 @@ struct sdk {
         char payload_path[PATH_MAX + 32];
         usec_t hold_usec;
         usec_t session_usec;
+        bool recovering_client;         /* --sdk-recovering-client */
 
         /* Shared: the lock guards these and nothing else. */
         pthread_mutex_t lock;

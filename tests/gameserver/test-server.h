@@ -113,14 +113,26 @@ struct memory_region {
         size_t used;
 };
 
+/* A query client (ip:port) and the challenges it was given, as the SDK's QueryBase keeps
+ * them: one per address, until the query that takes it or a purge after it expired. */
 struct peer {
         bool in_use;
         struct sockaddr_in addr;
         usec_t last_used;
         bool has_sqp;
         uint32_t sqp_challenge;
+        usec_t sqp_expiry;
         bool has_a2s;
         uint8_t a2s_challenge[4];
+        usec_t a2s_expiry;
+};
+
+/* What the query port answers: both (the plain mode), or as an SDK server only the
+ * protocol of server.json's queryType (its switchQueryProtocol). */
+enum query_protocol {
+        QUERY_PROTOCOL_BOTH,
+        QUERY_PROTOCOL_SQP,
+        QUERY_PROTOCOL_A2S,
 };
 
 /* --sdk: behave like a game server built on a Unity Multiplay SDK (test-server-sdk.c). */
@@ -129,6 +141,9 @@ struct sdk_settings {
         bool file_control;          /* --sdk-file-control: still obey the control files */
         uint64_t hold_sec;          /* --sdk-hold: ask the proxy to hold the server */
         uint64_t session_sec;       /* --sdk-session: end the session this long after allocation */
+        /* --sdk-recovering-client: keep hearing events after a resubscription, as clients
+         * such as centrifuge-js do; Unity's Go SDK v0.5.4 goes deaf (test-server-sdk-ws.c). */
+        bool recovering_client;
 };
 
 /* What the SDK thread last reported; the main thread keeps a copy for the state file. */
@@ -143,6 +158,7 @@ struct sdk_status {
         int hold_status;            /* HTTP status of the hold, 0 when none */
         int payload_status;         /* HTTP status of the last payload fetch, 0 when none */
         bool session_over;          /* --sdk-session ran out and the server unreadied */
+        bool deaf;                  /* resubscribed: publications are never handled again */
 };
 
 struct sdk;
@@ -176,6 +192,7 @@ struct server {
 
         /* Behaviour. */
         bool query_enabled;
+        enum query_protocol query_protocol;
         bool a2s_challenge;
         bool ready;
         bool ready_wanted;
@@ -329,3 +346,4 @@ int sdk_init(struct server *s);
 int sdk_start(struct server *s);
 void sdk_handle(struct server *s);
 int sdk_ready_request(struct server *s, bool ready);
+bool sdk_config_reread(struct server *s, const char *buf, size_t len, bool report);
