@@ -62,6 +62,14 @@ wait_prop 2 QueryMap harbour
 answered() { [ "$(server_state "$1" queries_answered)" -ge 1 ]; }
 wait_until 10 "the server counted its answers (written once a second)" answered 2
 PASSED=$((PASSED + 1))
+# Each probe asks for a challenge of its own: the test server keeps SQP's challenges as Unity's
+# Go SDK does (proto/base.go: one per client address, taken by the query it allows), so a
+# probe that reused one would get no answer, and "no challenge" in the server's log. Over
+# several rounds (a challenge and a query each) it refused nothing.
+rounds() { [ "$(server_state 2 queries_answered)" -ge 8 ]; }
+wait_until $((10 * TIME_SCALE)) "4 rounds of SQP probes answered" rounds
+assert_eq "$(grep -c 'query: error responding' "$(sprop 2 Home)/logs/server.log" || true)" 0 \
+        "queries the SQP server refused (\"no challenge\": a challenge reused)"
 query_off 2 3
 assert_eq "$(sprop 2 QueryMap)" arena "SQP QueryMap of the new server"
 
