@@ -72,6 +72,8 @@ static void usage(void)
               "  --sdk-file-control       obey the control files all the same\n"
               "  --sdk-hold SECONDS       hold the server for SECONDS at start\n"
               "  --sdk-session SECONDS    unready and exit 0 this long after allocation\n"
+              "  --sdk-recovering-client  keep hearing events after a resubscription, as\n"
+              "                           centrifuge-js does (Unity's Go SDK v0.5.4 goes deaf)\n"
               "\n"
               "Commands (control files; one per line, '#' comments):\n"
               "  burn-cpu CORES | grow-memory SIZE | grow-memory-rate SIZE | free-memory\n"
@@ -107,6 +109,7 @@ enum {
         OPT_SDK_FILE_CONTROL,
         OPT_SDK_HOLD,
         OPT_SDK_SESSION,
+        OPT_SDK_RECOVERING_CLIENT,
         OPT_COMMAND,
 };
 
@@ -132,6 +135,7 @@ static const struct option longopts[] = {
         { "sdk-file-control", no_argument, NULL, OPT_SDK_FILE_CONTROL },
         { "sdk-hold", required_argument, NULL, OPT_SDK_HOLD },
         { "sdk-session", required_argument, NULL, OPT_SDK_SESSION },
+        { "sdk-recovering-client", no_argument, NULL, OPT_SDK_RECOVERING_CLIENT },
         /* Named like a command: queued as "name argument" and run after start-up. */
         { "watchdog-usec", required_argument, NULL, OPT_COMMAND },
         { "status", required_argument, NULL, OPT_COMMAND },
@@ -269,6 +273,9 @@ static bool option_flag(struct server *s, int c)
                 break;
         case OPT_SDK_FILE_CONTROL:
                 s->sdk.file_control = true;
+                break;
+        case OPT_SDK_RECOVERING_CLIENT:
+                s->sdk.recovering_client = true;
                 break;
         default:
                 return false;

@@ -7,6 +7,17 @@
  * subscribes again recovering from the last offset seen.  libwebsockets does
  * the framing; its service loop runs on the SDK thread, and every callback
  * and timer here runs there.
+ *
+ * Like Unity's Go SDK v0.5.4, it hears nothing more once it has subscribed a
+ * second time.  centrifuge-go 0.8 runs every event handler in turn on one
+ * goroutine (client.go: runHandler pushes onto cbQueue, which one dispatch()
+ * drains), and the SDK's OnSubscribeSuccess (internal/localproxy/client.go)
+ * sends on an unbuffered channel that only Start() reads, once: the second
+ * success blocks that goroutine for good, and every publication after it
+ * waits behind it.  The connection itself lives on (pings, reconnects and
+ * resubscriptions are the client's, not the handlers'), and the offset, which
+ * moves only once a publication's handler has run, stays where it was.
+ * --sdk-recovering-client models clients that do recover (centrifuge-js).
  */
 
 #include "test-server-sdk.h"
@@ -226,6 +237,10 @@ static void on_publication(struct sdk *sdk, json_t *pub)
         uint64_t offset;
         json_t *data = centrifuge_publication_data(pub, &offset);
 
+        if (sdk->st.deaf) {
+                log_line("sdk: deaf: a publication (offset %" PRIu64 ") not handled", offset);
+                return;
+        }
         if (multiplay_event_parse(data, &ev) < 0)
                 log_line("sdk: a publication that is not a Multiplay event, ignored");
         else
@@ -242,7 +257,7 @@ static void on_subscribed(struct sdk *sdk, json_t *result, json_t *error)
 {
         json_t *publications;
         char text[256];
-        bool recovered;
+        bool recovered, resubscribed;
         size_t i;
         json_t *pub;
 
@@ -256,6 +271,7 @@ static void on_subscribed(struct sdk *sdk, json_t *result, json_t *error)
                 return;
         }
         centrifuge_subscribe_result(result, &sdk->position, &recovered, &publications);
+        resubscribed = sdk->subscribed_once;
         sdk->subscribed_once = true;
         sdk->st.offset = sdk->position.offset;
         log_line("sdk: subscribed %s recoverable=%d epoch=%s offset=%" PRIu64
@@ -263,6 +279,12 @@ static void on_subscribed(struct sdk *sdk, json_t *result, json_t *error)
                  sdk->position.epoch, sdk->position.offset, recovered,
                  json_array_size(publications));
         ws_phase(sdk, "subscribed");
+        if (resubscribed && !sdk->recovering_client && !sdk->st.deaf) {
+                log_line("sdk: resubscribed: deaf to events from now on "
+                         "(as Unity's Go SDK v0.5.4)");
+                sdk->st.deaf = true;
+                sdk_report(sdk);
+        }
         json_array_foreach(publications, i, pub)
                 on_publication(sdk, pub);
 }

@@ -49,6 +49,7 @@ static void sdk_state_put(FILE *f, const struct sdk_status *st)
         fprintf(f, "sdk_offset=%" PRIu64 "\n", st->offset);
         fprintf(f, "sdk_hold_status=%d\n", st->hold_status);
         fprintf(f, "sdk_payload_status=%d\n", st->payload_status);
+        fprintf(f, "sdk_deaf=%d\n", st->deaf);
 }
 
 /* Our PID as the supervisor sees it. slotd starts servers in a PID namespace of their own,

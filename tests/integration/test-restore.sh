@@ -72,6 +72,21 @@ assert_eq "$(sprop $a AllocationUUID)" u-alloc "allocation UUID"
 assert_eq "$(sprop $a FailureReason)" pre-recovery "FailureReason"
 assert_eq "$(sprop $a LastExitSignal)" 6 "SIGABRT seen across the restart"
 assert_ok "log says it adopted" grep -q "Adopted the running server" "$T/slotd.log"
+# An allocation after the restart reaches the server it goes to, one the new slotd adopted.
+# With SDK servers (test-restore-sdk) it comes through the local proxy, over a connection that
+# must have outlived slotd's SIGKILL: an SDK server that had to subscribe again hears nothing
+# more, as one on Unity's Go SDK v0.5.4 (tests/gameserver/README.md).
+mcall Allocate sss game r-claim "" >/dev/null
+assert_eq "$(sprop $r State)" allocated "the reserved slot, allocated after the restart"
+if [ -n "${SDK_MODE:-}" ]; then
+        r_log="$(sprop $r Home)/logs/server.log"
+        heard() { grep -q "sdk: allocated r-claim" "$r_log"; }
+        heard_or_deaf() { heard || grep -q "sdk: resubscribed: deaf" "$r_log"; }
+        wait_until 20 "slot $r's server to hear of r-claim" heard_or_deaf
+        heard || fail "slot $r's server never heard of r-claim: it lost the local proxy with" \
+                "slotd's SIGKILL and subscribed again, deaf from then on"
+        PASSED=$((PASSED + 1))
+fi
 
 # 4. A server adopted after SIGKILL is not slotd's child: its end is still seen.
 control $c "exit 7"
