@@ -363,6 +363,16 @@ hold() {
         echo "$2"
 }
 
+# in_slot ID CMD...: runs CMD as nobody inside slot ID's cgroup, as its game server would
+# (setpriv, from util-linux: the tests that use it skip without it).
+in_slot() {
+        local cg
+        cg=$(sprop "$1" Cgroup)
+        shift
+        bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec setpriv --reuid=65534 \
+                 --regid=65534 --clear-groups "$@"' in_slot "$cg" "$@"
+}
+
 # dsend PATH INTERFACE.METHOD [TYPED ARGS...]: calls slotd with dbus-send (string:x uint64:5
 # ...), which, unlike busctl, prints the D-Bus error name: "Error NAME: MESSAGE".
 dsend() {

@@ -63,13 +63,7 @@ assert_ok "admin allocates" as_admin "${B[@]}" call "${M[@]}" Allocate sss game 
 assert_ok "admin deallocates" as_admin "${B[@]}" call "${M[@]}" Deallocate s u-admin
 
 # 3. Hold from inside a slot: its own slot yes, another slot no (checked by the cgroup of the
-# caller, which the bus reports).
-in_slot() { # in_slot ID COMMAND...: runs COMMAND as nobody inside slot ID's cgroup
-        local id=$1
-        shift
-        bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"' \
-                _ "$(sprop "$id" Cgroup)" "$@"
-}
+# caller, which the bus reports; lib.sh's in_slot).
 assert_ok "a process of slot 0 holds slot 0" in_slot 0 "${B[@]}" call "${S0[@]}" Hold t 60000000
 assert_eq "$(sprop 0 State)" held "slot 0 held by its own server"
 assert_ok "and releases it" in_slot 0 "${B[@]}" call "${S0[@]}" ReleaseHold

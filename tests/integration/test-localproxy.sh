@@ -25,14 +25,6 @@ wait_until 20 "the local proxy answering on $URL" curl -s --max-time 2 -o /dev/n
 # test-sockdiag-missing).
 assert_eq "$(mprop Faults)" 0 "Faults on a normal start"
 
-# in_slot ID CMD...: runs CMD as nobody inside slot ID's cgroup, as its game server would.
-in_slot() {
-        local cg
-        cg=$(sprop "$1" Cgroup)
-        shift
-        bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec setpriv --reuid=65534 \
-                 --regid=65534 --clear-groups "$@"' in_slot "$cg" "$@"
-}
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups "$@"; }
 # http WHO METHOD PATH [BODY]: prints "STATUS BODY"; WHO is a slot id, "host" (root) or

@@ -30,14 +30,6 @@ start_slotd_off() {
         SLOTD_PID=$!
         wait_until 20 "slotd on the bus" bus_name_owned
 }
-# in_slot ID CMD...: CMD as nobody in slot ID's cgroup, as its game server would run.
-in_slot() {
-        local cg
-        cg=$(sprop "$1" Cgroup)
-        shift
-        bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec setpriv --reuid=65534 \
-                 --regid=65534 --clear-groups "$@"' in_slot "$cg" "$@"
-}
 # expect_http WHO PATH STATUS [PATTERN]: GET PATH as root on the host (WHO host) or from slot
 # WHO; the status, and PATTERN in the headers and body.
 expect_http() {
