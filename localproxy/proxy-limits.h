@@ -40,6 +40,13 @@
  * connection left either, it exits after this. */
 #define PROXY_ORPHAN_GRACE_USEC (10 * USEC_PER_SEC)
 
+/* A WebSocket client that sent nothing for this long is sent a WebSocket ping (RFC 6455
+ * §5.5.2), which every WebSocket library answers with a pong by itself: a live client is then
+ * never idle, whatever its Centrifuge pings do. centrifuge-go 0.8 (Unity's Go SDK) pings only
+ * after 25 s without a message from the server, so one that hears an event every 10 s sends
+ * nothing at all, and was closed as idle (and then deaf, having reconnected). */
+#define PROXY_WS_KEEPALIVE_USEC (20 * USEC_PER_SEC)
+
 /* Centrifuge: the ping interval announced in the connect reply; protocol v2 clients are then
  * pinged by the proxy and closed when no pong follows within PROXY_WS_PONG_TIMEOUT_USEC. */
 #define PROXY_WS_PING_INTERVAL_SEC 25

@@ -71,6 +71,7 @@ struct Session {
         Subscription *subscriptions;
         unsigned n_subscriptions;
         usec_t last_rx, last_ping, ping_sent;
+        usec_t ws_ping_at;             /* the last WebSocket ping (PROXY_WS_KEEPALIVE_USEC) */
         const char *close_reason;      /* set: the session ends at the next flush */
         bool refused;                  /* its connect was refused: closed once that is out */
 };
@@ -163,9 +164,21 @@ static int on_session_io(sd_event_source *src, int fd, uint32_t revents, void *u
         return 0;
 }
 
+/* A WebSocket ping, answered by the client's library (its pong sets last_rx). */
+static void session_ws_ping(Session *s) {
+        static const uint8_t none[1];
+        struct wslay_event_msg msg = { .opcode = WSLAY_PING, .msg = none, .msg_length = 0 };
+
+        s->ws_ping_at = now_usec(CLOCK_MONOTONIC);
+        if (wslay_event_queue_msg(s->ctx, &msg) == 0)
+                session_schedule(s);
+}
+
 static void session_rearm_timer(Session *s) {
         usec_t next = s->last_rx + PROXY_IDLE_TIMEOUT_SEC * USEC_PER_SEC;
 
+        if (s->ws_ping_at < s->last_rx) /* none sent since the client's last bytes */
+                next = MIN(next, s->last_rx + PROXY_WS_KEEPALIVE_USEC);
         if (s->ping_sent)
                 next = MIN(next, s->ping_sent + PROXY_WS_PONG_TIMEOUT_USEC);
         else if (s->connected && s->version == CENTRIFUGE_V2)
@@ -178,9 +191,13 @@ static int on_session_timer(sd_event_source *src, uint64_t usec, void *userdata)
         Session *s = userdata;
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
-        if (now >= s->last_rx + PROXY_IDLE_TIMEOUT_SEC * USEC_PER_SEC)
+        if (now >= s->last_rx + PROXY_IDLE_TIMEOUT_SEC * USEC_PER_SEC) {
                 session_fail(s, "idle");
-        else if (s->ping_sent && now >= s->ping_sent + PROXY_WS_PONG_TIMEOUT_USEC)
+                return 0;
+        }
+        if (s->ws_ping_at < s->last_rx && now >= s->last_rx + PROXY_WS_KEEPALIVE_USEC)
+                session_ws_ping(s);
+        if (s->ping_sent && now >= s->ping_sent + PROXY_WS_PONG_TIMEOUT_USEC)
                 session_fail(s, "no pong to the server's ping");
         else if (!s->ping_sent && s->connected && s->version == CENTRIFUGE_V2 &&
                  now >= s->last_ping + PROXY_WS_PING_INTERVAL_SEC * USEC_PER_SEC) {
