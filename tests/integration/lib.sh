@@ -373,6 +373,31 @@ in_slot() {
                  --regid=65534 --clear-groups "$@"' in_slot "$cg" "$@"
 }
 
+# gdb_arm FUNCTION: gdb on slotd, with a breakpoint at FUNCTION that SIGKILLs slotd (through
+# ptrace) when it is hit; returns once the breakpoint is set (gdb's output in $T/gdb.log).
+# gdb_fired FUNCTION: waits for that, checks the breakpoint was FUNCTION's, and for slotd's
+# end (SLOTD_PID is then empty). For a kill at an exact instruction (test-notify-kill,
+# test-proxy-resync).
+GDB_PID=
+gdb_arm() {
+        gdb -p "$SLOTD_PID" -batch -nx -ex 'set pagination off' -ex "break $1" \
+                -ex 'continue' -ex 'bt 3' -ex 'kill' > "$T/gdb.log" 2>&1 &
+        GDB_PID=$!
+        bg_track $GDB_PID
+        wait_until $((30 * TIME_SCALE)) "gdb attached with its breakpoint" \
+                grep -q "^Breakpoint 1 at" "$T/gdb.log"
+}
+gdb_fired() {
+        wait_until $((30 * TIME_SCALE)) "gdb to stop slotd at $1 and kill it" gone "$GDB_PID"
+        wait "$GDB_PID" || true
+        bg_untrack $GDB_PID
+        assert_ok "gdb stopped slotd at $1 ($(grep -m1 '^Breakpoint 1,' "$T/gdb.log"))" \
+                grep -q "^Breakpoint 1, $1" "$T/gdb.log"
+        wait_until $((10 * TIME_SCALE)) "slotd killed" gone "$SLOTD_PID"
+        wait "$SLOTD_PID" 2>/dev/null || true
+        SLOTD_PID=
+}
+
 # dsend PATH INTERFACE.METHOD [TYPED ARGS...]: calls slotd with dbus-send (string:x uint64:5
 # ...), which, unlike busctl, prints the D-Bus error name: "Error NAME: MESSAGE".
 dsend() {

@@ -22,22 +22,10 @@ server_state_of() { sed -n "s/^$2=//p" "$T/slots/game/slot-$1/test-server.state"
 
 # gdb on slotd: a breakpoint where a READY=1 read from the socket is first acted on, and the
 # kill (SIGKILL, through ptrace) when it is hit.
-gdb -p "$SLOTD_PID" -batch -nx -ex 'set pagination off' -ex 'break slot_became_ready' \
-        -ex 'continue' -ex 'bt 3' -ex 'kill' > "$T/gdb.log" 2>&1 &
-gdb_pid=$!
-bg_track $gdb_pid
-wait_until $((30 * TIME_SCALE)) "gdb attached with its breakpoint" \
-        grep -q "^Breakpoint 1 at" "$T/gdb.log"
+gdb_arm slot_became_ready
 # Sent while gdb holds slotd or after: the datagram waits in the socket either way.
 control 0 "ready 1"
-wait_until $((30 * TIME_SCALE)) "gdb to stop slotd at slot_became_ready and kill it" gone "$gdb_pid"
-wait "$gdb_pid" || true
-bg_untrack $gdb_pid
-assert_ok "gdb stopped slotd at slot_became_ready ($(grep -m1 '^Breakpoint 1,' "$T/gdb.log"))" \
-        grep -q "^Breakpoint 1, slot_became_ready" "$T/gdb.log"
-wait_until $((10 * TIME_SCALE)) "slotd killed" gone "$SLOTD_PID"
-wait "$SLOTD_PID" 2>/dev/null || true
-SLOTD_PID=
+gdb_fired slot_became_ready
 assert_ok "gdb saw the READY=1 handled from the socket ($(grep -m1 '^#1' "$T/gdb.log"))" \
         grep -qE "^#[12] .*(slot_handle_notify|notify_handle_head)" "$T/gdb.log"
 assert_eq "$(server_state_of 0 ready)" 1 "the server said READY=1"

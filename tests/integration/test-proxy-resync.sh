@@ -33,25 +33,13 @@ has() { [ "$(count "$1")" -ge 1 ]; }
 wait_until $((20 * TIME_SCALE)) "the client subscribed" has '"event":"subscribed"'
 
 # gdb on slotd: stopped where an event would leave for the proxy, and killed there.
-gdb -p "$SLOTD_PID" -batch -nx -ex 'set pagination off' -ex 'break proxy_send_event' \
-        -ex 'continue' -ex 'bt 3' -ex 'kill' > "$T/gdb.log" 2>&1 &
-gdb_pid=$!
-bg_track $gdb_pid
-wait_until $((30 * TIME_SCALE)) "gdb attached with its breakpoint" \
-        grep -q "^Breakpoint 1 at" "$T/gdb.log"
+gdb_arm proxy_send_event
 proxy=$(proxy_pids)
 # The reply may or may not leave before the breakpoint: the allocation is durable either way
 # by then (events go after the commit), which the state file shows below.
 timeout 10 busctl --address="$BUS" call org.slotd.Supervisor1 /org/slotd/Supervisor1/slot/0 \
         org.slotd.Supervisor1.Slot Allocate ss alloc-r "" >/dev/null 2>&1 || true
-wait_until $((30 * TIME_SCALE)) "gdb to stop slotd in proxy_send_event and kill it" gone "$gdb_pid"
-wait "$gdb_pid" || true
-bg_untrack $gdb_pid
-assert_ok "gdb stopped slotd in proxy_send_event ($(grep -m1 '^Breakpoint 1,' "$T/gdb.log"))" \
-        grep -q "^Breakpoint 1, proxy_send_event" "$T/gdb.log"
-wait_until $((10 * TIME_SCALE)) "slotd killed" gone "$SLOTD_PID"
-wait "$SLOTD_PID" 2>/dev/null || true
-SLOTD_PID=
+gdb_fired proxy_send_event
 assert_ok "the allocation is durable (state file)" \
         bash -c 'grep "^slot id=0 " "$1" | tail -n 1 | grep -q " uuid=alloc-r "' sh "$T/state/state"
 assert_eq "$(count alloc-r)" 0 "the client has not heard of alloc-r before slotd's restart"
