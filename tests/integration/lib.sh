@@ -373,6 +373,16 @@ in_slot() {
                  --regid=65534 --clear-groups "$@"' in_slot "$cg" "$@"
 }
 
+# need_npm_clients: the real Centrifuge clients of node/ (tests/deps.sh installs them), run in
+# a slot as nobody (in_slot): NODE_DIR names them; the test is skipped without them.
+NODE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/node" && pwd)
+need_npm_clients() {
+        command -v node >/dev/null || skip "node is not installed"
+        [ -d "$NODE_DIR/node_modules/centrifuge2" ] && [ -d "$NODE_DIR/node_modules/centrifuge5" ] ||
+                skip "the npm clients are not installed (tests/deps.sh runs npm ci in $NODE_DIR)"
+        command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+}
+
 # gdb_arm FUNCTION: gdb on slotd, with a breakpoint at FUNCTION that SIGKILLs slotd (through
 # ptrace) when it is hit; returns once the breakpoint is set (gdb's output in $T/gdb.log).
 # gdb_fired FUNCTION: waits for that, checks the breakpoint was FUNCTION's, and for slotd's

@@ -8,11 +8,7 @@
 # npm centrifuge 2.x (protocol v1) with its own pings 10 minutes apart: it sends nothing but
 # those pongs.
 . "$(dirname "$0")/lib.sh"
-NODE_DIR=$(cd "$(dirname "$0")/node" && pwd)
-command -v node >/dev/null || skip "node is not installed"
-[ -d "$NODE_DIR/node_modules/centrifuge2" ] ||
-        skip "the npm clients are not installed (tests/deps.sh runs npm ci in $NODE_DIR)"
-command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+need_npm_clients
 
 PORT=$(free_port)
 LOCALPROXY_LISTEN="127.0.0.1:$PORT" write_config

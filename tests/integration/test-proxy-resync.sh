@@ -8,12 +8,8 @@
 # commit and the D-Bus reply, and kills it there. The client is the npm centrifuge 2.x (the
 # protocol v1 that Unity's Go SDK speaks), in the slot's cgroup as its server would be.
 . "$(dirname "$0")/lib.sh"
-NODE_DIR=$(cd "$(dirname "$0")/node" && pwd)
 command -v gdb >/dev/null || skip "gdb is not installed (tests/deps.sh installs it)"
-command -v node >/dev/null || skip "node is not installed"
-[ -d "$NODE_DIR/node_modules/centrifuge2" ] ||
-        skip "the npm clients are not installed (tests/deps.sh runs npm ci in $NODE_DIR)"
-command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+need_npm_clients
 
 PORT=$(free_port)
 LOCALPROXY_LISTEN="127.0.0.1:$PORT" write_config
