@@ -5,7 +5,7 @@
  * source per socket curl uses (CURLMOPT_SOCKETFUNCTION), one timer for the timeout curl asks
  * for (CURLMOPT_TIMERFUNCTION). After curl acted on a socket or on its timer, process runs:
  * the owner collects the transfers curl finished there (curl_multi_info_read). Shared by the
- * etcd client (fleet/etcd.c) and the fleet benchmark's load client. */
+ * etcd client (fleet/etcd/etcd.c) and the fleet benchmark's load client. */
 
 #include <curl/curl.h>
 #include <systemd/sd-event.h>

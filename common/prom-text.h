@@ -8,7 +8,7 @@
 /* Prometheus' text exposition format, version 0.0.4: a family's "# HELP" and "# TYPE" lines,
  * samples "name{label="value",…} value" with escaped label values, and histograms as
  * cumulative name_bucket{le="…"} lines, then name_sum and name_count. Pure: it writes into a
- * growing buffer, does no I/O and never logs. slotd (supervisor/manager-metrics.c) and the
+ * growing buffer, does no I/O and never logs. slotd (supervisor/core/manager-metrics.c) and the
  * fleet's programs share it. */
 
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

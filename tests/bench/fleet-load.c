@@ -8,7 +8,7 @@
  * each an easy handle of one libcurl multi (keep-alive HTTP/1.1), client w on replica
  * w % replicas. Each loops: POST a new allocationId, wait until its record reads "fulfilled"
  * (seen on a watch of <prefix>/allocations/<fleet>/ through the project's own etcd client,
- * fleet/etcd.h, so that no polling loads the allocator), then DELETE it, and again: churn, so
+ * fleet/etcd/etcd.h, so that no polling loads the allocator), then DELETE it, and again: churn, so
  * that the fleet's capacity lasts. After --warmup seconds, for --seconds seconds, it records:
  *
  *   post_ms      POST sent -> its 200 read (the allocator's claim transaction)
@@ -377,7 +377,7 @@ static void client_free(Bench *b, Client *c) {
         free(c->url_delete);
 }
 
-/* ---- libcurl's multi interface on sd-event (common/curl-event.h, as fleet/etcd.c's) ---- */
+/* ---- libcurl's multi interface on sd-event (common/curl-event.h, as fleet/etcd/etcd.c's) ---- */
 
 static void bench_collect(Bench *b) {
         CURLMsg *msg;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* slotd-allocator's requests (fleet/allocator-request.c). The input is "METHOD PATH[?status]\n"
+/* slotd-allocator's requests (fleet/allocator/allocator-request.c). The input is "METHOD PATH[?status]\n"
  * then a body: the route parser gets the first line, the allocation body parser the rest.
  * Properties: a refused route or body writes nothing; what is accepted is within the bounds
  * the header promises (IDs are key components, a UUID lowercased, strings bounded); the

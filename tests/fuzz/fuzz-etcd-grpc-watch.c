@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd's Watch stream over gRPC (fleet/etcd-grpc.h) as hostile input: the bytes of a stream,
+/* etcd's Watch stream over gRPC (fleet/etcd/etcd-grpc.h) as hostile input: the bytes of a stream,
  * split into messages by etcd_grpc_frame_next() as etcd-watch.c splits what HTTP/2 hands it,
  * and each whole message parsed by etcd_grpc_watch_message_parse(). The split stops at the first
  * frame refused (compressed, too long) or one not all there, as the stream's reading does; a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd's gRPC answers (fleet/etcd-grpc.h) as hostile input. The first byte picks the kind of
+/* etcd's gRPC answers (fleet/etcd/etcd-grpc.h) as hostile input. The first byte picks the kind of
  * call and the HTTP status, the second the grpc-status and the grpc-message (one choice is the
  * body itself as text, so that the percent-decoding gets hostile text too); the rest is the
  * body, gRPC's prefix and all. A valid answer's seed is 0x00-0x03 (the kind), 0x00, then the

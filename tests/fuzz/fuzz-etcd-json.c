@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The etcd gateway's answers (fleet/etcd-json.h) as hostile input. The first byte picks what
+/* The etcd gateway's answers (fleet/etcd/etcd-json.h) as hostile input. The first byte picks what
  * the rest is: an answer of a kind (with an HTTP status), a watch message, or a stream cut
  * into lines. */
 #include <string.h>

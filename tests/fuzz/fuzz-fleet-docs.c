@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The fleet's documents and keys (fleet/docs.c), as they come out of etcd: the input goes to
+/* The fleet's documents and keys (fleet/docs/docs.c), as they come out of etcd: the input goes to
  * every document parser, and, as a NUL-terminated string, to the time and key parsers.
  * Properties: a failed parse leaves its struct empty; what a parser accepts formats, and the
  * formatted text parses again to the same text (a fixed point); accepted times and keys are

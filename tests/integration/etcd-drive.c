@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd-drive: runs a script of etcd requests through fleet/etcd.h, one Etcd on one sd-event
+/* etcd-drive: runs a script of etcd requests through fleet/etcd/etcd.h, one Etcd on one sd-event
  * loop, for test-etcd-client.sh. The script comes on stdin, one command a line; each prints
  * one result line (and its kvs / events) on stdout, ending with "ms=<elapsed>":
  *

@@ -70,7 +70,7 @@ deallocated=$(wc -l < "$T/deallocated")
 note "acknowledged before SIGKILL: $acked of 27 allocations, $deallocated of 10 deallocations"
 assert_ok "the SIGKILL came in the middle of the burst ($acked of 27 acknowledged)" test "$acked" -lt 27
 # What the new slotd reads is a snapshot and, after it, the lines each commit appended for
-# the slots it changed (supervisor/state-file.h).
+# the slots it changed (supervisor/state/state-file.h).
 lines=$(grep -c '^slot ' "$T/state/state")
 assert_ok "the state file holds a journal after its snapshot ($lines slot lines, 40 slots)" test "$lines" -gt 40
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The etcd client (fleet/etcd.h, issue 15) against a real 3-member etcd cluster: put, range,
+# The etcd client (fleet/etcd/etcd.h, issue 15) against a real 3-member etcd cluster: put, range,
 # prefix range, txn (both branches; create, mod, value and version compares), leases (grant,
 # keepalive, expiry), watches (order, history, a compacted start -> ESTALE, a member stopped or
 # killed -> ECONNRESET), failover with one member killed, quorum lost (ETIMEDOUT within the

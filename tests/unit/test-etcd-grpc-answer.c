@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fleet/etcd-grpc-parse.c: the answers etcd's KV service sends back, made by protobuf-c's
+/* fleet/etcd/etcd-grpc-parse.c: the answers etcd's KV service sends back, made by protobuf-c's
  * packing of the messages etcd sends (etcd is Go's protobuf: the same wire format), behind
  * gRPC's 5-byte prefix, or written out by hand where protobuf-c would not make them. The
  * requests are test-etcd-grpc-encode.c's. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fleet/etcd-grpc.c: the gRPC bodies we send to etcd's KV service. The bytes we expect are
+/* fleet/etcd/etcd-grpc.c: the gRPC bodies we send to etcd's KV service. The bytes we expect are
  * written out by hand from protobuf's wire format (a tag is field << 3 | wire type: 0 varint,
  * 2 length-delimited), so that a change of what goes on the wire shows here and not first in
  * etcd; protobuf-c's own unpack reads the larger ones back. The answers are

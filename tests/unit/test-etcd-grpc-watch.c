@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fleet/etcd-grpc.c and etcd-grpc-parse.c: etcd's Watch stream over gRPC. The request that
+/* fleet/etcd/etcd-grpc.c and etcd-grpc-parse.c: etcd's Watch stream over gRPC. The request that
  * creates a watch, read back with protobuf-c's unpack; the stream split into gRPC's prefixed
  * messages; and the WatchResponses etcd sends, made by protobuf-c's packing of the messages
  * (etcd is Go's protobuf: the same wire format), or written out by hand where protobuf-c would

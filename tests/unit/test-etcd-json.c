@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fleet/etcd-json.c: the bodies we send to etcd 3.4's gateway and the answers it sends back.
+/* fleet/etcd/etcd-json.c: the bodies we send to etcd 3.4's gateway and the answers it sends back.
  * The answers below are the gateway's own, captured from etcd 3.4.23 with curl. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The registry's pure half (fleet/registry-state.c): slotd's properties into the model, the
+/* The registry's pure half (fleet/registry/registry-state.c): slotd's properties into the model, the
  * model into SPEC §13's documents, the record fulfilled or excluded, the back-off. */
 #include <setjmp.h>
 #include <stdarg.h>

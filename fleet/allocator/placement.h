@@ -5,7 +5,7 @@
  * the allocator's cache tells it every slot and machine as etcd shows them, and
  * placement_pick() answers which slot an allocation should claim. No I/O, no logging.
  *
- * The order: tiers as slotd's own Allocate (supervisor/allocation.c): online and ready with
+ * The order: tiers as slotd's own Allocate (supervisor/slot/allocation.c): online and ready with
  * the requested build configuration; held; online and starting with it; available; online
  * and ready with another build configuration; online and starting with another. Every
  * machine that is not draining comes before any draining one (a draining machine is a last

@@ -7,7 +7,7 @@
 
 /* The machine's metrics (SPEC §14): what the manager tells metrics.c as things happen, each
  * call O(1) in the number of slots, and the text the local proxy serves on metrics.listen
- * (supervisor/proxy-metrics.c). */
+ * (supervisor/proxy/proxy-metrics.c). */
 
 typedef struct Manager Manager;
 typedef struct Slot Slot;
