@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* What a build executable may do (issue 5's threat model, README "Threat model"): run as the
+/* What a build executable may do (issue 5's threat model, docs/security.md): run as the
  * fleet's user with no capability, unable to gain one, inside a seccomp allow-list close to
  * systemd's @system-service. */
 

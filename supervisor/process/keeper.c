@@ -26,7 +26,7 @@
  * server anyway and takes it back (a read of its own) before anything that changes that, such
  * as an allocation: whoever reads first wins, so a server that ends after slotd took it back
  * is never restarted here. Starting the next server needs no round trip through slotd, which
- * is what makes a restart as fast as a fork and an exec (README, Performance). Offset 64 of
+ * is what makes a restart as fast as a fork and an exec (docs/performance.md). Offset 64 of
  * fd 3 is slotd's own (its READY=1 mark, spawn.h): the keeper never writes there. Offset 96
  * holds "exec ERRNO" from a server whose exec failed; a server that exits 203 (SPAWN_EXIT_SETUP:
  * it never ran) is not restarted here, but left to slotd's judgement. */

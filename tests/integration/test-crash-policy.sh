@@ -57,7 +57,7 @@ wait_until 10 "three Crashed signals of slot 0" sig_count_ge "$SIGS" Crashed 0 3
 assert_eq "$(sig_args "$SIGS" Crashed | grep '^0 ' | paste -sd,)" "0 3 0 ,0 3 0 ,0 0 11 " \
         "Crashed signals (no reason for a plain crash)"
 assert_ok "log: back-off" grep -q "slot 0 (game): Crashed 3 times within crash.window, not restarting until Start or ResetFailed" "$T/slotd.log"
-# The two restarts were certain whatever the exit, so the keeper made them itself (README,
+# The two restarts were certain whatever the exit, so the keeper made them itself (docs/slots.md,
 # Restarts by the keeper); the third crash, past crash.restarts, was slotd's to decide.
 assert_eq "$(grep -c "slot 0 (game): Server crashed: exit code 3; restarted by its keeper" "$T/slotd.log")" 2 \
         "crashes restarted by the keeper"
