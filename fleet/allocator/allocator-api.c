@@ -6,6 +6,11 @@
  * from the fleet view. */
 #include <inttypes.h>
 
+#include "allocator-api.h"
+#include "allocator-cache.h"
+#include "allocator-http.h"
+#include "allocator-replace.h"
+#include "allocator-scan.h"
 #include "allocator.h"
 #include "log.h"
 
@@ -13,18 +18,6 @@
 /* A deletion whose answer was lost with its etcd member is read and sent again at most this
  * many times (allocator-claim.c's in-doubt claims alike). */
 #define DELETE_IN_DOUBT_MAX 2
-
-char *allocator_record_key(const Allocator *a, const char *fleet, const char *allocation_id) {
-        return fleet_key_allocation(a->config->prefix, fleet, allocation_id);
-}
-
-bool allocator_etcd_failed(Allocator *a, const EtcdResponse *resp) {
-        if (resp->error >= 0)
-                return false;
-        a->metrics.etcd_errors++;
-        log_debug("etcd: %s", resp->message);
-        return true;
-}
 
 /* An allocation op: one request's reads and writes in etcd. */
 typedef struct ReadOp {

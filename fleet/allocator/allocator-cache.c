@@ -7,6 +7,9 @@
  * gone. Every change feeds placement (placement.h) at once: a pick never walks the view. */
 #include <inttypes.h>
 
+#include "allocator-cache.h"
+#include "allocator-replace.h"
+#include "allocator-scan.h"
 #include "allocator.h"
 #include "log.h"
 

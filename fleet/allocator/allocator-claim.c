@@ -10,6 +10,9 @@
  * failed request fails each of its claims as a failed transaction of its own would. */
 #include <inttypes.h>
 
+#include "allocator-api.h"
+#include "allocator-cache.h"
+#include "allocator-http.h"
 #include "allocator.h"
 #include "log.h"
 

@@ -10,8 +10,11 @@
 #include <gnutls/gnutls.h>
 #include <openssl/crypto.h>
 
+#include "allocator-api.h"
+#include "allocator-http.h"
 #include "allocator.h"
 #include "log.h"
+#include "mhd-event.h"
 
 #define CONNECTIONS_MAX 4096
 #define IDLE_TIMEOUT_SEC 60

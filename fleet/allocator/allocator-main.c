@@ -10,6 +10,10 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "allocator-cache.h"
+#include "allocator-http.h"
+#include "allocator-replace.h"
+#include "allocator-scan.h"
 #include "allocator.h"
 #include "fileio.h"
 #include "log.h"
