@@ -7,7 +7,8 @@
 
 typedef struct Allocator Allocator;
 
-int cache_start(Allocator *a);
+/* The view read and watched; listener told of its changes (allocator-view.h). */
+int cache_start(Allocator *a, const CacheListener *listener);
 void cache_done(Allocator *a);
 bool cache_ready(const Allocator *a);
 CacheSlot *cache_slot_by_index(const Allocator *a, const char *machine_id, uint32_t slot_id);

@@ -93,6 +93,20 @@ typedef struct CacheWatch {
         int64_t revision;
 } CacheWatch;
 
+/* What the view tells of its changes, to the modules above it (allocator-replace.c's and
+ * allocator-scan.c's, wired by allocator-main.c): the view includes none of their headers. */
+typedef struct CacheListener {
+        /* A claim seen (or seen anew): < 0 when its deadline cannot be watched. */
+        int (*claim_seen)(Allocator *a, CacheClaim *c);
+        /* A claim deleted, made at claim_revision. */
+        void (*claim_gone)(Allocator *a, const ClaimDoc *doc, const char *machine_id,
+                           uint32_t slot_id, int64_t claim_revision);
+        /* A slot's document read anew. */
+        void (*slot_showed)(Allocator *a, const CacheSlot *s);
+        /* One kind of the view was (re)read. */
+        void (*view_read)(Allocator *a, CacheKind kind);
+} CacheListener;
+
 typedef struct Cache {
         Hashmap slots;              /* key → CacheSlot */
         Hashmap slots_by_index;     /* "<machineID>/<slotID>" → CacheSlot */
@@ -106,4 +120,5 @@ typedef struct Cache {
         CacheMachine *all_machines;
         CacheClaim *all_claims;
         CacheWatch watches[_CACHE_KIND_MAX];
+        const CacheListener *listener;
 } Cache;
