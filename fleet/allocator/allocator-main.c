@@ -10,6 +10,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "allocator-api.h"
 #include "allocator-cache.h"
 #include "allocator-http.h"
 #include "allocator-replace.h"
@@ -202,7 +203,7 @@ static int allocator_setup(Allocator *a, int listen_fd) {
                 r = etcd_batch_new(&a->batch, a->etcd, a->event, BATCHES_IN_FLIGHT);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the etcd client: %m");
-        r = http_start(a, listen_fd);
+        r = http_start(a, listen_fd, api_dispatch);
         if (r < 0)
                 return r;
         return cache_start(a, &cache_listener);

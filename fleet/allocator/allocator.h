@@ -6,12 +6,15 @@
  * whose compares make it safe against every other replica.
  *
  * Its modules, top first; a module (x.c and its x.h) includes the headers of those below it
- * only (tests/layout/layers.py checks that no headers include each other in a circle):
+ * only, and the operations (allocator-ops.h and below) none of the door's (the HTTP door:
+ * allocator-http.c, -api.c, -answer.c); tests/layout/layers.py checks both:
  *
- *   allocator-main.c     argv, configuration, the listening socket, privileges, the loop
+ *   allocator-main.c     argv, configuration, the listening socket, privileges, the loop;
+ *                        wires the door to the API, the view to its listeners
  *   allocator-http.c     microhttpd on sd-event: TLS, authentication, a request's life
- *   allocator-api.c      the API's reads: GET, list, capacity, metrics; DELETE
- *   allocator-claim.c    POST: placement and the claim transaction
+ *   allocator-api.c      the API: POST to the operations; GET, list, capacity, metrics; DELETE
+ *   allocator-answer.c   an operation's outcome as its HTTP status and body (pure)
+ *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
  *   allocator-scan.c     claimed records without their claim, found
  *   allocator-replace.c  claims placed again: deadline passed, or refused by their host
  *   allocator-cache.c    the fleet view: range and watch of slots, machines and claims
@@ -66,6 +69,7 @@ struct Allocator {
         char *tls_cert_pem, *tls_key_pem, *tls_ca_pem;
         size_t requests_in_flight;
         ApiRequest *requests;
+        void (*api_dispatch)(Allocator *a, ApiRequest *req); /* allocator-http.c hands on */
         ReplaceOp *replace_ops;
         /* POST's claims and DELETE's read and transaction, sent together (etcd.h's group
          * commit). */
