@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* The API's other requests (SPEC §13): GET of one allocation and of the list, read from etcd
- * (linearizable: a record another replica wrote a moment ago is there); DELETE, one
+/* The API (SPEC §13), the door's side: POST of an allocation, handed to the operations
+ * (allocator-ops.h) and their outcome answered (allocator-answer.h); GET of one allocation
+ * and of the list, read from etcd (linearizable: a record another replica wrote a moment ago
+ * is there); DELETE, one
  * transaction conditioned on the record as read (the read and the transaction each go in a
  * batch with other requests', etcd.h's group commit); the fleet's capacity and the metrics,
  * from the fleet view. */
 #include <inttypes.h>
 
+#include "allocator-answer.h"
+#include "allocator-api.h"
+#include "allocator-cache.h"
+#include "allocator-http.h"
+#include "allocator-ops.h"
+#include "allocator-replace.h"
+#include "allocator-scan.h"
 #include "allocator.h"
 #include "log.h"
 
@@ -13,18 +22,6 @@
 /* A deletion whose answer was lost with its etcd member is read and sent again at most this
  * many times (allocator-claim.c's in-doubt claims alike). */
 #define DELETE_IN_DOUBT_MAX 2
-
-char *allocator_record_key(const Allocator *a, const char *fleet, const char *allocation_id) {
-        return fleet_key_allocation(a->config->prefix, fleet, allocation_id);
-}
-
-bool allocator_etcd_failed(Allocator *a, const EtcdResponse *resp) {
-        if (resp->error >= 0)
-                return false;
-        a->metrics.etcd_errors++;
-        log_debug("etcd: %s", resp->message);
-        return true;
-}
 
 /* An allocation op: one request's reads and writes in etcd. */
 typedef struct ReadOp {
@@ -57,7 +54,7 @@ static void read_op_answer(ReadOp *op, unsigned status, json_t *body) {
 
 static void read_op_unavailable(ReadOp *op, const EtcdResponse *resp) {
         api_request_clear_op(op->req);
-        api_etcd_unavailable(op->allocator, op->req, resp);
+        api_request_answer(op->req, 503, api_etcd_unavailable_json(resp ? resp->message : NULL));
         read_op_free(op);
 }
 
@@ -525,6 +522,52 @@ static void api_metrics(Allocator *a, ApiRequest *req) {
                 return;
         }
         api_request_answer_text(req, 200, text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* ---- POST …/allocations (SPEC §13 step 1) ---- */
+
+/* An allocation's outcome, counted and answered. */
+static void allocate_answered(const AllocAnswer *answer, void *userdata) {
+        ApiRequest *req = userdata;
+        Allocator *a = api_request_allocator(req);
+        json_t *body = NULL;
+        unsigned status;
+
+        a->metrics.allocations[alloc_outcome_result(answer->outcome)]++;
+        allocator_metrics_observe_latency(&a->metrics,
+                                          now_usec(CLOCK_MONOTONIC) - api_request_started(req));
+        status = alloc_answer_http(answer, &body);
+        api_request_answer(req, status, body);
+}
+
+static void allocate_cancel(void *op) {
+        alloc_claim_cancel(op);
+}
+
+static void api_allocate(Allocator *a, ApiRequest *req) {
+        _cleanup_(api_allocate_body_done) ApiAllocateBody body = {};
+        const ApiRoute *rt = api_request_route(req);
+        AllocRequest r = { .project = rt->project, .environment = rt->environment,
+                           .fleet = rt->fleet };
+        const char *error = NULL, *text;
+        size_t size;
+        ClaimOp *op;
+
+        text = api_request_body(req, &size);
+        if (api_parse_allocate(text, size, &body, &error) < 0) {
+                allocate_answered(&(AllocAnswer){ .outcome = ALLOC_INVALID, .request = &r,
+                                                  .detail = error },
+                                  req);
+                return;
+        }
+        r.allocation_id = body.allocation_id;
+        r.build_configuration_id = body.build_configuration_id;
+        r.region_id = body.region_id;
+        r.payload = body.payload;
+        /* Answered, perhaps at once (then NULL), through allocate_answered. */
+        op = alloc_claim(a, &r, allocate_answered, req);
+        if (op)
+                api_request_set_op(req, op, allocate_cancel);
 }
 
 void api_dispatch(Allocator *a, ApiRequest *req) {

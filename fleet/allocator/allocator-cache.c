@@ -7,6 +7,7 @@
  * gone. Every change feeds placement (placement.h) at once: a pick never walks the view. */
 #include <inttypes.h>
 
+#include "allocator-cache.h"
 #include "allocator.h"
 #include "log.h"
 
@@ -186,7 +187,7 @@ static void slot_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         s->doc = doc;
         s->mod_revision = kv->mod_revision;
         slot_seen_allocation(s);
-        replace_slot_showed(a, s);
+        a->cache.listener->slot_showed(a, s);
         s->generation = generation;
         slot_index_allocation(a, s);
         slot_feed(a, s);
@@ -265,7 +266,8 @@ static void claim_free(Allocator *a, CacheClaim *c, bool tell) {
         claim_set_slot(a, c, false);
         sd_event_source_disable_unref(c->deadline);
         if (tell && doc.allocation_id)
-                replace_claim_gone(a, &doc, c->machine_id, c->slot_id, c->mod_revision);
+                a->cache.listener->claim_gone(a, &doc, c->machine_id, c->slot_id,
+                                              c->mod_revision);
         claim_doc_done(&doc);
         free(c->key);
         free(c->machine_id);
@@ -332,7 +334,7 @@ static void claim_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         if (c->doc.allocation_id)
                 (void) hashmap_put(&a->cache.claims_by_allocation, c->doc.allocation_id, c);
         claim_set_slot(a, c, true);
-        if (replace_claim_seen(a, c) < 0)
+        if (a->cache.listener->claim_seen(a, c) < 0)
                 log_warning("Claim %s: its deadline cannot be watched: out of resources",
                             c->key);
 }
@@ -513,7 +515,7 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
         w->revision = resp->revision;
         log_debug("Read %zu keys of %s at revision %" PRId64 ", watching", resp->n_kvs,
                   w->prefix, resp->revision);
-        scan_view_read(a, w->kind);
+        a->cache.listener->view_read(a, w->kind);
 }
 
 static void watch_resync(CacheWatch *w) {
@@ -528,7 +530,8 @@ static void watch_resync(CacheWatch *w) {
         }
 }
 
-int cache_start(Allocator *a) {
+int cache_start(Allocator *a, const CacheListener *listener) {
+        a->cache.listener = listener;
         for (CacheKind k = 0; k < _CACHE_KIND_MAX; k++) {
                 CacheWatch *w = &a->cache.watches[k];
 

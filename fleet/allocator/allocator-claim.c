@@ -7,9 +7,12 @@
  * bring the view up to date at once); then the next slot, a bounded number of times.
  * The claims of concurrent POSTs go to etcd together, each a nested transaction of one
  * request (etcd.h's group commit: one request, one raft entry, one fsync for them all); a
- * failed request fails each of its claims as a failed transaction of its own would. */
+ * failed request fails each of its claims as a failed transaction of its own would.
+ * Each ends in an outcome (allocator-ops.h) that the door turns into its answer. */
 #include <inttypes.h>
 
+#include "allocator-cache.h"
+#include "allocator-ops.h"
 #include "allocator.h"
 #include "log.h"
 
@@ -18,13 +21,15 @@
  * unknown) is sent again, the same guarded transaction, at most this many times. */
 #define CLAIM_IN_DOUBT_MAX 2
 
-typedef struct ClaimOp {
+struct ClaimOp {
         Allocator *allocator;
-        ApiRequest *req;
-        ApiAllocateBody body;
+        AllocDone done;
+        void *userdata;
+        bool starting; /* in alloc_claim(): done then, the op is freed there */
+        bool finished;
         char *record_key;
         char *index_key, *index_value; /* the allocationId's index (SPEC §13) */
-        AllocationRecord rec;
+        AllocationRecord rec; /* the request's strings, copied */
         unsigned attempts;
         unsigned in_doubt; /* times the same claim was sent again, its outcome unknown */
         int64_t slot_revision; /* the slot document's, as the claim compares it */
@@ -32,7 +37,7 @@ typedef struct ClaimOp {
         char *slot_key, *claim_key, *claim_value;
         EtcdRequest *etcd;       /* the record's read, with no slot left */
         EtcdBatchTxn *claim_txn; /* the claim, in a batch (etcd.h's group commit) */
-} ClaimOp;
+};
 
 static void claim_op_unpend(ClaimOp *op) {
         if (op->pending)
@@ -45,11 +50,7 @@ static void claim_op_free(ClaimOp *op) {
         claim_op_unpend(op);
         etcd_request_cancel(op->etcd);
         etcd_batch_txn_cancel(op->claim_txn);
-        api_allocate_body_done(&op->body);
-        /* rec's strings other than its own copies point into body (see claim_op_new). */
-        free(op->rec.machine_id);
-        free(op->rec.ipv4);
-        free(op->rec.ipv6);
+        allocation_record_done(&op->rec);
         free(op->record_key);
         free(op->index_key);
         free(op->index_value);
@@ -59,48 +60,40 @@ static void claim_op_free(ClaimOp *op) {
         free(op);
 }
 
-static void claim_op_cancel(void *userdata) {
-        claim_op_free(userdata);
-}
-
-/* The answer, counted; the op is done. */
-static void claim_op_finish(ClaimOp *op, AllocResult result, unsigned status, json_t *body) {
-        Allocator *a = op->allocator;
-
-        a->metrics.allocations[result]++;
-        allocator_metrics_observe_latency(&a->metrics, now_usec(CLOCK_MONOTONIC) -
-                                                               api_request_started(op->req));
-        api_request_clear_op(op->req);
-        api_request_answer(op->req, status, body);
+void alloc_claim_cancel(ClaimOp *op) {
         claim_op_free(op);
 }
 
-static void claim_op_created(ClaimOp *op, AllocResult result) {
-        const ApiRoute *rt = api_request_route(op->req);
-        _cleanup_free_ char *href = api_allocation_href(rt->project, rt->environment, rt->fleet,
-                                                        op->body.allocation_id);
+/* The outcome told; the op is done. */
+static void claim_op_finish(ClaimOp *op, AllocOutcome outcome, const char *detail) {
+        const AllocRequest request = {
+                .project = op->rec.project_id,
+                .environment = op->rec.environment_id,
+                .fleet = op->rec.fleet_id,
+                .allocation_id = op->rec.allocation_id,
+                .build_configuration_id = op->rec.build_configuration_id,
+                .region_id = op->rec.region_id,
+                .payload = op->rec.payload,
+        };
 
-        if (result == ALLOC_RESULT_CLAIMED)
-                log_debug("Allocation %s claimed slot %" PRIu32 " of %s", op->body.allocation_id,
-                          op->rec.slot_id, op->rec.machine_id);
-        claim_op_finish(op, result, 200,
-                        json_pack("{s:s, s:s}", "allocationId", op->body.allocation_id, "href",
-                                  href ?: ""));
+        op->done(&(AllocAnswer){ .outcome = outcome, .request = &request, .detail = detail,
+                                 .attempts = op->attempts },
+                 op->userdata);
+        if (op->starting)
+                op->finished = true;
+        else
+                claim_op_free(op);
 }
 
-void api_etcd_unavailable(Allocator *a, ApiRequest *req, const EtcdResponse *resp) {
-        api_request_error(req, 503, "etcd unavailable: %s",
-                          resp && !str_isempty(resp->message) ? resp->message : "no answer");
+static void claim_op_created(ClaimOp *op, AllocOutcome outcome) {
+        if (outcome == ALLOC_CLAIMED)
+                log_debug("Allocation %s claimed slot %" PRIu32 " of %s", op->rec.allocation_id,
+                          op->rec.slot_id, op->rec.machine_id);
+        claim_op_finish(op, outcome, NULL);
 }
 
 static void claim_op_etcd_failed(ClaimOp *op, const EtcdResponse *resp) {
-        api_request_clear_op(op->req);
-        api_etcd_unavailable(op->allocator, op->req, resp);
-        op->allocator->metrics.allocations[ALLOC_RESULT_UNAVAILABLE]++;
-        allocator_metrics_observe_latency(&op->allocator->metrics,
-                                          now_usec(CLOCK_MONOTONIC) -
-                                                  api_request_started(op->req));
-        claim_op_free(op);
+        claim_op_finish(op, ALLOC_ETCD_FAILED, resp ? resp->message : NULL);
 }
 
 static void claim_try(ClaimOp *op);
@@ -109,7 +102,6 @@ static void claim_try(ClaimOp *op);
  * full), 503. */
 static void on_existing_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ClaimOp *op = userdata;
-        const char *region = op->body.region_id;
 
         op->etcd = NULL;
         if (allocator_etcd_failed(op->allocator, resp)) {
@@ -117,16 +109,10 @@ static void on_existing_read(Etcd *e, const EtcdResponse *resp, void *userdata) 
                 return;
         }
         if (resp->n_kvs > 0) {
-                claim_op_created(op, ALLOC_RESULT_EXISTING);
+                claim_op_created(op, ALLOC_EXISTING);
                 return;
         }
-        if (str_isempty(region))
-                claim_op_finish(op, ALLOC_RESULT_NO_CAPACITY, 503,
-                                api_error_json("no capacity in fleet %s", op->rec.fleet_id));
-        else
-                claim_op_finish(op, ALLOC_RESULT_NO_CAPACITY, 503,
-                                api_error_json("no capacity in fleet %s (region %s)",
-                                               op->rec.fleet_id, region));
+        claim_op_finish(op, ALLOC_NO_CAPACITY, NULL);
 }
 
 static void claim_no_capacity(ClaimOp *op) {
@@ -191,17 +177,10 @@ static void claim_op_index_taken(ClaimOp *op, const EtcdKv *index) {
             streq(doc.fleet_id, op->rec.fleet_id)) {
                 log_warning("Allocation %s: %s in etcd has no record of fleet %s beside it",
                             op->rec.allocation_id, op->index_key, op->rec.fleet_id);
-                claim_op_finish(op, ALLOC_RESULT_CONFLICT, 409,
-                                api_error_json("allocation %s: %s in etcd has no record "
-                                               "beside it; the allocationId cannot be used "
-                                               "until that key is deleted",
-                                               op->rec.allocation_id, op->index_key));
+                claim_op_finish(op, ALLOC_INDEX_ORPHANED, op->index_key);
                 return;
         }
-        claim_op_finish(op, ALLOC_RESULT_CONFLICT, 409,
-                        api_error_json("allocation %s is of fleet %s, not %s",
-                                       op->rec.allocation_id, doc.fleet_id,
-                                       op->rec.fleet_id));
+        claim_op_finish(op, ALLOC_FLEET_ELSEWHERE, doc.fleet_id);
 }
 
 static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
@@ -225,12 +204,11 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                                   .create_revision = resp->revision,
                                   .mod_revision = resp->revision, .version = 1 };
                 cache_apply_kv(a, op->claim_key, &claim);
-                claim_op_created(op, ALLOC_RESULT_CLAIMED);
+                claim_op_created(op, ALLOC_CLAIMED);
                 return;
         }
         if (resp->n_responses >= 1 && resp->responses[0].n_kvs > 0) {
-                claim_op_created(op, claim_was_ours(op, resp) ? ALLOC_RESULT_CLAIMED
-                                                              : ALLOC_RESULT_EXISTING);
+                claim_op_created(op, claim_was_ours(op, resp) ? ALLOC_CLAIMED : ALLOC_EXISTING);
                 return;
         }
         if (resp->n_responses >= 4 && resp->responses[3].n_kvs > 0) {
@@ -245,10 +223,7 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                         cache_apply_kv(a, op->claim_key, &resp->responses[2].kvs[0]);
         }
         if (op->attempts >= CLAIM_ATTEMPTS_MAX) {
-                claim_op_finish(op, ALLOC_RESULT_CONTENDED, 503,
-                                api_error_json("allocation %s: each of %u slots tried was "
-                                               "taken by another claim first; try again",
-                                               op->rec.allocation_id, op->attempts));
+                claim_op_finish(op, ALLOC_CONTENDED, NULL);
                 return;
         }
         claim_try(op);
@@ -323,8 +298,8 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
 
 static void claim_try(ClaimOp *op) {
         Allocator *a = op->allocator;
-        PlacementRequest pr = { .fleet = op->rec.fleet_id, .region = op->body.region_id,
-                                .build = op->body.build_configuration_id };
+        PlacementRequest pr = { .fleet = op->rec.fleet_id, .region = op->rec.region_id,
+                                .build = op->rec.build_configuration_id };
         const char *machine;
         CacheSlot *s;
         uint32_t id;
@@ -362,34 +337,39 @@ static const char *allocation_fleet_elsewhere(Allocator *a, const char *id, cons
         return NULL;
 }
 
-static ClaimOp *claim_op_new(Allocator *a, ApiRequest *req, ApiAllocateBody *body) {
-        const ApiRoute *rt = api_request_route(req);
+/* The record's strings are the request's, copied. */
+static ClaimOp *claim_op_new(Allocator *a, const AllocRequest *r, AllocDone done,
+                             void *userdata) {
         ClaimOp *op = new0(ClaimOp, 1);
 
         if (!op)
                 return NULL;
         op->allocator = a;
-        op->req = req;
-        op->body = *body;
-        *body = (ApiAllocateBody){};
-        /* The record's strings borrow the body's and the route's (claim_op_free). */
+        op->done = done;
+        op->userdata = userdata;
         op->rec = (AllocationRecord){
-                .allocation_id = op->body.allocation_id,
-                .project_id = (char *) rt->project,
-                .environment_id = (char *) rt->environment,
-                .fleet_id = (char *) rt->fleet,
-                .build_configuration_id = op->body.build_configuration_id,
-                .region_id = op->body.region_id,
-                .payload = op->body.payload,
+                .allocation_id = strdup(r->allocation_id),
+                .project_id = strdup(r->project),
+                .environment_id = strdup(r->environment),
+                .fleet_id = strdup(r->fleet),
+                .build_configuration_id = strdup(r->build_configuration_id),
+                .region_id = strdup(r->region_id),
+                .payload = strdup(r->payload),
                 .status = ALLOCATION_CLAIMED,
                 .requested = now_usec(CLOCK_REALTIME),
                 .attempts = 1,
         };
-        op->record_key = allocator_record_key(a, rt->fleet, op->body.allocation_id);
-        op->index_key = fleet_key_allocation_id(a->config->prefix, op->body.allocation_id);
+        if (!op->rec.allocation_id || !op->rec.project_id || !op->rec.environment_id ||
+            !op->rec.fleet_id || !op->rec.build_configuration_id || !op->rec.region_id ||
+            !op->rec.payload) {
+                claim_op_free(op);
+                return NULL;
+        }
+        op->record_key = allocator_record_key(a, r->fleet, r->allocation_id);
+        op->index_key = fleet_key_allocation_id(a->config->prefix, r->allocation_id);
         if (!op->record_key || !op->index_key ||
-            allocation_id_doc_format(&(AllocationIdDoc){ .allocation_id = op->body.allocation_id,
-                                                          .fleet_id = (char *) rt->fleet },
+            allocation_id_doc_format(&(AllocationIdDoc){ .allocation_id = op->rec.allocation_id,
+                                                          .fleet_id = op->rec.fleet_id },
                                      &op->index_value) < 0) {
                 claim_op_free(op);
                 return NULL;
@@ -397,48 +377,31 @@ static ClaimOp *claim_op_new(Allocator *a, ApiRequest *req, ApiAllocateBody *bod
         return op;
 }
 
-static void allocate_refuse(Allocator *a, ApiRequest *req, AllocResult result, unsigned status,
-                            json_t *body) {
-        a->metrics.allocations[result]++;
-        allocator_metrics_observe_latency(&a->metrics,
-                                          now_usec(CLOCK_MONOTONIC) - api_request_started(req));
-        api_request_answer(req, status, body);
+/* An outcome decided before any op. */
+static ClaimOp *alloc_refuse(const AllocRequest *r, AllocOutcome outcome, const char *detail,
+                             AllocDone done, void *userdata) {
+        done(&(AllocAnswer){ .outcome = outcome, .request = r, .detail = detail }, userdata);
+        return NULL;
 }
 
-void api_allocate(Allocator *a, ApiRequest *req) {
-        _cleanup_(api_allocate_body_done) ApiAllocateBody body = {};
-        const ApiRoute *rt = api_request_route(req);
-        const char *error = NULL, *text, *other;
-        size_t size;
+ClaimOp *alloc_claim(Allocator *a, const AllocRequest *r, AllocDone done, void *userdata) {
+        const char *other;
         ClaimOp *op;
 
-        text = api_request_body(req, &size);
-        if (api_parse_allocate(text, size, &body, &error) < 0) {
-                allocate_refuse(a, req, ALLOC_RESULT_INVALID, 400,
-                                api_error_json("allocation in fleet %s: %s", rt->fleet,
-                                               error ?: "out of memory"));
-                return;
-        }
-        if (!cache_ready(a)) {
-                allocate_refuse(a, req, ALLOC_RESULT_UNAVAILABLE, 503,
-                                api_error_json("etcd unavailable: the fleet view is not read "
-                                               "from etcd yet (allocation %s)",
-                                               body.allocation_id));
-                return;
-        }
-        other = allocation_fleet_elsewhere(a, body.allocation_id, rt->fleet);
-        if (other) {
-                allocate_refuse(a, req, ALLOC_RESULT_CONFLICT, 409,
-                                api_error_json("allocation %s is of fleet %s, not %s",
-                                               body.allocation_id, other, rt->fleet));
-                return;
-        }
-        op = claim_op_new(a, req, &body);
-        if (!op) {
-                allocate_refuse(a, req, ALLOC_RESULT_UNAVAILABLE, 503,
-                                api_error_json("out of memory"));
-                return;
-        }
-        api_request_set_op(req, op, claim_op_cancel);
+        if (!cache_ready(a))
+                return alloc_refuse(r, ALLOC_VIEW_NOT_READY, NULL, done, userdata);
+        other = allocation_fleet_elsewhere(a, r->allocation_id, r->fleet);
+        if (other)
+                return alloc_refuse(r, ALLOC_FLEET_ELSEWHERE, other, done, userdata);
+        op = claim_op_new(a, r, done, userdata);
+        if (!op)
+                return alloc_refuse(r, ALLOC_NO_MEMORY, NULL, done, userdata);
+        op->starting = true;
         claim_try(op);
+        op->starting = false;
+        if (op->finished) {
+                claim_op_free(op);
+                return NULL;
+        }
+        return op;
 }

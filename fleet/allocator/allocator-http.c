@@ -10,8 +10,11 @@
 #include <gnutls/gnutls.h>
 #include <openssl/crypto.h>
 
+#include "allocator-answer.h"
+#include "allocator-http.h"
 #include "allocator.h"
 #include "log.h"
+#include "mhd-event.h"
 
 #define CONNECTIONS_MAX 4096
 #define IDLE_TIMEOUT_SEC 60
@@ -46,6 +49,10 @@ struct ApiRequest {
         sd_event_source *deadline;
         LIST_FIELDS(ApiRequest, requests);
 };
+
+Allocator *api_request_allocator(const ApiRequest *req) {
+        return req->allocator;
+}
 
 const ApiRoute *api_request_route(const ApiRequest *req) {
         return &req->route;
@@ -134,31 +141,12 @@ void api_request_answer(ApiRequest *req, unsigned status, json_t *body) {
         api_request_answer_text(req, status, text, NULL);
 }
 
-static json_t *error_json_va(const char *fmt, va_list ap) {
-        _cleanup_free_ char *message = NULL;
-
-        if (vasprintf(&message, fmt, ap) < 0)
-                message = NULL;
-        /* json_string() refuses invalid UTF-8: an ID in a message never is (key components). */
-        return json_pack("{s:s}", "error", message ?: "out of memory");
-}
-
-json_t *api_error_json(const char *fmt, ...) {
-        va_list ap;
-        json_t *j;
-
-        va_start(ap, fmt);
-        j = error_json_va(fmt, ap);
-        va_end(ap);
-        return j;
-}
-
 void api_request_error(ApiRequest *req, unsigned status, const char *fmt, ...) {
         va_list ap;
         json_t *j;
 
         va_start(ap, fmt);
-        j = error_json_va(fmt, ap);
+        j = api_error_json_va(fmt, ap);
         va_end(ap);
         api_request_answer(req, status, j);
 }
@@ -253,7 +241,7 @@ static enum MHD_Result request_dispatch(ApiRequest *req) {
         if (req->route_r < 0)
                 return request_route_error(req);
         req->state = REQUEST_WAITING;
-        api_dispatch(a, req);
+        a->api_dispatch(a, req);
         if (req->state == REQUEST_ANSWERED)
                 return queue_answer(req);
         r = sd_event_add_time_relative(a->event, &req->deadline, CLOCK_MONOTONIC,
@@ -391,7 +379,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
                 log_debug("microhttpd: %s", m);
 }
 
-int http_start(Allocator *a, int listen_fd) {
+int http_start(Allocator *a, int listen_fd, ApiDispatch dispatch) {
         unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
         struct MHD_OptionItem tls[4] = {};
         size_t n = 0;
@@ -407,6 +395,7 @@ int http_start(Allocator *a, int listen_fd) {
                                                             a->tls_ca_pem };
         }
         tls[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+        a->api_dispatch = dispatch;
         a->mhd = MHD_start_daemon(
                 flags, 0, NULL, NULL, on_request, a,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,

@@ -10,6 +10,11 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "allocator-api.h"
+#include "allocator-cache.h"
+#include "allocator-http.h"
+#include "allocator-replace.h"
+#include "allocator-scan.h"
 #include "allocator.h"
 #include "fileio.h"
 #include "log.h"
@@ -164,6 +169,14 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
  * queue for the next. */
 #define BATCHES_IN_FLIGHT 1
 
+/* The fleet view's changes, for the claims placed again and the scan of records. */
+static const CacheListener cache_listener = {
+        .claim_seen = replace_claim_seen,
+        .claim_gone = replace_claim_gone,
+        .slot_showed = replace_slot_showed,
+        .view_read = scan_view_read,
+};
+
 static int allocator_setup(Allocator *a, int listen_fd) {
         EtcdConfig ec = {
                 .endpoints = a->config->etcd_endpoints,
@@ -190,10 +203,10 @@ static int allocator_setup(Allocator *a, int listen_fd) {
                 r = etcd_batch_new(&a->batch, a->etcd, a->event, BATCHES_IN_FLIGHT);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the etcd client: %m");
-        r = http_start(a, listen_fd);
+        r = http_start(a, listen_fd, api_dispatch);
         if (r < 0)
                 return r;
-        return cache_start(a);
+        return cache_start(a, &cache_listener);
 }
 
 static void allocator_done(Allocator *a) {

@@ -4,6 +4,7 @@
 /* slotd-allocator's Prometheus metrics (GET /metrics, text exposition format 0.0.4): counters
  * kept by the allocator, formatted here. Pure. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

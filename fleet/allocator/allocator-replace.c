@@ -11,6 +11,8 @@
 #include <inttypes.h>
 #include <sys/random.h>
 
+#include "allocator-cache.h"
+#include "allocator-replace.h"
 #include "allocator.h"
 #include "log.h"
 #include "strv.h"

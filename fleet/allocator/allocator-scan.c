@@ -10,6 +10,9 @@
  * being absent (allocator-replace.c). */
 #include <inttypes.h>
 
+#include "allocator-cache.h"
+#include "allocator-replace.h"
+#include "allocator-scan.h"
 #include "allocator.h"
 #include "log.h"
 

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The door's answers (SPEC §13), pure: an outcome of the operations (allocator-ops.h) as its
+ * HTTP status and JSON body, and the API's error bodies. Unit-tested for every outcome
+ * (tests/unit/test-allocator-answer.c). */
+
+#include <stdarg.h>
+
+#include <jansson.h>
+
+#include "allocator-metrics.h"
+#include "allocator-ops.h"
+#include "macro.h"
+
+/* {"error": "…"} (NULL: out of memory) */
+_printf_(1, 2) json_t *api_error_json(const char *fmt, ...);
+json_t *api_error_json_va(const char *fmt, va_list ap);
+/* 503's body for an etcd failure, in the words of SPEC §13: etcd's message, NULL or "" for
+ * none. */
+json_t *api_etcd_unavailable_json(const char *message);
+
+/* How the metrics count an outcome. */
+AllocResult alloc_outcome_result(AllocOutcome outcome);
+/* The status of the answer to POST …/allocations, and its body in *ret_body (NULL: out of
+ * memory). */
+unsigned alloc_answer_http(const AllocAnswer *answer, json_t **ret_body);
