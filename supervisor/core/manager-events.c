@@ -10,7 +10,7 @@
 
 #include "log.h"
 #include "manager.h"
-#include "proxy.h"
+#include "proxy-door.h"
 
 static int queue_event(Manager *m, Slot *s, bool allocate, const char *uuid) {
         AllocEvent *e;

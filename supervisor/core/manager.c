@@ -17,7 +17,7 @@
 #include "machine-number.h"
 #include "manager.h"
 #include "manager-metrics.h"
-#include "proxy.h"
+#include "proxy-door.h"
 #include "notify.h"
 #include "spawn.h"
 #include "strv.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* slotd's side of the local proxy: its sockets, its process, its channel (proxy.h). */
+/* slotd's side of the local proxy: its sockets, its process, its channel (proxy-door.h). */
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <grp.h>
