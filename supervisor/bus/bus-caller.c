@@ -3,7 +3,7 @@
 #include <limits.h>
 
 #include "log.h"
-#include "manager.h"
+#include "bus-door.h"
 #include "ops.h"
 
 /* Managing methods: root, or a member of supervisor.admin_group; Hold and ReleaseHold also

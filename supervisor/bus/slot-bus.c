@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
-#include "manager.h"
+#include "bus-door.h"
 #include "ops.h"
 #include "strv.h"
 #include "wallclock.h"
@@ -80,7 +80,7 @@ static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handl
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        return manager_reply_durable_timed(slot_manager(s), msg, reply, METRICS_REQUEST_ALLOCATE,
+        return bus_reply_durable_timed(slot_manager(s), msg, reply, METRICS_REQUEST_ALLOCATE,
                                            started);
 }
 
@@ -129,7 +129,7 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         r = sd_bus_message_append(reply, "t", (uint64_t) until);
         if (r < 0)
                 return r;
-        return manager_reply_durable(slot_manager(s), msg, reply);
+        return bus_reply_durable(slot_manager(s), msg, reply);
 }
 
 static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -307,7 +307,7 @@ int slot_bus_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***
         for (size_t i = 0; i < m->n_slots; i++) {
                 if (!m->slots[i])
                         continue;
-                r = strv_extend(&nodes, m->slots[i]->object_path);
+                r = strv_extend(&nodes, BUS_SLOT_PATH(m->slots[i]->id));
                 if (r < 0)
                         return r;
         }

@@ -472,7 +472,7 @@ int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *
                 return r;
         s->ready_for_players = ready;
         manager_slot_changed(m, s, true);
-        manager_bus_slot_properties(m, s, "ReadyForPlayers", NULL);
+        manager_hook(m, slot_changed, s, SLOT_CHANGE_READY_FOR_PLAYERS);
         return 0;
 }
 

@@ -263,6 +263,11 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
         (void) kill(p->pid, SIGKILL);
 }
 
+void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata) {
+        if (m->proxy)
+                proxy_send_event(m->proxy, e);
+}
+
 int proxy_new(Manager *m, Proxy **ret) {
         const LocalProxyConfig *lp = &m->config->localproxy;
         Proxy *p;

@@ -43,7 +43,6 @@ typedef struct Slot {
         unsigned index;           /* within the fleet: ports are base + index */
         char id_string[12];
 
-        char *object_path;
         char *cgroup_path;        /* absolute */
         char *home;
         char *log_dir;
