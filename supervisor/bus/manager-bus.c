@@ -42,6 +42,7 @@ static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        OpsStatus st;
         uint32_t id;
         Slot *s;
         int r;
@@ -49,9 +50,9 @@ static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *er
         r = sd_bus_message_read(msg, "u", &id);
         if (r < 0)
                 return r;
-        s = manager_get_slot(m, id);
-        if (!s)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "NoSuchSlot", "No slot %u", id);
+        r = ops_find_slot(m, id, &s, &st);
+        if (r < 0)
+                return bus_error_from_ops(error, r, &st);
         return sd_bus_reply_method_return(msg, "o", BUS_SLOT_PATH(s->id));
 }
 
@@ -74,12 +75,15 @@ static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *e
 
 static int method_stop_all(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        int r = bus_check_admin(msg, m, method_stop_all, UINT_MAX, error);
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, m, method_stop_all, UINT_MAX, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        log_info("StopAll: stopping every slot");
-        manager_stop_all(m);
+        r = ops_stop_all(m, &c, &st);
+        if (r < 0)
+                return bus_error_from_ops(error, r, &st);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -385,34 +389,34 @@ static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        OpsCaller c;
         OpsStatus st;
         int b, r;
 
-        r = bus_check_admin(msg, m, method_set_draining, UINT_MAX, error);
+        r = bus_caller(msg, m, method_set_draining, UINT_MAX, &c, error);
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "b", &b);
         if (r < 0)
                 return r;
-        if (m->draining != !!b && (r = ops_check_writable(m, &st)) < 0)
+        r = ops_set_draining(m, &c, b, &st);
+        if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        (void) manager_set_draining(m, b);
         return bus_reply_empty_durable(msg, m);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *why = NULL;
         Manager *m = userdata;
+        OpsCaller c;
+        OpsStatus st;
         int r;
 
-        r = bus_check_admin(msg, m, method_reload, UINT_MAX, error);
+        r = bus_caller(msg, m, method_reload, UINT_MAX, &c, error);
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = manager_reload(m, &why);
+        r = ops_reload(m, &c, &st);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
-                                         "Configuration refused, the running one stays: %s",
-                                         why ?: strerror(-r));
+                return bus_error_from_ops(error, r, &st);
         return bus_reply_empty_durable(msg, m);
 }
 

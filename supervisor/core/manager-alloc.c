@@ -146,7 +146,7 @@ static int pick(Fleet *f, const char *build_configuration, Slot **ret) {
 }
 
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     bool draining_ok, Slot **ret) {
+                     Slot **ret) {
         const char *bc;
         Fleet *f;
         Slot *s = manager_slot_by_uuid(m, uuid);
@@ -157,8 +157,6 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                 *ret = s;
                 return 0;
         }
-        if (m->draining && !draining_ok)
-                return -EAGAIN;
         if (s) {
                 /* A reservation for this UUID: the allocation takes its slot. */
                 r = slot_allocate(s, uuid, build_configuration && *build_configuration ? build_configuration : NULL);
@@ -199,8 +197,6 @@ int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t time
                 *ret = s;
                 return 0;
         }
-        if (m->draining)
-                return -EAGAIN;
         f = manager_find_fleet(m, fleet);
         if (!f)
                 return -EINVAL;

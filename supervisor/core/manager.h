@@ -172,11 +172,11 @@ void manager_update_ttl(Manager *m);
 int manager_open_state(Manager *m);
 int manager_restore_state(Manager *m);
 
-/* SPEC §7. -EINVAL unknown fleet, -EAGAIN draining (unless draining_ok: a fleet allocator's
- * last resort, SPEC §8), -ENOSPC no capacity; when the slot picked refused (slot_allocate()),
- * *ret names it. */
+/* SPEC §7, the picking: -EINVAL unknown fleet, -ENOSPC no capacity; when the slot picked
+ * refused (slot_allocate()), *ret names it. Whether a new one may be made at all (the
+ * caller's right, draining, state_dir) is the operations' (ops.c). */
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     bool draining_ok, Slot **ret);
+                     Slot **ret);
 int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret);
 int manager_set_draining(Manager *m, bool draining);
 /* Reads the config again; on error *ret_error says why and nothing changed. */

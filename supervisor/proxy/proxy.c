@@ -80,18 +80,16 @@ static bool uid_is_admin(Manager *m, uid_t uid) {
         int n = (int) ELEMENTSOF(groups);
         char buf[4096];
 
-        if (uid == 0)
+        /* The groups are looked up only when they can matter. */
+        if (ops_is_admin(uid, NULL, 0, m->config_has_admin_gid, m->config_admin_gid))
                 return true;
-        if (!m->config_has_admin_gid)
+        if (uid == 0 || !m->config_has_admin_gid)
                 return false;
         if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
                 return false;
         if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
                 return false;
-        for (int i = 0; i < n; i++)
-                if (groups[i] == m->config_admin_gid)
-                        return true;
-        return false;
+        return ops_is_admin(uid, groups, (size_t) n, m->config_has_admin_gid, m->config_admin_gid);
 }
 
 void proxy_conn_unavailable_message(const ProxyConn *c, char *buf, size_t size) {
