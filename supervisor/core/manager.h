@@ -11,6 +11,7 @@
 #include "hashmap.h"
 #include "manager-faults.h"
 #include "manager-hooks.h"
+#include "metrics.h"
 #include "ops.h"
 #include "payload.h"
 #include "slot.h"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "allocation.h"
+#include "alloc-id.h"
 #include "ops.h"
 
 static const char *const error_names[_OPS_ERROR_MAX] = {
