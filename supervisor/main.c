@@ -11,7 +11,10 @@
 #include "exec-check.h"
 #include "fileio.h"
 #include "log.h"
+#include "bus-door.h"
 #include "manager.h"
+#include "manager-hooks.h"
+#include "proxy-door.h"
 #include "spawn.h"
 #include "slotd-config.h"
 #include "strv.h"
@@ -424,6 +427,34 @@ static int open_keeper(Manager *m) {
         return 0;
 }
 
+/* The doors over the core (manager-hooks.h): the D-Bus door (bus/) and the local proxy's
+ * (proxy/). The bus opens first: the proxy's requests may answer over it. */
+static int open_doors(Manager *m, void *userdata) {
+        int r;
+
+        r = manager_bus_setup(m, arg_bus ?: m->config->bus);
+        if (r < 0)
+                return r;
+        return proxy_new(m, &m->proxy);
+}
+
+static void close_doors(Manager *m, void *userdata) {
+        m->proxy = proxy_free(m->proxy);
+        manager_bus_callers_done(m);
+        manager_bus_done(m);
+}
+
+static const ManagerHooks door_hooks = {
+        .open_doors = open_doors,
+        .close_doors = close_doors,
+        .machine_changed = manager_bus_machine_changed,
+        .slot_changed = manager_bus_slot_changed,
+        .slot_crashed = manager_bus_slot_crashed,
+        .slot_misbehaved = manager_bus_misbehaved,
+        .machine_fault = manager_bus_machine_fault,
+        .event = proxy_door_event,
+};
+
 /* Returns only if the exec failed. */
 static int reexecute(Manager *m, char *argv[]) {
         _cleanup_free_ char *exe = exe_path();
@@ -478,7 +509,8 @@ int main(int argc, char *argv[]) {
                 goto finish;
         m->resources.cpus = config->cpus > 0 ? config->cpus : detected.cpus;
         m->resources.memory = config->memory > 0 ? config->memory : detected.memory;
-        r = manager_startup(m, arg_bus);
+        manager_set_hooks(m, &door_hooks, NULL);
+        r = manager_startup(m);
         if (r < 0)
                 goto finish;
         r = manager_run(m);

@@ -3,7 +3,7 @@
 #include <limits.h>
 
 #include "log.h"
-#include "manager.h"
+#include "bus-door.h"
 #include "ops.h"
 
 /* Managing methods: root, or a member of supervisor.admin_group; Hold and ReleaseHold also
@@ -115,11 +115,9 @@ static Caller *caller_parse(sd_bus_message *reply, const char *name) {
 /* What the bus daemon said of a caller, as the operations take it. A caller that is no
  * manager may still be some slot's own game server: its PID, mapped to a cgroup. */
 static void caller_identity(Manager *m, const Caller *c, OpsCaller *ret) {
-        *ret = (OpsCaller){ .admin = c->uid == 0, .slot_id = OPS_NO_SLOT };
-        if (!ret->admin && m->config_has_admin_gid)
-                for (size_t i = 0; i < c->n_gids; i++)
-                        if (c->gids[i] == m->config_admin_gid)
-                                ret->admin = true;
+        *ret = (OpsCaller){ .slot_id = OPS_NO_SLOT, .door = "D-Bus",
+                            .admin = ops_is_admin(c->uid, c->gids, c->n_gids,
+                                                  m->config_has_admin_gid, m->config_admin_gid) };
         if (!ret->admin && c->pid > 0) {
                 Slot *s = manager_slot_by_pid(m, c->pid);
                 ret->slot_known = true;
@@ -201,7 +199,7 @@ int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler
                 _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
                 uid_t euid;
 
-                *ret = (OpsCaller){ .slot_id = OPS_NO_SLOT };
+                *ret = (OpsCaller){ .slot_id = OPS_NO_SLOT, .door = "D-Bus" };
                 if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds) >= 0 &&
                     !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID) &&
                     sd_bus_creds_get_euid(creds, &euid) >= 0 && euid == 0)

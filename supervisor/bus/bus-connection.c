@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "log.h"
-#include "manager.h"
+#include "bus-door.h"
 
 /* From the loss of the bus to the first try, doubling up to the last. A restarted daemon is
  * listening within a fraction of a second; one that stays away costs a try every 5 s. */
@@ -102,7 +102,7 @@ static void manager_bus_announce(Manager *m) {
                 log_debug_errno(r, "Failed to announce the Manager's properties: %m");
         for (size_t i = 0; i < m->n_slots; i++)
                 if (m->slots[i])
-                        manager_bus_slot_changed(m, m->slots[i]);
+                        manager_bus_slot_changed(m, m->slots[i], 0, NULL);
 }
 
 static int on_name_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {

@@ -5,7 +5,7 @@
 
 #include "cgroup.h"
 #include "log.h"
-#include "manager.h"
+#include "bus-door.h"
 #include "ops.h"
 #include "slotd-config.h"
 #include "strv.h"
@@ -30,7 +30,7 @@ static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *
                                           slot_state_to_string(slot_state(s)),
                                           process_state_to_string(s->process_state),
                                           strempty(s->allocation_uuid), s->build_configuration,
-                                          s->object_path);
+                                          BUS_SLOT_PATH(s->id));
                 if (r < 0)
                         return r;
         }
@@ -42,6 +42,7 @@ static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        OpsStatus st;
         uint32_t id;
         Slot *s;
         int r;
@@ -49,10 +50,10 @@ static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *er
         r = sd_bus_message_read(msg, "u", &id);
         if (r < 0)
                 return r;
-        s = manager_get_slot(m, id);
-        if (!s)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "NoSuchSlot", "No slot %u", id);
-        return sd_bus_reply_method_return(msg, "o", s->object_path);
+        r = ops_find_slot(m, id, &s, &st);
+        if (r < 0)
+                return bus_error_from_ops(error, r, &st);
+        return sd_bus_reply_method_return(msg, "o", BUS_SLOT_PATH(s->id));
 }
 
 static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -74,12 +75,15 @@ static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *e
 
 static int method_stop_all(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        int r = bus_check_admin(msg, m, method_stop_all, UINT_MAX, error);
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, m, method_stop_all, UINT_MAX, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        log_info("StopAll: stopping every slot");
-        manager_stop_all(m);
+        r = ops_stop_all(m, &c, &st);
+        if (r < 0)
+                return bus_error_from_ops(error, r, &st);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -177,6 +181,50 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", SLOTD_VERSION);
 }
 
+typedef struct BusReply {
+        sd_bus_message *call;
+        sd_bus_message *reply;
+        MetricsRequest request;
+        usec_t started;              /* 0: not timed */
+} BusReply;
+
+static void bus_reply_done(Manager *m, int error, void *userdata) {
+        BusReply *b = userdata;
+
+        if (error < 0)
+                (void) sd_bus_reply_method_errnof(b->call, error,
+                                                  "Failed to make the change durable: %m");
+        else if (error == 0) {
+                (void) sd_bus_send(NULL, b->reply, NULL);
+                if (b->started > 0)
+                        manager_metrics_replied(m, METRICS_DOOR_DBUS, b->request, b->started);
+        }
+        sd_bus_message_unref(b->call);
+        sd_bus_message_unref(b->reply);
+        free(b);
+}
+
+int bus_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply) {
+        return bus_reply_durable_timed(m, call, reply, 0, 0);
+}
+
+int bus_reply_durable_timed(Manager *m, sd_bus_message *call, sd_bus_message *reply,
+                            MetricsRequest request, usec_t started) {
+        BusReply *b = new0(BusReply, 1);
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        *b = (BusReply){ sd_bus_message_ref(call), sd_bus_message_ref(reply), request, started };
+        r = manager_when_durable(m, bus_reply_done, b);
+        if (r < 0) {
+                sd_bus_message_unref(b->call);
+                sd_bus_message_unref(b->reply);
+                free(b);
+        }
+        return r;
+}
+
 /* Replies (u id, o path) once the change is durable. */
 int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -184,10 +232,10 @@ int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s) {
 
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(reply, "uo", s->id, s->object_path);
+        r = sd_bus_message_append(reply, "uo", s->id, BUS_SLOT_PATH(s->id));
         if (r < 0)
                 return r;
-        return manager_reply_durable(m, msg, reply);
+        return bus_reply_durable(m, msg, reply);
 }
 
 /* bus_reply_slot_durable() for a request the metrics time from its arrival at 'started'. */
@@ -198,10 +246,10 @@ static int reply_slot_timed(sd_bus_message *msg, Manager *m, Slot *s, MetricsReq
 
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(reply, "uo", s->id, s->object_path);
+        r = sd_bus_message_append(reply, "uo", s->id, BUS_SLOT_PATH(s->id));
         if (r < 0)
                 return r;
-        return manager_reply_durable_timed(m, msg, reply, request, started);
+        return bus_reply_durable_timed(m, msg, reply, request, started);
 }
 
 int bus_reply_empty_durable(sd_bus_message *msg, Manager *m) {
@@ -210,7 +258,7 @@ int bus_reply_empty_durable(sd_bus_message *msg, Manager *m) {
 
         if (r < 0)
                 return r;
-        return manager_reply_durable(m, msg, reply);
+        return bus_reply_durable(m, msg, reply);
 }
 
 static int read_option_payload(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error) {
@@ -341,34 +389,34 @@ static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        OpsCaller c;
         OpsStatus st;
         int b, r;
 
-        r = bus_check_admin(msg, m, method_set_draining, UINT_MAX, error);
+        r = bus_caller(msg, m, method_set_draining, UINT_MAX, &c, error);
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "b", &b);
         if (r < 0)
                 return r;
-        if (m->draining != !!b && (r = ops_check_writable(m, &st)) < 0)
+        r = ops_set_draining(m, &c, b, &st);
+        if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        (void) manager_set_draining(m, b);
         return bus_reply_empty_durable(msg, m);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *why = NULL;
         Manager *m = userdata;
+        OpsCaller c;
+        OpsStatus st;
         int r;
 
-        r = bus_check_admin(msg, m, method_reload, UINT_MAX, error);
+        r = bus_caller(msg, m, method_reload, UINT_MAX, &c, error);
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = manager_reload(m, &why);
+        r = ops_reload(m, &c, &st);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
-                                         "Configuration refused, the running one stays: %s",
-                                         why ?: strerror(-r));
+                return bus_error_from_ops(error, r, &st);
         return bus_reply_empty_durable(msg, m);
 }
 
@@ -444,13 +492,77 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-void manager_bus_slot_changed(Manager *m, Slot *s) {
+const char *bus_slot_path(char buf[static BUS_SLOT_PATH_MAX], unsigned id) {
+        (void) snprintf(buf, BUS_SLOT_PATH_MAX, BUS_SLOT_PREFIX "/%u", id);
+        return buf;
+}
+
+/* The Manager's properties of each MachineChange, in the order they are announced: each its
+ * own PropertiesChanged. */
+static const struct {
+        MachineChange change;
+        const char *property;
+} machine_properties[] = {
+        { MACHINE_CHANGE_DRAINING, "Draining" },
+        { MACHINE_CHANGE_IDLE_SINCE, "IdleSinceUSec" },
+        { MACHINE_CHANGE_HOLD_UNTIL, "HoldUntilUSec" },
+        { MACHINE_CHANGE_DEPROVISIONABLE, "Deprovisionable" },
+        { MACHINE_CHANGE_FAULTS, "Faults" },
+        { MACHINE_CHANGE_FLEETS, "Fleets" },
+        { MACHINE_CHANGE_SLOT_COUNT, "SlotCount" },
+        { MACHINE_CHANGE_CPUS, "CPUs" },
+        { MACHINE_CHANGE_MEMORY, "MemoryBytes" },
+};
+
+void manager_bus_machine_changed(Manager *m, unsigned changes, void *userdata) {
+        if (!m->bus)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(machine_properties); i++)
+                if (changes & machine_properties[i].change)
+                        (void) sd_bus_emit_properties_changed(m->bus, BUS_PATH,
+                                                              BUS_MANAGER_INTERFACE,
+                                                              machine_properties[i].property,
+                                                              NULL);
+        /* The signal follows its property, once the machine became deprovisionable. */
+        if ((changes & MACHINE_CHANGE_DEPROVISIONABLE) && m->deprovisionable)
+                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
+                                          "Deprovisionable", NULL);
+}
+
+/* The Slot's properties of each SlotChange, announced together. */
+static const struct {
+        SlotChange change;
+        const char *properties[5];
+} slot_properties[] = {
+        { SLOT_CHANGE_READY_FOR_PLAYERS, { "ReadyForPlayers" } },
+        { SLOT_CHANGE_STATUS, { "Status" } },
+        { SLOT_CHANGE_STRIKES, { "Strikes" } },
+        { SLOT_CHANGE_CHECK_ERROR, { "LastCheckError" } },
+        { SLOT_CHANGE_QUERY, { "QueryPlayers", "QueryMaxPlayers", "QueryMap", "QueryName" } },
+};
+
+static void emit_slot_properties(Manager *m, Slot *s, unsigned changes) {
+        const char *names[16];
+        size_t n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(slot_properties); i++)
+                for (size_t j = 0; (changes & slot_properties[i].change) &&
+                                   slot_properties[i].properties[j] && n < ELEMENTSOF(names) - 1; j++)
+                        names[n++] = slot_properties[i].properties[j];
+        names[n] = NULL;
+        if (n > 0)
+                (void) sd_bus_emit_properties_changed_strv(m->bus, BUS_SLOT_PATH(s->id),
+                                                           BUS_SLOT_INTERFACE, (char **) names);
+}
+
+/* Its state as a whole: every property may have changed; SlotChanged when the state or the
+ * process state differs from what the bus last heard. */
+static void emit_slot_state(Manager *m, Slot *s) {
         SlotState state = slot_state(s);
         int r;
 
-        if (!m->bus)
-                return;
-        r = sd_bus_emit_properties_changed_strv(m->bus, s->object_path, BUS_SLOT_INTERFACE, NULL);
+        r = sd_bus_emit_properties_changed_strv(m->bus, BUS_SLOT_PATH(s->id), BUS_SLOT_INTERFACE,
+                                                NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit PropertiesChanged for slot %u: %m", s->id);
         if (state == s->announced_state && s->process_state == s->announced_process_state)
@@ -464,54 +576,32 @@ void manager_bus_slot_changed(Manager *m, Slot *s) {
                 log_debug_errno(r, "Failed to emit SlotChanged for slot %u: %m", s->id);
 }
 
-void manager_bus_slot_properties(Manager *m, Slot *s, const char *property, ...) {
-        const char *names[8];
-        size_t n = 0;
-        va_list ap;
-
+void manager_bus_slot_changed(Manager *m, Slot *s, unsigned changes, void *userdata) {
         if (!m->bus)
                 return;
-        va_start(ap, property);
-        for (const char *p = property; p && n < ELEMENTSOF(names) - 1; p = va_arg(ap, const char *))
-                names[n++] = p;
-        va_end(ap);
-        names[n] = NULL;
-        (void) sd_bus_emit_properties_changed_strv(m->bus, s->object_path, BUS_SLOT_INTERFACE,
-                                                   (char **) names);
+        if (changes == 0)
+                emit_slot_state(m, s);
+        else
+                emit_slot_properties(m, s, changes);
 }
 
-void manager_bus_property_changed(Manager *m, const char *property) {
-        if (m->bus)
-                (void) sd_bus_emit_properties_changed(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
-                                                      property, NULL);
-}
-
-void manager_bus_deprovisionable(Manager *m) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
-                                          "Deprovisionable", NULL);
-}
-
-void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes) {
+void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes,
+                            void *userdata) {
         if (m->bus)
                 (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Misbehaved", "usu",
                                           s->id, check_kind_to_string(check), strikes);
 }
 
 void manager_bus_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
-                               unsigned checked) {
+                               unsigned checked, void *userdata) {
         if (m->bus)
                 (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "MachineFault",
                                           "ssuu", f->config->name, check_kind_to_string(check),
                                           failing, checked);
 }
 
-void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason) {
-        int r;
-
-        if (!m->bus)
-                return;
-        r = sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis", s->id,
-                               s->exit_code, s->exit_signal, reason);
-        (void) r;
+void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis",
+                                          s->id, s->exit_code, s->exit_signal, reason);
 }

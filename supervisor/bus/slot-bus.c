@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
-#include "manager.h"
+#include "bus-door.h"
 #include "ops.h"
 #include "strv.h"
 #include "wallclock.h"
@@ -55,7 +55,6 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-#define SLOT_AUTH(msg, s, handler, error) bus_check_admin(msg, slot_manager(s), handler, (s)->id, error)
 
 
 static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
@@ -80,7 +79,7 @@ static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handl
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        return manager_reply_durable_timed(slot_manager(s), msg, reply, METRICS_REQUEST_ALLOCATE,
+        return bus_reply_durable_timed(slot_manager(s), msg, reply, METRICS_REQUEST_ALLOCATE,
                                            started);
 }
 
@@ -129,7 +128,7 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         r = sd_bus_message_append(reply, "t", (uint64_t) until);
         if (r < 0)
                 return r;
-        return manager_reply_durable(slot_manager(s), msg, reply);
+        return bus_reply_durable(slot_manager(s), msg, reply);
 }
 
 static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -146,55 +145,36 @@ static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error
         return bus_reply_empty_durable(msg, slot_manager(s));
 }
 
-static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
-        int r = SLOT_AUTH(msg, s, method_start, error);
+/* Start, Stop, Restart, ResetFailed: no arguments, no answer but done or the error. */
+static int slot_manage(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
+                       int (*op)(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st),
+                       sd_bus_error *error) {
+        OpsCaller c;
+        OpsStatus st;
+        int r = bus_caller(msg, slot_manager(s), handler, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        log_slot_info(s, "Start requested over D-Bus");
-        r = slot_start(s);
+        r = op(slot_manager(s), &c, s->id, &st);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "Slot %u cannot start while %s", s->id,
-                                         process_state_to_string(s->process_state));
+                return bus_error_from_ops(error, r, &st);
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return slot_manage(msg, userdata, method_start, ops_slot_start, error);
 }
 
 static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
-        int r = SLOT_AUTH(msg, s, method_stop, error);
-
-        if (r <= 0) /* denied, or run again once the check has answered */
-                return r < 0 ? r : 1;
-        log_slot_info(s, "Stop requested over D-Bus");
-        (void) slot_stop(s);
-        return sd_bus_reply_method_return(msg, NULL);
+        return slot_manage(msg, userdata, method_stop, ops_slot_stop, error);
 }
 
 static int method_restart(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
-        int r = SLOT_AUTH(msg, s, method_restart, error);
-
-        if (r <= 0) /* denied, or run again once the check has answered */
-                return r < 0 ? r : 1;
-        log_slot_info(s, "Restart requested over D-Bus");
-        (void) slot_restart(s);
-        return sd_bus_reply_method_return(msg, NULL);
+        return slot_manage(msg, userdata, method_restart, ops_slot_restart, error);
 }
 
 static int method_reset_failed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
-        int r = SLOT_AUTH(msg, s, method_reset_failed, error);
-
-        if (r <= 0) /* denied, or run again once the check has answered */
-                return r < 0 ? r : 1;
-        r = slot_reset_failed(s);
-        if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidState",
-                                         "Slot %u is %s, not failed", s->id,
-                                         process_state_to_string(s->process_state));
-        return sd_bus_reply_method_return(msg, NULL);
+        return slot_manage(msg, userdata, method_reset_failed, ops_slot_reset_failed, error);
 }
 
 const sd_bus_vtable slot_vtable[] = {
@@ -307,7 +287,7 @@ int slot_bus_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***
         for (size_t i = 0; i < m->n_slots; i++) {
                 if (!m->slots[i])
                         continue;
-                r = strv_extend(&nodes, m->slots[i]->object_path);
+                r = strv_extend(&nodes, BUS_SLOT_PATH(m->slots[i]->id));
                 if (r < 0)
                         return r;
         }

@@ -37,12 +37,11 @@ void manager_update_ttl(Manager *m) {
 
         if (d != m->deprovisionable) {
                 m->deprovisionable = d;
-                manager_bus_property_changed(m, "Deprovisionable");
-                if (d) {
+                if (d)
                         log_info("Machine is deprovisionable: idle for %s, no hold",
                                  "machine.idle_ttl");
-                        manager_bus_deprovisionable(m);
-                }
+                /* The doors announce the change, and the Deprovisionable signal with it. */
+                manager_hook(m, machine_changed, MACHINE_CHANGE_DEPROVISIONABLE);
         }
         /* Allocations flip the machine between busy and idle all the time; re-arming the
          * timer each time would reprogram the kernel's timer on every call. A timer that is
@@ -82,10 +81,10 @@ void manager_set_busy(Manager *m, Slot *s, bool busy) {
                 m->n_busy--;
         if (m->n_busy == 0 && m->idle_since == 0) {
                 m->idle_since = now_usec(CLOCK_BOOTTIME);
-                manager_bus_property_changed(m, "IdleSinceUSec");
+                manager_hook(m, machine_changed, MACHINE_CHANGE_IDLE_SINCE);
         } else if (m->n_busy > 0 && m->idle_since != 0) {
                 m->idle_since = 0;
-                manager_bus_property_changed(m, "IdleSinceUSec");
+                manager_hook(m, machine_changed, MACHINE_CHANGE_IDLE_SINCE);
         }
         manager_update_ttl(m);
 }
@@ -104,14 +103,14 @@ void manager_slot_changed(Manager *m, Slot *s, bool durable) {
         manager_track_allocation(m, s);
         if (durable)
                 manager_state_slot_changed(m, s);
-        manager_bus_slot_changed(m, s);
+        manager_hook(m, slot_changed, s, 0);
 }
 
 void manager_hold_started(Manager *m, usec_t until) {
         if (until <= m->hold_until)
                 return;
         m->hold_until = until;
-        manager_bus_property_changed(m, "HoldUntilUSec");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_HOLD_UNTIL);
         manager_update_ttl(m);
 }
 
@@ -127,7 +126,7 @@ void manager_hold_ended(Manager *m, usec_t until) {
                         furthest = MAX(furthest, m->slots[i]->hold_until);
         if (furthest != m->hold_until) {
                 m->hold_until = furthest;
-                manager_bus_property_changed(m, "HoldUntilUSec");
+                manager_hook(m, machine_changed, MACHINE_CHANGE_HOLD_UNTIL);
         }
         manager_update_ttl(m);
 }
@@ -147,7 +146,7 @@ static int pick(Fleet *f, const char *build_configuration, Slot **ret) {
 }
 
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     bool draining_ok, Slot **ret) {
+                     Slot **ret) {
         const char *bc;
         Fleet *f;
         Slot *s = manager_slot_by_uuid(m, uuid);
@@ -158,8 +157,6 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                 *ret = s;
                 return 0;
         }
-        if (m->draining && !draining_ok)
-                return -EAGAIN;
         if (s) {
                 /* A reservation for this UUID: the allocation takes its slot. */
                 r = slot_allocate(s, uuid, build_configuration && *build_configuration ? build_configuration : NULL);
@@ -200,8 +197,6 @@ int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t time
                 *ret = s;
                 return 0;
         }
-        if (m->draining)
-                return -EAGAIN;
         f = manager_find_fleet(m, fleet);
         if (!f)
                 return -EINVAL;
@@ -220,7 +215,7 @@ int manager_set_draining(Manager *m, bool draining) {
                 return 0;
         m->draining = draining;
         log_info("Draining %s", draining ? "on: no new allocations or reservations" : "off");
-        manager_bus_property_changed(m, "Draining");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_DRAINING);
         manager_state_dirty(m);
         return 0;
 }

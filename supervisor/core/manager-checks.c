@@ -81,7 +81,7 @@ void manager_check_verdict(Manager *m, Fleet *f, CheckKind check, unsigned faili
                                 "in one round, more than checks.machine_fault_share: the machine "
                                 "is the likely cause, no strikes are counted", failing, checked,
                                 f->config->name, check_kind_to_string(check)))
-                manager_bus_machine_fault(m, f, check, failing, checked);
+                manager_hook(m, machine_fault, f, check, failing, checked);
 }
 
 void manager_checks_done(Manager *m) {

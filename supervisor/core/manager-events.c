@@ -10,7 +10,6 @@
 
 #include "log.h"
 #include "manager.h"
-#include "proxy.h"
 
 static int queue_event(Manager *m, Slot *s, bool allocate, const char *uuid) {
         AllocEvent *e;
@@ -54,15 +53,14 @@ void manager_track_allocation(Manager *m, Slot *s) {
         s->announced_allocation = copy;
         if (s->ready_for_players) {
                 s->ready_for_players = false;
-                manager_bus_slot_properties(m, s, "ReadyForPlayers", NULL);
+                manager_hook(m, slot_changed, s, SLOT_CHANGE_READY_FOR_PLAYERS);
         }
 }
 
 /* The commit made the queued changes durable: now the game servers may hear of them. */
 void manager_flush_events(Manager *m) {
         for (size_t i = 0; i < m->n_events; i++)
-                if (m->proxy)
-                        proxy_send_event(m->proxy, &m->events[i]);
+                manager_hook(m, event, &m->events[i]);
         m->n_events = 0;
 }
 

@@ -27,7 +27,7 @@ static bool fault_update(Manager *m, HostFault *f, char *message) {
         }
         free(f->message);
         f->message = message;
-        manager_bus_property_changed(m, "Faults");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_FAULTS);
         return false;
 }
 
@@ -60,7 +60,7 @@ bool manager_fault_raise(Manager *m, const char *key, const char *format, ...) {
                 .key = k, .message = message, .since = now_usec(CLOCK_MONOTONIC),
         };
         log_warning("Host fault %s: %s", key, message);
-        manager_bus_property_changed(m, "Faults");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_FAULTS);
         return true;
 }
 
@@ -76,7 +76,7 @@ bool manager_fault_clear(Manager *m, const char *key) {
         free(f->key);
         free(f->message);
         *f = m->faults[--m->n_faults];
-        manager_bus_property_changed(m, "Faults");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_FAULTS);
         return true;
 }
 

@@ -201,10 +201,8 @@ static void apply_fleets(Manager *m, FleetSetup *s) {
 }
 
 static void announce_reload(Manager *m) {
-        manager_bus_property_changed(m, "Fleets");
-        manager_bus_property_changed(m, "SlotCount");
-        manager_bus_property_changed(m, "CPUs");
-        manager_bus_property_changed(m, "MemoryBytes");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_FLEETS | MACHINE_CHANGE_SLOT_COUNT |
+                                         MACHINE_CHANGE_CPUS | MACHINE_CHANGE_MEMORY);
         manager_state_snapshot(m);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* slotd's durable state: one file, a snapshot rewritten atomically and a journal appended to
  * in the space kept for it (manager-state-space.c), shared by every change that arrives
- * together (group commit), and the replies that wait for it. */
+ * together (group commit), and the callers that wait for it (manager_when_durable()). */
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/inotify.h>
@@ -76,50 +76,6 @@ int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata
         m->pending[m->n_pending++] = (DurableWaiter){ callback, userdata };
         manager_state_dirty(m);
         return 1;
-}
-
-typedef struct BusReply {
-        sd_bus_message *call;
-        sd_bus_message *reply;
-        MetricsRequest request;
-        usec_t started;              /* 0: not timed */
-} BusReply;
-
-static void bus_reply_done(Manager *m, int error, void *userdata) {
-        BusReply *b = userdata;
-
-        if (error < 0)
-                (void) sd_bus_reply_method_errnof(b->call, error,
-                                                  "Failed to make the change durable: %m");
-        else if (error == 0) {
-                (void) sd_bus_send(NULL, b->reply, NULL);
-                if (b->started > 0)
-                        manager_metrics_replied(m, METRICS_DOOR_DBUS, b->request, b->started);
-        }
-        sd_bus_message_unref(b->call);
-        sd_bus_message_unref(b->reply);
-        free(b);
-}
-
-int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply) {
-        return manager_reply_durable_timed(m, call, reply, 0, 0);
-}
-
-int manager_reply_durable_timed(Manager *m, sd_bus_message *call, sd_bus_message *reply,
-                                MetricsRequest request, usec_t started) {
-        BusReply *b = new0(BusReply, 1);
-        int r;
-
-        if (!b)
-                return -ENOMEM;
-        *b = (BusReply){ sd_bus_message_ref(call), sd_bus_message_ref(reply), request, started };
-        r = manager_when_durable(m, bus_reply_done, b);
-        if (r < 0) {
-                sd_bus_message_unref(b->call);
-                sd_bus_message_unref(b->reply);
-                free(b);
-        }
-        return r;
 }
 
 /* Every waiter hears once; a waiter added by a callback waits for the next commit. */
@@ -486,7 +442,7 @@ void manager_retire_slot(Manager *m, Slot *s) {
         if (cg_remove(s->cgroup_path) < 0)
                 log_slot_warning(s, "Could not remove cgroup %s", s->cgroup_path);
         m->n_live_slots--;
-        manager_bus_property_changed(m, "SlotCount");
+        manager_hook(m, machine_changed, MACHINE_CHANGE_SLOT_COUNT);
         manager_state_snapshot(m);
 
         g = realloc(m->graveyard, (m->n_graveyard + 1) * sizeof(Slot *));

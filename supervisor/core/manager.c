@@ -17,7 +17,6 @@
 #include "machine-number.h"
 #include "manager.h"
 #include "manager-metrics.h"
-#include "proxy.h"
 #include "notify.h"
 #include "spawn.h"
 #include "strv.h"
@@ -41,19 +40,16 @@ static void on_slot_retire(Slot *s, void *userdata) {
 
 static void on_slot_crashed(Slot *s, const char *reason, void *userdata) {
         manager_metrics_crashed(userdata, s, reason);
-        manager_bus_slot_crashed(userdata, s, reason);
+        manager_hook((Manager *) userdata, slot_crashed, s, reason);
 }
 
-static void on_slot_properties_changed(Slot *s, const char *const names[SLOT_PROPERTIES_MAX + 1],
-                                       void *userdata) {
-        _Static_assert(SLOT_PROPERTIES_MAX == 4, "one argument for each name");
-        /* The list ends at its first NULL. */
-        manager_bus_slot_properties(userdata, s, names[0], names[1], names[2], names[3], NULL);
+static void on_slot_details_changed(Slot *s, unsigned changes, void *userdata) {
+        manager_hook((Manager *) userdata, slot_changed, s, changes);
 }
 
 static void on_slot_misbehaved(Slot *s, CheckKind check, unsigned strikes, void *userdata) {
         manager_metrics_strike(userdata, s, check);
-        manager_bus_misbehaved(userdata, s, check, strikes);
+        manager_hook((Manager *) userdata, slot_misbehaved, s, check, strikes);
 }
 
 static void on_slot_check_error(Slot *s, CheckKind check, int error, const char *message,
@@ -104,7 +100,7 @@ static const SlotHooks slot_hooks = {
         .uuid_unlink = on_slot_uuid_unlink,
         .retire = on_slot_retire,
         .crashed = on_slot_crashed,
-        .properties_changed = on_slot_properties_changed,
+        .details_changed = on_slot_details_changed,
         .misbehaved = on_slot_misbehaved,
         .check_error = on_slot_check_error,
         .check_verdict = on_fleet_check_verdict,
@@ -192,7 +188,8 @@ Manager *manager_free(Manager *m) {
         if (m->state_dirty && m->state_dir_fd >= 0)
                 (void) manager_commit(m);
         manager_drop_waiters(m);
-        m->proxy = proxy_free(m->proxy);
+        if (m->hooks && m->hooks->close_doors)
+                m->hooks->close_doors(m, m->hooks_userdata);
         manager_sock_diag_done(m);
         free(m->events);
         payload_store_done(&m->payloads);
@@ -202,7 +199,6 @@ Manager *manager_free(Manager *m) {
         manager_free_fleets(m);
         probe_hub_free(m->probe_hub); /* after the slots: their probes are in it */
         hashmap_done(&m->uuids);
-        manager_bus_callers_done(m);
         manager_faults_done(m);
         manager_checks_done(m);
         metrics_done(&m->metrics);
@@ -217,7 +213,6 @@ Manager *manager_free(Manager *m) {
         safe_close(m->exit_dir_fd);
         safe_close(m->keeper_fd);
 
-        manager_bus_done(m);
         sd_event_unref(m->event);
         config_free(m->config);
         free(m->machine_id);
@@ -231,6 +226,11 @@ Manager *manager_free(Manager *m) {
         free(m->slots_dir);
         free(m);
         return NULL;
+}
+
+void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        m->hooks = hooks;
+        m->hooks_userdata = userdata;
 }
 
 Slot *manager_get_slot(Manager *m, unsigned id) {
@@ -689,10 +689,6 @@ int manager_add_slots(Manager *m, Fleet *f, unsigned count) {
                 r = slot_new(&m->slot_host, f, (unsigned) m->n_slots, index, &s);
                 if (r < 0)
                         return r;
-                if (asprintf(&s->object_path, BUS_SLOT_PREFIX "/%u", s->id) < 0) {
-                        slot_free(s);
-                        return -ENOMEM;
-                }
                 f->slots[f->n_slots++] = s;
                 m->slots[m->n_slots++] = s;
                 m->n_live_slots++;
@@ -823,9 +819,9 @@ static int manager_setup_signals(Manager *m) {
         return 0;
 }
 
-/* The payload store, the local proxy's token key, the bus and the proxy: once the slots and
- * their restored state are in place. */
-static int manager_open_services(Manager *m, const char *bus_override) {
+/* The payload store, the local proxy's token key and the doors (ManagerHooks.open_doors: the
+ * bus and the proxy): once the slots and their restored state are in place. */
+static int manager_open_services(Manager *m) {
         int r;
 
         r = payload_store_open(&m->payloads, m->state_dir_fd, m->config->localproxy.payload_ttl,
@@ -835,10 +831,9 @@ static int manager_open_services(Manager *m, const char *bus_override) {
         r = token_key_new(&m->token_key);
         if (r < 0)
                 return log_error_errno(r, "Failed to make the local proxy's token key: %m");
-        r = manager_bus_setup(m, bus_override ?: m->config->bus);
-        if (r < 0)
-                return r;
-        return proxy_new(m, &m->proxy);
+        if (m->hooks && m->hooks->open_doors)
+                return m->hooks->open_doors(m, m->hooks_userdata);
+        return 0;
 }
 
 static void manager_provision_slots(Manager *m) {
@@ -850,7 +845,7 @@ static void manager_provision_slots(Manager *m) {
         }
 }
 
-int manager_startup(Manager *m, const char *bus_override) {
+int manager_startup(Manager *m) {
         _cleanup_free_ char *error = NULL;
         int r;
 
@@ -881,7 +876,7 @@ int manager_startup(Manager *m, const char *bus_override) {
         r = manager_restore_state(m);
         if (r < 0)
                 return r;
-        r = manager_open_services(m, bus_override);
+        r = manager_open_services(m);
         if (r < 0)
                 return r;
 

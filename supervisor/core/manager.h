@@ -10,6 +10,8 @@
 #include "fleet.h"
 #include "hashmap.h"
 #include "manager-faults.h"
+#include "manager-hooks.h"
+#include "metrics.h"
 #include "ops.h"
 #include "payload.h"
 #include "slot.h"
@@ -20,6 +22,8 @@
 
 typedef struct Manager {
         sd_event *event;
+        const ManagerHooks *hooks;   /* the doors' (manager-hooks.h), set by main.c */
+        void *hooks_userdata;
         sd_bus *bus;                 /* NULL while the bus is away (bus-connection.c) */
         char *bus_address;           /* --bus or supervisor.bus, to reconnect to */
         sd_event_source *bus_retry;  /* the next reconnection, with back-off */
@@ -85,7 +89,7 @@ typedef struct Manager {
         bool config_has_admin_gid;
         sd_bus_message *authorized_msg; /* the call being re-run after an admin check */
 
-        /* The local proxy (proxy.c) and what it serves: allocation events waiting for the
+        /* The local proxy (the proxy door's, proxy/) and what it serves: allocation events waiting for the
          * commit that makes them durable (manager-events.c), payloads, the token key. */
         struct Proxy *proxy;
         char *local_proxy_url;       /* for server.json: the first of localproxy.listen */
@@ -122,15 +126,25 @@ int manager_new(Config *config, Manager **ret);  /* takes the config */
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Cgroups, notify socket, slots, bus; then starts what should run. */
-int manager_startup(Manager *m, const char *bus_override);
+/* Cgroups, notify socket, slots, the doors (ManagerHooks.open_doors); then starts what
+ * should run. */
+int manager_startup(Manager *m);
 int manager_run(Manager *m);
 /* Serializes the state and leaves the loop; main() then execs the binary in place. */
 int manager_request_reexecute(Manager *m);
 
+/* Calls the doors' hook 'name' (manager-hooks.h) with the arguments after the manager, if
+ * the doors have it. */
+#define manager_hook(m, name, ...)                                                             \
+        do {                                                                                   \
+                Manager *_m = (m);                                                             \
+                if (_m->hooks && _m->hooks->name)                                              \
+                        _m->hooks->name(_m, __VA_ARGS__, _m->hooks_userdata);                   \
+        } while (false)
+
 /* Copies into m->slot_host what slots read of the manager (slot-host.h). */
 void manager_update_slot_host(Manager *m);
-/* The manager above a slot, for the D-Bus side (slot-bus.c), which is above both. */
+/* The manager above a slot, for the doors (slot-bus.c), which are above both. */
 static inline Manager *slot_manager(const Slot *s) {
         return container_of(s->host, Manager, slot_host);
 }
@@ -145,7 +159,7 @@ int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char 
 Fleet *manager_find_fleet(Manager *m, const char *name);
 
 /* On every change of a slot (its SlotHooks.changed): allocation index, idle count, durable
- * state, D-Bus. */
+ * state, the doors (ManagerHooks.slot_changed). */
 void manager_slot_changed(Manager *m, Slot *s, bool durable);
 int manager_uuid_link(Manager *m, const char *uuid, Slot *s);
 void manager_uuid_unlink(Manager *m, const char *uuid, Slot *s);
@@ -159,23 +173,16 @@ void manager_update_ttl(Manager *m);
 int manager_open_state(Manager *m);
 int manager_restore_state(Manager *m);
 
-/* SPEC §7. -EINVAL unknown fleet, -EAGAIN draining (unless draining_ok: a fleet allocator's
- * last resort, SPEC §8), -ENOSPC no capacity; when the slot picked refused (slot_allocate()),
- * *ret names it. */
+/* SPEC §7, the picking: -EINVAL unknown fleet, -ENOSPC no capacity; when the slot picked
+ * refused (slot_allocate()), *ret names it. Whether a new one may be made at all (the
+ * caller's right, draining, state_dir) is the operations' (ops.c). */
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     bool draining_ok, Slot **ret);
+                     Slot **ret);
 int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret);
 int manager_set_draining(Manager *m, bool draining);
 /* Reads the config again; on error *ret_error says why and nothing changed. */
 int manager_reload(Manager *m, char **ret_error);
 
-/* Sends 'reply' to 'call' once the state is durable (group commit); takes both refs. On a
- * failed commit the caller gets an error instead. */
-int manager_reply_durable(Manager *m, sd_bus_message *call, sd_bus_message *reply);
-/* The same for a request the metrics time (SPEC §14): once replied, the time since 'started'
- * (CLOCK_MONOTONIC) goes into the latency histogram of 'request'. */
-int manager_reply_durable_timed(Manager *m, sd_bus_message *call, sd_bus_message *reply,
-                                MetricsRequest request, usec_t started);
 void manager_state_dirty(Manager *m);
 /* A slot's record changed: its line goes into the next commit. */
 void manager_state_slot_changed(Manager *m, Slot *s);
@@ -233,33 +240,6 @@ typedef void (*durable_callback_t)(Manager *m, int error, void *userdata);
 int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata);
 void manager_drop_waiters(Manager *m);
 
-/* D-Bus (manager-bus.c, slot-bus.c). */
-int manager_bus_setup(Manager *m, const char *bus);
-void manager_bus_done(Manager *m);
-void manager_bus_slot_changed(Manager *m, Slot *s);
-/* PropertiesChanged for the named properties only (a NULL-terminated list). */
-void manager_bus_slot_properties(Manager *m, Slot *s, const char *property, ...) _sentinel_;
-void manager_bus_property_changed(Manager *m, const char *property);
-void manager_bus_deprovisionable(Manager *m);
-void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason);
-void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes);
-void manager_bus_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
-                               unsigned checked);
-int manager_bus_watch_callers(Manager *m);
-void manager_bus_callers_done(Manager *m);
-/* 1: authorized now; 0: being checked, the method runs again with the answer; < 0: denied
- * (error set). slot_id is the slot of a slot method, UINT_MAX for the Manager's. */
-int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
-                    unsigned slot_id, sd_bus_error *error);
-/* Who calls (bus-caller.c): 1 and *ret; 0: being asked, the method runs again with the
- * answer; < 0: error set. */
-int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
-               unsigned slot_id, OpsCaller *ret, sd_bus_error *error);
-int bus_error_from_ops(sd_bus_error *error, int r, const OpsStatus *st);
-int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error);
-int bus_reply_slot_durable(sd_bus_message *msg, Manager *m, Slot *s);
-int bus_reply_empty_durable(sd_bus_message *msg, Manager *m);
-
 /* What the slot tree would look like, for --check. */
 int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root);
 
@@ -268,17 +248,3 @@ int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, 
  * came from, for messages. 0 or -ENOMEM. */
 int manager_resolve_identity(const Config *c, char **ret_id, uint64_t *ret_number,
                              const char **ret_from);
-
-extern const sd_bus_vtable manager_vtable[];
-extern const sd_bus_vtable slot_vtable[];
-int slot_bus_find(sd_bus *bus, const char *path, const char *interface, void *userdata,
-                  void **ret_found, sd_bus_error *error);
-int slot_bus_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***ret_nodes,
-                       sd_bus_error *error);
-
-#define BUS_NAME "org.slotd.Supervisor1"
-#define BUS_PATH "/org/slotd/Supervisor1"
-#define BUS_MANAGER_INTERFACE "org.slotd.Supervisor1.Manager"
-#define BUS_SLOT_INTERFACE "org.slotd.Supervisor1.Slot"
-#define BUS_SLOT_PREFIX "/org/slotd/Supervisor1/slot"
-#define BUS_ERROR_PREFIX "org.slotd.Supervisor1.Error."

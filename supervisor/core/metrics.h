@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "prom-text.h"
 #include "slot-fsm.h"
+#include "slot-metrics.h"
 #include "time-util.h"
 
 /* slotd's metrics (SPEC §14) as plain counters and gauges, kept as events happen, each in
@@ -50,16 +51,6 @@ typedef struct Metrics {
         FleetMetrics unknown;        /* requests naming no fleet slotd has: fleet="" */
         PromHistogram latency[_METRICS_DOOR_MAX][_METRICS_REQUEST_MAX];
 } Metrics;
-
-/* What the metrics count a slot as, kept in the slot: the gauge cell it is in, and what
- * tells a deallocation or a restart from the previous look. fleet NULL: not counted. */
-typedef struct SlotMetricsMark {
-        FleetMetrics *fleet;
-        SlotState state;
-        ProcessState process_state;
-        bool allocated;
-        unsigned restarts;
-} SlotMetricsMark;
 
 /* What the metrics read of a slot at each change. */
 typedef struct SlotMetricsView {

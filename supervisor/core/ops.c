@@ -6,38 +6,11 @@
 #include <sys/random.h>
 
 #include "log.h"
+#include "token.h"
 #include "manager.h"
 #include "manager-metrics.h"
 #include "ops.h"
 #include "wallclock.h"
-
-static const char *const error_names[_OPS_ERROR_MAX] = {
-        [OPS_OK] = "ok",
-        [OPS_ERROR_ACCESS_DENIED] = "access-denied",
-        [OPS_ERROR_NO_SUCH_SLOT] = "no-such-slot",
-        [OPS_ERROR_NO_SUCH_ALLOCATION] = "no-such-allocation",
-        [OPS_ERROR_INVALID_STATE] = "invalid-state",
-        [OPS_ERROR_INVALID_ARGUMENT] = "invalid-argument",
-        [OPS_ERROR_NO_CAPACITY] = "no-capacity",
-        [OPS_ERROR_DRAINING] = "draining",
-        [OPS_ERROR_UNAVAILABLE] = "unavailable",
-        [OPS_ERROR_FAILED] = "failed",
-        [OPS_ERROR_STATE_UNWRITABLE] = "state-unwritable",
-};
-
-const char *ops_error_code_to_string(OpsErrorCode c) {
-        return c >= 0 && c < _OPS_ERROR_MAX ? error_names[c] : "failed";
-}
-
-int ops_fail(OpsStatus *st, OpsErrorCode code, int error, const char *format, ...) {
-        va_list ap;
-
-        st->code = code;
-        va_start(ap, format);
-        (void) vsnprintf(st->message, sizeof(st->message), format, ap);
-        va_end(ap);
-        return error < 0 ? error : -EPERM;
-}
 
 /* The errors the manager's and slots' own calls return, as the contract names them. */
 static int fail_errno(OpsStatus *st, int r, const char *what) {
@@ -56,42 +29,6 @@ static int fail_errno(OpsStatus *st, int r, const char *what) {
         }
 }
 
-int ops_check_admin(const OpsCaller *c, OpsStatus *st) {
-        if (c->admin)
-                return 0;
-        return ops_fail(st, OPS_ERROR_ACCESS_DENIED, -EPERM,
-                        "Managing slots needs root or membership of supervisor.admin_group");
-}
-
-/* A slot's own game server, or a manager: Hold, ReleaseHold, readiness, its payload. A
- * caller inside some slot acts on that slot only, whoever it runs as. */
-int ops_check_slot_caller(const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
-        if (c->slot_known && c->slot_id != OPS_NO_SLOT) {
-                if (c->slot_id == slot_id)
-                        return 0;
-                return ops_fail(st, OPS_ERROR_ACCESS_DENIED, -EPERM,
-                                "A game server may act on its own slot only: the caller is in "
-                                "slot %u, not %u", c->slot_id, slot_id);
-        }
-        if (c->admin)
-                return 0;
-        return ops_fail(st, OPS_ERROR_ACCESS_DENIED, -EPERM,
-                        "Acting on slot %u needs root, membership of supervisor.admin_group or "
-                        "being the slot's own game server", slot_id);
-}
-
-/* Allocation UUIDs and build configuration IDs end up in files, logs and cgroups'
- * neighbours: only the characters of the contract, and a bounded length. */
-int ops_check_id(const char *what, const char *s, bool empty_ok, OpsStatus *st) {
-        if (!s)
-                s = "";
-        if ((empty_ok && s[0] == '\0') || alloc_id_is_valid(s))
-                return 0;
-        return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, -EINVAL,
-                        "Invalid %s: 1 to %d characters of A-Z a-z 0-9 . _ : -", what,
-                        ALLOC_ID_MAX);
-}
-
 int ops_check_writable(Manager *m, OpsStatus *st) {
         int r = manager_state_admit(m);
 
@@ -102,7 +39,7 @@ int ops_check_writable(Manager *m, OpsStatus *st) {
                         m->config->state_dir, strerror(-r));
 }
 
-static int find_slot(Manager *m, unsigned slot_id, Slot **ret, OpsStatus *st) {
+int ops_find_slot(Manager *m, unsigned slot_id, Slot **ret, OpsStatus *st) {
         Slot *s = manager_get_slot(m, slot_id);
 
         if (!s)
@@ -172,11 +109,14 @@ static int allocate(Manager *m, const OpsCaller *c, const char *fleet, const Ops
                 return r;
         /* A retry of an allocation made before is answered, not refused: it is in effect. */
         s = manager_slot_by_uuid(m, a->uuid);
-        if ((!s || !streq_ptr(s->allocation_uuid, a->uuid)) && (r = ops_check_writable(m, st)) < 0)
-                return r;
+        if (!s || !streq_ptr(s->allocation_uuid, a->uuid)) {
+                if ((r = ops_check_writable(m, st)) < 0 ||
+                    (r = ops_check_draining(m->draining, a->draining_ok, "Allocate", st)) < 0)
+                        return r;
+        }
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
-        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, a->draining_ok, &s);
+        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, &s);
         if (r == -EINVAL) {
                 undo_payload(m, a);
                 return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
@@ -224,16 +164,16 @@ static int slot_allocate_op(Manager *m, const OpsCaller *c, unsigned slot_id,
         Slot *s = NULL, *other;
         int r;
 
-        if ((r = ops_check_admin(c, st)) < 0 || (r = find_slot(m, slot_id, &s, st)) < 0 ||
+        if ((r = ops_check_admin(c, st)) < 0 || (r = ops_find_slot(m, slot_id, &s, st)) < 0 ||
             (r = check_allocation(a, st)) < 0)
                 return r;
         other = manager_slot_by_uuid(m, a->uuid);
         if (other && other != s)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY,
                                 "%s is allocated or reserved on slot %u", a->uuid, other->id);
-        if (m->draining && !a->draining_ok && !streq_ptr(s->allocation_uuid, a->uuid))
-                return fail_errno(st, -EAGAIN, "Allocate");
-        if (!streq_ptr(s->allocation_uuid, a->uuid) && (r = ops_check_writable(m, st)) < 0)
+        if (!streq_ptr(s->allocation_uuid, a->uuid) &&
+            ((r = ops_check_draining(m->draining, a->draining_ok, "Allocate", st)) < 0 ||
+             (r = ops_check_writable(m, st)) < 0))
                 return r;
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
@@ -285,7 +225,7 @@ int ops_slot_deallocate(Manager *m, const OpsCaller *c, unsigned slot_id, OpsSta
         Slot *s = NULL;
         int r;
 
-        if ((r = ops_check_admin(c, st)) < 0 || (r = find_slot(m, slot_id, &s, st)) < 0)
+        if ((r = ops_check_admin(c, st)) < 0 || (r = ops_find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         if (s->allocation_uuid && (r = ops_check_writable(m, st)) < 0)
                 return r;
@@ -313,8 +253,11 @@ static int reserve(Manager *m, const OpsCaller *c, const char *fleet, const char
             (r = ops_check_id("reservation UUID", uuid, false, st)) < 0 ||
             (r = check_timeout("Reservation", timeout, &timeout, st)) < 0)
                 return r;
-        if (!manager_slot_by_uuid(m, uuid) && (r = ops_check_writable(m, st)) < 0)
-                return r; /* (a retry is answered: its reservation is in effect) */
+        /* A retry is answered: its reservation is in effect. */
+        if (!manager_slot_by_uuid(m, uuid) &&
+            ((r = ops_check_writable(m, st)) < 0 ||
+             (r = ops_check_draining(m->draining, false, "Reserve", st)) < 0))
+                return r;
         r = manager_reserve(m, fleet, uuid, timeout, ret);
         if (r == -EINVAL)
                 return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
@@ -353,16 +296,15 @@ static int slot_reserve_op(Manager *m, const OpsCaller *c, unsigned slot_id, use
         int r;
 
         if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_find_slot(m, slot_id, &s, st)) < 0 ||
             (r = check_timeout("Reservation", timeout, &timeout, st)) < 0)
                 return r;
         if (s->reservation_uuid) { /* a retry of the server's own request */
                 *ret = s;
                 return 0;
         }
-        if (m->draining)
-                return fail_errno(st, -EAGAIN, "Reserve");
-        if ((r = ops_check_writable(m, st)) < 0)
+        if ((r = ops_check_draining(m->draining, false, "Reserve", st)) < 0 ||
+            (r = ops_check_writable(m, st)) < 0)
                 return r;
         if ((r = new_uuid(uuid)) < 0)
                 return fail_errno(st, r, "Reserve");
@@ -390,7 +332,7 @@ int ops_slot_unreserve(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStat
         int r;
 
         if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = find_slot(m, slot_id, &s, st)) < 0)
+            (r = ops_find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         if (!s->reservation_uuid)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not reserved",
@@ -408,7 +350,7 @@ int ops_hold(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t timeout, u
         int r;
 
         if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_find_slot(m, slot_id, &s, st)) < 0 ||
             (r = check_timeout("Hold", timeout, &timeout, st)) < 0 ||
             (r = ops_check_writable(m, st)) < 0)
                 return r;
@@ -429,7 +371,7 @@ int ops_release_hold(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus
         int r;
 
         if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = find_slot(m, slot_id, &s, st)) < 0)
+            (r = ops_find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         if (s->hold_until == 0)
                 return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY, "Slot %u is not held", s->id);
@@ -446,7 +388,7 @@ int ops_hold_status(Manager *m, const OpsCaller *c, unsigned slot_id, usec_t *re
         int r;
 
         if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = find_slot(m, slot_id, &s, st)) < 0)
+            (r = ops_find_slot(m, slot_id, &s, st)) < 0)
                 return r;
         *ret_until = boottime_to_wall(s->hold_until);
         return 0;
@@ -458,7 +400,7 @@ int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *
         int r;
 
         if ((r = ops_check_slot_caller(c, slot_id, st)) < 0 ||
-            (r = find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_find_slot(m, slot_id, &s, st)) < 0 ||
             (r = ops_check_id("allocation UUID", uuid, false, st)) < 0)
                 return r;
         if (!streq_ptr(s->allocation_uuid, uuid))
@@ -472,7 +414,7 @@ int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *
                 return r;
         s->ready_for_players = ready;
         manager_slot_changed(m, s, true);
-        manager_bus_slot_properties(m, s, "ReadyForPlayers", NULL);
+        manager_hook(m, slot_changed, s, SLOT_CHANGE_READY_FOR_PLAYERS);
         return 0;
 }
 
@@ -498,5 +440,118 @@ int ops_payload(Manager *m, const OpsCaller *c, const char *uuid, const void **r
                 return ops_fail(st, OPS_ERROR_NO_SUCH_ALLOCATION, r,
                                 "Allocation '%s' has no payload, or its localproxy.payload_ttl "
                                 "has passed", uuid);
+        return 0;
+}
+
+int ops_token(Manager *m, const OpsCaller *c, char **ret, OpsStatus *st) {
+        unsigned server;
+        int r;
+
+        if ((r = ops_token_subject(c, &server, st)) < 0)
+                return r;
+        r = token_sign(&m->token_key, server, m->machine_id, now_usec(CLOCK_REALTIME) / USEC_PER_SEC,
+                       TOKEN_LIFETIME_SEC, ret);
+        if (r < 0)
+                return ops_fail(st, OPS_ERROR_FAILED, r, "Failed to sign a token");
+        return 0;
+}
+
+int ops_subscribe(Manager *m, const OpsCaller *c, unsigned slot_id, Slot **ret, OpsStatus *st) {
+        int r;
+
+        if ((r = ops_check_slot_caller(c, slot_id, st)) < 0)
+                return r;
+        return ops_find_slot(m, slot_id, ret, st);
+}
+
+int ops_set_draining(Manager *m, const OpsCaller *c, bool draining, OpsStatus *st) {
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0)
+                return r;
+        if (m->draining != draining && (r = ops_check_writable(m, st)) < 0)
+                return r;
+        return manager_set_draining(m, draining);
+}
+
+int ops_reload(Manager *m, const OpsCaller *c, OpsStatus *st) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0)
+                return r;
+        r = manager_reload(m, &why);
+        if (r < 0)
+                return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r,
+                                "Configuration refused, the running one stays: %s",
+                                why ?: strerror(-r));
+        return 0;
+}
+
+int ops_stop_all(Manager *m, const OpsCaller *c, OpsStatus *st) {
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0)
+                return r;
+        log_info("StopAll: stopping every slot");
+        manager_stop_all(m);
+        return 0;
+}
+
+/* The managing operations on one slot: the right, the slot; logged as the door asked. */
+static int managed_slot(Manager *m, const OpsCaller *c, unsigned slot_id, const char *what,
+                        Slot **ret, OpsStatus *st) {
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0 || (r = ops_find_slot(m, slot_id, ret, st)) < 0)
+                return r;
+        if (what)
+                log_slot_info(*ret, "%s requested over %s", what, c->door ?: "a door");
+        return 0;
+}
+
+int ops_slot_start(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s;
+        int r;
+
+        if ((r = managed_slot(m, c, slot_id, "Start", &s, st)) < 0)
+                return r;
+        r = slot_start(s);
+        if (r < 0)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r, "Slot %u cannot start while %s",
+                                s->id, process_state_to_string(s->process_state));
+        return 0;
+}
+
+int ops_slot_stop(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s;
+        int r;
+
+        if ((r = managed_slot(m, c, slot_id, "Stop", &s, st)) < 0)
+                return r;
+        (void) slot_stop(s);
+        return 0;
+}
+
+int ops_slot_restart(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s;
+        int r;
+
+        if ((r = managed_slot(m, c, slot_id, "Restart", &s, st)) < 0)
+                return r;
+        (void) slot_restart(s);
+        return 0;
+}
+
+int ops_slot_reset_failed(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s;
+        int r;
+
+        if ((r = managed_slot(m, c, slot_id, NULL, &s, st)) < 0)
+                return r;
+        r = slot_reset_failed(s);
+        if (r < 0)
+                return ops_fail(st, OPS_ERROR_INVALID_STATE, r, "Slot %u is %s, not failed", s->id,
+                                process_state_to_string(s->process_state));
         return 0;
 }

@@ -6,6 +6,7 @@
 #include "macro.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "time-util.h"
 
@@ -25,6 +26,7 @@ typedef struct OpsCaller {
         bool admin;              /* root or a member of supervisor.admin_group */
         unsigned slot_id;        /* the slot whose cgroup the caller runs in, or OPS_NO_SLOT */
         bool slot_known;         /* slot_id was looked up (the D-Bus door does it lazily) */
+        const char *door;        /* "D-Bus", …: for the log lines of managing operations */
 } OpsCaller;
 
 typedef enum OpsErrorCode {
@@ -88,10 +90,39 @@ int ops_set_ready(Manager *m, const OpsCaller *c, unsigned slot_id, const char *
 /* The payload given with an allocation; *ret borrows the slot's copy. */
 int ops_payload(Manager *m, const OpsCaller *c, const char *uuid, const void **ret,
                 size_t *ret_size, OpsStatus *st);
+/* The local proxy's token (token.h): a slot's server gets one for its slot, a manager one
+ * for the machine (server 0); *ret is the token, to free. */
+int ops_token(Manager *m, const OpsCaller *c, char **ret, OpsStatus *st);
+/* A subscription to a slot's allocation events: its own server or a manager; *ret the slot. */
+int ops_subscribe(Manager *m, const OpsCaller *c, unsigned slot_id, Slot **ret, OpsStatus *st);
+/* The slot of an ID, for anyone (GetSlot). */
+int ops_find_slot(Manager *m, unsigned slot_id, Slot **ret, OpsStatus *st);
+
+/* Managing operations: root or supervisor.admin_group only. Start refuses while the slot's
+ * process cannot start, ResetFailed while it is not failed (InvalidState); Stop and Restart
+ * do what the slot's state allows. */
+int ops_set_draining(Manager *m, const OpsCaller *c, bool draining, OpsStatus *st);
+int ops_reload(Manager *m, const OpsCaller *c, OpsStatus *st);
+int ops_stop_all(Manager *m, const OpsCaller *c, OpsStatus *st);
+int ops_slot_start(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
+int ops_slot_stop(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
+int ops_slot_restart(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
+int ops_slot_reset_failed(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
+
+/* The rules without state (ops-rules.c, pure). */
+/* Root, or a member of supervisor.admin_group among 'gids' (the caller's groups). */
+bool ops_is_admin(uid_t uid, const gid_t *gids, size_t n_gids, bool has_admin_gid,
+                  gid_t admin_gid);
 /* Managing methods with no arguments of their own: Stop, Start, … need only the right. */
 int ops_check_admin(const OpsCaller *c, OpsStatus *st);
 int ops_check_slot_caller(const OpsCaller *c, unsigned slot_id, OpsStatus *st);
 int ops_check_id(const char *what, const char *s, bool empty_ok, OpsStatus *st);
+/* New allocations and reservations ('what': "Allocate", "Reserve") while the machine is
+ * draining: refused (Draining), unless draining_ok (a fleet allocator's last resort, SPEC
+ * §8). A retry of one in effect is no new one: the caller does not ask. */
+int ops_check_draining(bool draining, bool draining_ok, const char *what, OpsStatus *st);
+/* Whom a token of the caller names: its own slot, or the machine (0) for a manager. */
+int ops_token_subject(const OpsCaller *c, unsigned *ret_server, OpsStatus *st);
 /* Before a change is applied: can state_dir make it durable? Else StateUnwritable, saying
  * why (the host fault state_dir, SPEC §12). Changes that slotd makes by itself and reads
  * need no such check. */

@@ -16,6 +16,7 @@
 #define TOKEN_SIZE_MAX 4096 /* longer tokens are refused by token_verify() */
 #define TOKEN_ISSUER "slotd"
 #define TOKEN_AUDIENCE "multiplay-local-proxy"
+#define TOKEN_LIFETIME_SEC 300 /* what the local proxy hands out (ops_token()) */
 
 typedef struct TokenKey {
         uint8_t bytes[TOKEN_KEY_SIZE];

@@ -8,7 +8,7 @@
 
 #include "hashmap.h"
 #include "ops.h"
-#include "proxy.h"
+#include "proxy-door.h"
 #include "ratelimit.h"
 #include "time-util.h"
 

@@ -13,8 +13,6 @@
 #include "proxy-internal.h"
 #include "token.h"
 
-#define TOKEN_LIFETIME_SEC 300
-
 typedef struct PendingReply {
         Proxy *proxy;
         uint64_t generation;
@@ -183,18 +181,9 @@ static void op_payload(Request *q, OpsStatus *st) {
 static void op_token(Request *q, OpsStatus *st) {
         _cleanup_(json_decrefp) json_t *result = NULL;
         _cleanup_free_ char *token = NULL;
-        unsigned server = q->caller.slot_id;
-        int r;
 
-        if (server == OPS_NO_SLOT && ops_check_admin(&q->caller, st) < 0)
+        if (ops_token(q->manager, &q->caller, &token, st) < 0)
                 return;
-        r = token_sign(&q->manager->token_key, server == OPS_NO_SLOT ? 0 : server,
-                       q->manager->machine_id, now_usec(CLOCK_REALTIME) / USEC_PER_SEC,
-                       TOKEN_LIFETIME_SEC, &token);
-        if (r < 0) {
-                (void) ops_fail(st, OPS_ERROR_FAILED, r, "Failed to sign a token");
-                return;
-        }
         result = json_pack("{s:s}", "token", token);
         send_result(q->proxy, q->id, result);
 }
@@ -206,13 +195,8 @@ static void op_subscribe(Request *q, OpsStatus *st) {
         AllocEvent e;
         Slot *s;
 
-        if (ops_check_slot_caller(&q->caller, q->server, st) < 0)
+        if (ops_subscribe(q->manager, &q->caller, q->server, &s, st) < 0)
                 return;
-        s = manager_get_slot(q->manager, q->server);
-        if (!s) {
-                (void) ops_fail(st, OPS_ERROR_NO_SUCH_SLOT, -ENOENT, "No slot %u", q->server);
-                return;
-        }
         (void) snprintf(epoch, sizeof(epoch), "%" PRIx64, q->manager->epoch);
         if (manager_last_event(q->manager, s, &e)) {
                 alloc_event_id(q->manager->epoch, s->id, e.offset, event_id);
@@ -264,7 +248,7 @@ void proxy_handle_request(Proxy *p, json_t *msg) {
         }
         /* Unknown connection: nobody we can vouch for. */
         q.caller = (OpsCaller){ .slot_known = true, .slot_id = c ? c->slot_id : OPS_NO_SLOT,
-                                .admin = c && c->admin };
+                                .admin = c && c->admin, .door = "the local proxy" };
         if (json_is_integer(server) && json_integer_value(server) >= 0 &&
             json_integer_value(server) < UINT32_MAX)
                 q.server = (unsigned) json_integer_value(server);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* slotd's side of the local proxy: its sockets, its process, its channel (proxy.h). */
+/* slotd's side of the local proxy: its sockets, its process, its channel (proxy-door.h). */
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <grp.h>
@@ -80,18 +80,16 @@ static bool uid_is_admin(Manager *m, uid_t uid) {
         int n = (int) ELEMENTSOF(groups);
         char buf[4096];
 
-        if (uid == 0)
+        /* The groups are looked up only when they can matter. */
+        if (ops_is_admin(uid, NULL, 0, m->config_has_admin_gid, m->config_admin_gid))
                 return true;
-        if (!m->config_has_admin_gid)
+        if (uid == 0 || !m->config_has_admin_gid)
                 return false;
         if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
                 return false;
         if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
                 return false;
-        for (int i = 0; i < n; i++)
-                if (groups[i] == m->config_admin_gid)
-                        return true;
-        return false;
+        return ops_is_admin(uid, groups, (size_t) n, m->config_has_admin_gid, m->config_admin_gid);
 }
 
 void proxy_conn_unavailable_message(const ProxyConn *c, char *buf, size_t size) {
@@ -261,6 +259,11 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
         log_warning("Local proxy: event %s of slot %u not delivered; restarting the proxy so "
                     "that its clients recover it", event_id, e->slot_id);
         (void) kill(p->pid, SIGKILL);
+}
+
+void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata) {
+        if (m->proxy)
+                proxy_send_event(m->proxy, e);
 }
 
 int proxy_new(Manager *m, Proxy **ret) {

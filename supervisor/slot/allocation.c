@@ -119,10 +119,3 @@ bool ttl_deprovisionable(usec_t idle_since, usec_t idle_ttl, usec_t hold_until, 
         return false;
 }
 
-bool alloc_id_is_valid(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > ALLOC_ID_MAX)
-                return false;
-        return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
-}

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "alloc-id.h" /* alloc_id_is_valid(), ALLOC_ID_MAX */
 #include "time-util.h"
 
 /* The allocation side of slots as pure rules (SPEC §5, §7): what State a slot shows, which
@@ -95,7 +96,3 @@ bool hold_allowed(SlotState s);
  * *ret_next when that could next change (USEC_INFINITY if never without another event). */
 bool ttl_deprovisionable(usec_t idle_since, usec_t idle_ttl, usec_t hold_until, usec_t now,
                          usec_t *ret_next);
-
-/* Allocation UUIDs and build configuration IDs: 1..128 of [A-Za-z0-9._:-]. */
-#define ALLOC_ID_MAX 128
-bool alloc_id_is_valid(const char *s);

@@ -59,7 +59,7 @@ _printf_(3, 4) static void slot_strike(Slot *s, CheckKind k, const char *format,
         log_slot_warning(s, "Check %s failed: %s (strike %u of %u within checks.window)",
                          check_kind_to_string(k), why, v.strikes, f->strikes);
         slot_hook_misbehaved(s, k, v.strikes);
-        slot_properties_changed(s, "Strikes", NULL);
+        slot_details_changed(s, SLOT_CHANGE_STRIKES);
         if (!v.act || s->pending_cause != FAILURE_NONE || s->main_pid == 0)
                 return;
         /* Its keeper restarted it just now: the server judged here has ended. */
@@ -247,7 +247,7 @@ _printf_(4, 5) static void slot_check_error(Slot *s, CheckKind k, int error, con
         va_end(ap);
         if (!streq_ptr(s->last_check_error, message) &&
             free_and_strdup(&s->last_check_error, message) >= 0)
-                slot_properties_changed(s, "LastCheckError", NULL);
+                slot_details_changed(s, SLOT_CHANGE_CHECK_ERROR);
         if (s->check_error == error && s->check_error_kind == k)
                 return;
         if (s->check_error != 0)
@@ -274,7 +274,7 @@ static void slot_check_made(Slot *s, CheckKind k) {
                 return;
         slot_check_error_untell(s);
         s->last_check_error = mfree(s->last_check_error);
-        slot_properties_changed(s, "LastCheckError", NULL);
+        slot_details_changed(s, SLOT_CHANGE_CHECK_ERROR);
 }
 
 /* ---- Query probes ---- */
@@ -312,8 +312,7 @@ static void slot_probe_answered(Slot *s, const ProbeResult *info) {
                 return;
         }
         *s->query = answer;
-        slot_properties_changed(s, "QueryPlayers", "QueryMaxPlayers", "QueryMap", "QueryName",
-                                NULL);
+        slot_details_changed(s, SLOT_CHANGE_QUERY);
 }
 
 static void slot_on_probe_done(Probe *p, int result, const ProbeResult *info, void *userdata) {

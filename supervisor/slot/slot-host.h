@@ -16,8 +16,14 @@ typedef struct Fleet Fleet;
 #define HELD_HEARTBEAT_WAITING _CHECK_KIND_MAX
 #define HELD_LISTS (_CHECK_KIND_MAX + 1)
 
-/* The most property names one SlotHooks.properties_changed() call carries. */
-#define SLOT_PROPERTIES_MAX 4
+/* What changed of a slot besides its state (SlotHooks.details_changed(), a mask). */
+typedef enum SlotChange {
+        SLOT_CHANGE_READY_FOR_PLAYERS = 1u << 0, /* s->ready_for_players */
+        SLOT_CHANGE_STATUS            = 1u << 1, /* s->status, from the server's STATUS= */
+        SLOT_CHANGE_STRIKES           = 1u << 2, /* the strikes within checks.window */
+        SLOT_CHANGE_CHECK_ERROR       = 1u << 3, /* s->last_check_error */
+        SLOT_CHANGE_QUERY             = 1u << 4, /* s->query, the query's last answer */
+} SlotChange;
 
 /* What a slot tells the one above it (the manager): slots call these, never the manager's
  * functions, so that arrows point down. 'userdata' is SlotHost.userdata. */
@@ -33,10 +39,8 @@ typedef struct SlotHooks {
         void (*retire)(Slot *s, void *userdata);
         /* The server crashed (exit_code, exit_signal say how); 'reason' the cause, or "". */
         void (*crashed)(Slot *s, const char *reason, void *userdata);
-        /* These properties changed, no others: names holds SLOT_PROPERTIES_MAX entries, the
-         * ones after the last name NULL. */
-        void (*properties_changed)(Slot *s, const char *const names[SLOT_PROPERTIES_MAX + 1],
-                                   void *userdata);
+        /* These details changed (a SlotChange mask), nothing else of the slot. */
+        void (*details_changed)(Slot *s, unsigned changes, void *userdata);
         /* A check failed: its strikes within checks.window, this one included. */
         void (*misbehaved)(Slot *s, CheckKind check, unsigned strikes, void *userdata);
         /* A check of the slot could not be made, for a reason of the host (error, a negative

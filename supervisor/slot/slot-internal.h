@@ -17,9 +17,8 @@ int slot_write_server_json_as(Slot *s, const char *uuid, const char *build_confi
 int slot_setup_home(Slot *s);
 /* Before each start: the cgroup exists (made anew if it was removed) and holds the limits. */
 int slot_prepare_cgroup(Slot *s);
-/* Tells the host that these properties, and no others, changed (at most
- * SLOT_PROPERTIES_MAX, then NULL). */
-void slot_properties_changed(Slot *s, const char *property, ...) _sentinel_;
+/* Tells the host that these details (a SlotChange mask), and nothing else, changed. */
+void slot_details_changed(Slot *s, unsigned changes);
 
 /* slot-process.c: the process and the state machine. */
 void slot_dispatch(Slot *s, SlotEvent event);

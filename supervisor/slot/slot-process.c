@@ -544,7 +544,7 @@ void slot_handle_notify(Slot *s, const char *buf, size_t size) {
         /* Heartbeats arrive all the time: only what changed is announced. */
         if (msg.has_status && !streq_ptr(s->status, msg.status)) {
                 (void) free_and_strdup(&s->status, msg.status);
-                slot_properties_changed(s, "Status", NULL);
+                slot_details_changed(s, SLOT_CHANGE_STATUS);
         }
         if (msg.watchdog)
                 slot_checks_watchdog(s);

@@ -5,7 +5,6 @@
  * slot-alloc.c's, checks slot-checks.c's. */
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "cgroup.h"
@@ -109,7 +108,6 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->notify_source);
         safe_close(s->notify_fd);
         free(s->notify_path);
-        free(s->object_path);
         free(s->cgroup_path);
         free(s->home);
         free(s->log_dir);
@@ -477,14 +475,6 @@ pid_t slot_server_pid(Slot *s) {
         return s->server_pid;
 }
 
-void slot_properties_changed(Slot *s, const char *property, ...) {
-        const char *names[SLOT_PROPERTIES_MAX + 1] = {};
-        size_t n = 0;
-        va_list ap;
-
-        va_start(ap, property);
-        for (const char *p = property; p && n < SLOT_PROPERTIES_MAX; p = va_arg(ap, const char *))
-                names[n++] = p;
-        va_end(ap);
-        s->host->hooks->properties_changed(s, names, s->host->userdata);
+void slot_details_changed(Slot *s, unsigned changes) {
+        s->host->hooks->details_changed(s, changes, s->host->userdata);
 }

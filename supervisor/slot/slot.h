@@ -8,12 +8,12 @@
 #include "allocation.h"
 #include "cgroup.h"
 #include "checks.h"
-#include "metrics.h"
 #include "probe.h"
 #include "config.h"
 #include "ratelimit.h"
 #include "slot-fsm.h"
 #include "slot-host.h"
+#include "slot-metrics.h"
 #include "state-file.h"
 #include "time-util.h"
 #include "window.h"
@@ -43,7 +43,6 @@ typedef struct Slot {
         unsigned index;           /* within the fleet: ports are base + index */
         char id_string[12];
 
-        char *object_path;
         char *cgroup_path;        /* absolute */
         char *home;
         char *log_dir;

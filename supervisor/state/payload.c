@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "allocation.h"
+#include "alloc-id.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"

@@ -28,7 +28,7 @@ typedef struct ServerJson {
         size_t reserve;
 } ServerJson;
 
-/* The longest allocation UUID (allocation.h, ALLOC_ID_MAX): the room every write keeps. */
+/* The longest allocation UUID (alloc-id.h, ALLOC_ID_MAX): the room every write keeps. */
 #define SERVER_JSON_UUID_MAX 128
 
 /* Formats with jansson; returns the length and the text in *ret (free it), or -ENOMEM. Pure. */

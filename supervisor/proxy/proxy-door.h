@@ -22,6 +22,8 @@ typedef struct Proxy Proxy;
 int proxy_new(Manager *m, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
 void proxy_send_event(Proxy *p, const AllocEvent *e);
+/* Its ManagerHooks.event (manager-hooks.h): the event to the proxy of m->proxy, if it runs. */
+void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata);
 
 /* proxy-metrics.c: the proxy's scrape of metrics.listen, answered with the text (ipc.h). */
 void proxy_handle_metrics(Proxy *p, json_t *request);
