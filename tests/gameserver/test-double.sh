@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The test double fails where Unity's Go SDK v0.5.4 fails (README.md, "What the SDK mode
-# mimics"): slotd-test-server alone, no slotd, no root.
+# The test double fails where Unity's Go SDK v0.5.4 fails (tests/gameserver/README.md, "What
+# the SDK mode mimics"): slotd-test-server alone, no slotd, no root.
 #  1. server.json at start: what the SDK's decoding refuses stops the double with the SDK's
 #     message and exit status, what it takes the double takes;
 #  2. server.json changed under a running server: refused, it keeps what it had; empty, it
