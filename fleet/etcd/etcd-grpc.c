@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd's gRPC KV messages (etcd-grpc.h): etcd.h's structs to protobuf-c's and back. */
+/* etcd's gRPC messages (etcd-grpc.h): etcd.h's structs to protobuf-c's and back. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,6 +394,33 @@ int etcd_grpc_watch_create(const char *key, const char *range_end, int64_t start
         c.start_revision = start_revision;
         m.request_union_case = ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST;
         m.create_request = &c;
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_lease_grant(int64_t ttl_sec, EtcdBytes *ret) {
+        Etcdserverpb__LeaseGrantRequest m = ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
+
+        if (ttl_sec <= 0)
+                return -EINVAL;
+        m.ttl = ttl_sec; /* ID 0: etcd picks one */
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_lease_keepalive(int64_t lease_id, EtcdBytes *ret) {
+        Etcdserverpb__LeaseKeepAliveRequest m = ETCDSERVERPB__LEASE_KEEP_ALIVE_REQUEST__INIT;
+
+        if (lease_id <= 0)
+                return -EINVAL;
+        m.id = lease_id;
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret) {
+        Etcdserverpb__LeaseRevokeRequest m = ETCDSERVERPB__LEASE_REVOKE_REQUEST__INIT;
+
+        if (lease_id <= 0)
+                return -EINVAL;
+        m.id = lease_id;
         return pack(&m.base, true, ret);
 }
 

@@ -32,7 +32,8 @@ typedef struct EtcdBytes {
         size_t size;
 } EtcdBytes;
 
-/* The gRPC path of a KV kind ("/etcdserverpb.KV/Txn", ...); NULL for another kind. */
+/* The gRPC path of a kind ("/etcdserverpb.KV/Txn", "/etcdserverpb.Lease/LeaseGrant", ...);
+ * NULL for another. */
 const char *etcd_grpc_path(EtcdAnswerKind kind);
 
 /* Request bodies (prefixed): 0, or -ENOMEM / -EINVAL (a NULL or empty key, a negative lease
@@ -43,6 +44,12 @@ int etcd_grpc_put(const char *key, const char *value, int64_t lease, EtcdBytes *
 int etcd_grpc_delete(const char *key, const char *range_end, EtcdBytes *ret);
 int etcd_grpc_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
                   size_t n_success, const EtcdOp *failure, size_t n_failure, EtcdBytes *ret);
+/* The Lease service's requests (prefixed): a grant of ttl_sec seconds (etcd picks the ID), a
+ * keepalive (one message of LeaseKeepAlive's stream, which the call then half-closes) and a
+ * revoke of lease_id; 0, or -EINVAL (a TTL or ID <= 0) / -ENOMEM. */
+int etcd_grpc_lease_grant(int64_t ttl_sec, EtcdBytes *ret);
+int etcd_grpc_lease_keepalive(int64_t lease_id, EtcdBytes *ret);
+int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret);
 /* One op of a txn's branch, encoded as a RequestOp (not prefixed), and a txn without compares
  * whose success ops are ops made so (prefixed): the pieces of a group commit. */
 int etcd_grpc_op(const EtcdOp *op, EtcdBytes *ret);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The etcd client (etcd.h). The KV calls (range, put, delete, txn) and the watches
  * (etcd-watch.c) are etcd's gRPC (etcd-grpc.h) on one HTTP/2 connection per endpoint
- * (etcd-h2.c, nghttp2) when every endpoint is http:// with a numeric address; otherwise, and
- * always for leases, the JSON gateway (etcd-json.h) through libcurl's multi interface on
+ * (etcd-h2.c, nghttp2), the leases too, when every endpoint is http:// with a numeric
+ * address; otherwise the JSON gateway (etcd-json.h) through libcurl's multi interface on
  * sd-event: one easy handle per request or watch, the multi handle's connection cache keeping
  * the HTTP/1.1 connections alive between requests. No user callback ever runs inside a libcurl or nghttp2 callback: those
  * only collect bytes, and the answers are dispatched from the loop afterwards, so a callback
@@ -631,7 +631,7 @@ Etcd *etcd_free(Etcd *e) {
 
 /* ---- the calls ---- */
 
-/* The KV calls: gRPC's when the Etcd has its connections, else the gateway's JSON. */
+/* The KV and lease calls: gRPC's when the Etcd has its connections, else the gateway's JSON. */
 static int kv_submit(Etcd *e, EtcdAnswerKind kind, int r, EtcdBytes pb, char *json,
                      bool repeatable, etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
         EtcdBytes body = e && e->h2 ? pb : (EtcdBytes) { .data = (uint8_t *) json,
@@ -704,34 +704,29 @@ int etcd_txn_body(Etcd *e, EtcdBytes *body, bool read_only, etcd_callback_t cb, 
                               userdata, ret);
 }
 
-/* A JSON body of the gateway, as request_submit takes it. */
-static EtcdBytes json_body(char *body) {
-        return (EtcdBytes) { .data = (uint8_t *) body, .size = body ? strlen(body) : 0 };
-}
-
 int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
                      EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_lease_grant(ttl_sec, &body);
-        return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_GRANT, json_body(body), false, false,
-                                      cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e) ? etcd_grpc_lease_grant(ttl_sec, &pb)
+                                    : etcd_json_lease_grant(ttl_sec, &json);
+        return kv_submit(e, ETCD_ANSWER_LEASE_GRANT, r, pb, json, false, cb, userdata, ret);
 }
 
 int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                          EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_lease_id(lease_id, &body);
-        return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, json_body(body), false,
-                                      true, cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e) ? etcd_grpc_lease_keepalive(lease_id, &pb)
+                                    : etcd_json_lease_id(lease_id, &json);
+        return kv_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, r, pb, json, true, cb, userdata, ret);
 }
 
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                       EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_lease_id(lease_id, &body);
-        return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, json_body(body), false, false,
-                                      cb, userdata, ret);
+        EtcdBytes pb = {};
+        char *json = NULL;
+        int r = etcd_speaks_grpc(e) ? etcd_grpc_lease_revoke(lease_id, &pb)
+                                    : etcd_json_lease_id(lease_id, &json);
+        return kv_submit(e, ETCD_ANSWER_LEASE_REVOKE, r, pb, json, false, cb, userdata, ret);
 }

@@ -444,9 +444,8 @@ static void test_decode_status(_unused_ void **state) {
         assert_null(strchr(a.message, '\n'));
         assert_non_null(strstr(a.message, "bad?line"));
         etcd_answer_done(&a);
-        /* a kind that is not the KV service's */
-        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_LEASE_GRANT, 200, "0", NULL, NULL, 0,
-                                                &a),
+        /* a kind that is no call of ours */
+        assert_int_equal(etcd_grpc_answer_parse(_ETCD_ANSWER_MAX, 200, "0", NULL, NULL, 0, &a),
                          -EINVAL);
         assert_int_equal(a.response.error, -EINVAL);
         etcd_answer_done(&a);
