@@ -17,6 +17,7 @@
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
+#include "etcd-tls.h"
 #include "list.h"
 #include "macro.h"
 
@@ -44,6 +45,7 @@
 typedef enum H2State {
         H2_DOWN,
         H2_CONNECTING,
+        H2_HANDSHAKE, /* TLS's */
         H2_UP,
 } H2State;
 
@@ -87,6 +89,13 @@ struct EtcdH2 {
         struct sockaddr_storage addr;
         socklen_t addr_len;
         char authority[INET6_ADDRSTRLEN + 16];
+        /* https://: the host to verify etcd's certificate against, the files of the
+         * credentials (loaded when first needed, then kept), the connection's session */
+        bool tls;
+        char host[254];
+        char *ca_file, *cert_file, *key_file;
+        gnutls_certificate_credentials_t creds;
+        gnutls_session_t tls_session;
         H2State state;
         int fd;
         sd_event_source *io;
@@ -203,7 +212,7 @@ static int call_submit(EtcdH2Call *c) {
          * off from the quorum does not leave it silent. */
         const nghttp2_nv nva[] = {
                 NV(":method", "POST"),
-                NV(":scheme", "http"),
+                NV(":scheme", h->tls ? "https" : "http"),
                 NV(":authority", h->authority),
                 NV(":path", c->path),
                 NV("content-type", "application/grpc"),
@@ -351,7 +360,9 @@ static int on_stream_close(nghttp2_session *session, int32_t stream, uint32_t er
 static void h2_update_events(EtcdH2 *h) {
         uint32_t events = EPOLLIN;
 
-        if (h->state == H2_CONNECTING || h->out_offset < h->out_size ||
+        if (h->state == H2_HANDSHAKE)
+                events = gnutls_record_get_direction(h->tls_session) ? EPOLLOUT : EPOLLIN;
+        else if (h->state == H2_CONNECTING || h->out_offset < h->out_size ||
             (h->session && nghttp2_session_want_write(h->session)))
                 events |= EPOLLOUT;
         (void) sd_event_source_set_io_events(h->io, events);
@@ -362,7 +373,7 @@ static int h2_connect(EtcdH2 *h);
 /* When on_h2_timer must look next: connecting's deadline; a PING's; or H2_PING_INTERVAL after
  * the last sign of life. */
 static usec_t h2_deadline(const EtcdH2 *h) {
-        if (h->state == H2_CONNECTING)
+        if (h->state == H2_CONNECTING || h->state == H2_HANDSHAKE)
                 return h->connecting_since + H2_CONNECT_TIMEOUT;
         if (h->ping_out)
                 return h->ping_sent + H2_PING_TIMEOUT;
@@ -398,6 +409,9 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         if (h->session)
                 nghttp2_session_del(h->session);
         h->session = NULL;
+        if (h->tls_session)
+                gnutls_deinit(h->tls_session);
+        h->tls_session = NULL;
         h->io = sd_event_source_disable_unref(h->io);
         h->fd = safe_close(h->fd);
         h->out = mfree(h->out);
@@ -416,6 +430,49 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
                 }
 }
 
+/* Bytes to etcd, through TLS for https://: how many were taken, -EAGAIN (none: the socket
+ * is full; TLS then wants the same bytes again), or another negative errno with *why (to
+ * free; NULL: errno's words). A TLS record counts once gnutls sent it whole: etcd cannot read
+ * a part of one, so a call whose record did not all leave was never read. */
+static ssize_t h2_send(EtcdH2 *h, const uint8_t *data, size_t size, char **why) {
+        ssize_t w;
+
+        if (h->tls_session) {
+                w = gnutls_record_send(h->tls_session, data, size);
+                if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
+                        return -EAGAIN;
+                if (w < 0)
+                        *why = etcd_tls_error(h->tls_session, (int) w);
+                return w < 0 ? -EIO : w;
+        }
+        /* MSG_NOSIGNAL: a connection etcd reset is an error here, not the SIGPIPE that would
+         * end the process (the registry keeps the signal's default) */
+        w = send(h->fd, data, size, MSG_NOSIGNAL);
+        if (w < 0)
+                return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+        return w;
+}
+
+/* Bytes from etcd, as h2_send: how many, 0 at the end, -EAGAIN, or an error with *why. */
+static ssize_t h2_recv(EtcdH2 *h, uint8_t *buf, size_t size, char **why) {
+        ssize_t n;
+
+        if (h->tls_session) {
+                n = gnutls_record_recv(h->tls_session, buf, size);
+                if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+                        return -EAGAIN;
+                if (n == GNUTLS_E_PREMATURE_TERMINATION)
+                        return 0; /* closed without TLS's close_notify: closed all the same */
+                if (n < 0)
+                        *why = etcd_tls_error(h->tls_session, (int) n);
+                return n < 0 ? -EIO : n;
+        }
+        n = read(h->fd, buf, size);
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+        return n;
+}
+
 /* Writes what nghttp2 has to send until the socket takes no more. */
 static void h2_flush(EtcdH2 *h) {
         for (;;) {
@@ -423,15 +480,14 @@ static void h2_flush(EtcdH2 *h) {
                 ssize_t n, w;
 
                 if (h->out_offset < h->out_size) {
-                        /* MSG_NOSIGNAL: a connection etcd reset is an error here, not
-                         * the SIGPIPE that would end the process (the registry keeps the
-                         * signal's default) */
-                        w = send(h->fd, h->out + h->out_offset, h->out_size - h->out_offset,
-                                 MSG_NOSIGNAL);
-                        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+                        _cleanup_free_ char *why = NULL;
+
+                        w = h2_send(h, h->out + h->out_offset, h->out_size - h->out_offset,
+                                    &why);
+                        if (w == -EAGAIN)
                                 break;
                         if (w < 0) {
-                                h2_down(h, -ECONNREFUSED, "writing to etcd failed");
+                                h2_down(h, -ECONNREFUSED, why ?: "writing to etcd failed");
                                 return;
                         }
                         h->out_offset += (size_t) w;
@@ -517,12 +573,14 @@ static void h2_read(EtcdH2 *h) {
         bool got = false;
 
         for (;;) {
-                ssize_t n = read(h->fd, buf, sizeof(buf)), m;
+                _cleanup_free_ char *why = NULL;
+                ssize_t n = h2_recv(h, buf, sizeof(buf), &why), m;
 
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                if (n == -EAGAIN)
                         break;
                 if (n <= 0) {
                         h2_down(h, -ECONNREFUSED, n == 0 ? "etcd closed the connection"
+                                                  : why  ? why
                                                          : "reading from etcd failed");
                         return;
                 }
@@ -559,8 +617,10 @@ static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* -ECONNREFUSED, not -ETIMEDOUT, for the calls that sent nothing (the sent ones end
          * -ECONNRESET): as for any connection lost before they left, they may go to another
          * endpoint (etcd.c fails over on those two errors only). */
-        if (h->state == H2_CONNECTING) {
-                h2_down(h, -ECONNREFUSED, "connecting: no answer within 5 s");
+        if (h->state == H2_CONNECTING || h->state == H2_HANDSHAKE) {
+                h2_down(h, -ECONNREFUSED, h->state == H2_CONNECTING
+                                                  ? "connecting: no answer within 5 s"
+                                                  : "TLS: no handshake within 5 s");
                 return 0;
         }
         if (h->ping_out) {
@@ -580,6 +640,38 @@ static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static void h2_dispatch(EtcdH2 *h);
 
+/* A step of TLS's handshake: on to HTTP/2 once it is done; the calls end with -EIO when it
+ * fails (nothing of theirs was sent: they may go to another endpoint). */
+static void h2_tls_step(EtcdH2 *h) {
+        _cleanup_free_ char *why = NULL;
+        int r = etcd_tls_handshake(h->tls_session, &why);
+
+        if (r < 0)
+                h2_down(h, r, why ?: "TLS: the handshake failed");
+        else if (r > 0)
+                h2_up(h);
+        else
+                h2_update_events(h);
+}
+
+/* Connected: TLS's handshake starts, with the credentials loaded the first time. */
+static void h2_tls_start(EtcdH2 *h) {
+        _cleanup_free_ char *why = NULL;
+        int r = 0;
+
+        if (!h->creds)
+                r = etcd_tls_credentials_new(&h->creds, h->ca_file, h->cert_file, h->key_file,
+                                             &why);
+        if (r >= 0)
+                r = etcd_tls_session_new(&h->tls_session, h->creds, h->fd, h->host);
+        if (r < 0) {
+                h2_down(h, r, why ?: "TLS: out of memory");
+                return;
+        }
+        h->state = H2_HANDSHAKE;
+        h2_tls_step(h);
+}
+
 static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         EtcdH2 *h = userdata;
 
@@ -593,8 +685,14 @@ static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         char why[128];
                         (void) snprintf(why, sizeof(why), "connecting: %s", strerror(error));
                         h2_down(h, -ECONNREFUSED, why);
-                } else if (revents & EPOLLOUT)
+                } else if ((revents & EPOLLOUT) && h->tls)
+                        h2_tls_start(h);
+                else if (revents & EPOLLOUT)
                         h2_up(h);
+                return 0;
+        }
+        if (h->state == H2_HANDSHAKE) {
+                h2_tls_step(h);
                 return 0;
         }
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
@@ -794,7 +892,7 @@ void etcd_h2_call_cancel(EtcdH2Call *c) {
         call_free(c);
 }
 
-int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
+int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url, const EtcdConfig *tls) {
         EtcdH2 *h = new0(EtcdH2, 1);
         EndpointURL u;
         int r;
@@ -803,8 +901,14 @@ int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
                 return -ENOMEM;
         *h = (EtcdH2) { .n_ref = 1, .fd = -EBADF, .event = sd_event_ref(event) };
         r = endpoint_url_parse(url, &u);
-        if (r >= 0 && u.tls)
-                r = -EINVAL;
+        if (r >= 0 && u.tls) {
+                h->tls = true;
+                memcpy(h->host, u.host, sizeof(h->host));
+                if ((tls->ca_file && !(h->ca_file = strdup(tls->ca_file))) ||
+                    (tls->cert_file && !(h->cert_file = strdup(tls->cert_file))) ||
+                    (tls->key_file && !(h->key_file = strdup(tls->key_file))))
+                        r = -ENOMEM;
+        }
         if (r >= 0)
                 r = endpoint_url_sockaddr(&u, &h->addr, &h->addr_len);
         if (r >= 0)
@@ -834,6 +938,13 @@ static EtcdH2 *h2_unref(EtcdH2 *h) {
                 return NULL;
         if (h->session)
                 nghttp2_session_del(h->session);
+        if (h->tls_session)
+                gnutls_deinit(h->tls_session);
+        if (h->creds)
+                gnutls_certificate_free_credentials(h->creds);
+        free(h->ca_file);
+        free(h->cert_file);
+        free(h->key_file);
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->dispatch);
         sd_event_source_disable_unref(h->timer);

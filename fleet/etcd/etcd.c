@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The etcd client (etcd.h). The KV calls (range, put, delete, txn) and the watches
  * (etcd-watch.c) are etcd's gRPC (etcd-grpc.h) on one HTTP/2 connection per endpoint
- * (etcd-h2.c, nghttp2), the leases too, when every endpoint is http:// with a numeric
- * address; otherwise the JSON gateway (etcd-json.h) through libcurl's multi interface on
+ * (etcd-h2.c, nghttp2; TLS on gnutls for https://), the leases too, when every endpoint has a
+ * numeric address; otherwise the JSON gateway (etcd-json.h) through libcurl's multi interface on
  * sd-event: one easy handle per request or watch, the multi handle's connection cache keeping
  * the HTTP/1.1 connections alive between requests. No user callback ever runs inside a libcurl or nghttp2 callback: those
  * only collect bytes, and the answers are dispatched from the loop afterwards, so a callback
@@ -274,7 +274,8 @@ static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata)
         req->call = NULL;
         /* As a transfer's: one that sent nothing, or a read, may go to the next endpoint. */
         req->t.result = CURLE_OK;
-        if ((a->error == -ECONNREFUSED || a->error == -ECONNRESET) &&
+        if ((a->error == -ECONNREFUSED || a->error == -ECONNRESET ||
+             (a->error == -EIO && !a->sent)) &&
             (!a->sent || req->t.repeatable) && request_remaining(req) > 0 &&
             etcd_transfer_failover(&req->t, true) &&
             request_start(req, MAX(request_remaining(req), USEC_PER_MSEC)) >= 0)
@@ -561,23 +562,23 @@ static int etcd_setup_curl(Etcd *e) {
         return e->headers && e->watch_headers ? 0 : -ENOMEM;
 }
 
-/* gRPC's connections, one per endpoint, when every endpoint can have one (http://, a numeric
- * address: etcd-h2.h); else the KV calls go to the gateway too. */
-static int etcd_setup_h2(Etcd *e) {
+/* gRPC's connections, one per endpoint, when every endpoint can have one (a numeric address:
+ * etcd-h2.h); else the KV calls go to the gateway too. */
+static int etcd_setup_h2(Etcd *e, const EtcdConfig *config) {
         struct sockaddr_storage sa;
         EndpointURL u;
         socklen_t len;
         int r;
 
         for (size_t i = 0; i < e->n_endpoints; i++)
-                if (endpoint_url_parse(e->endpoints[i], &u) < 0 || u.tls ||
+                if (endpoint_url_parse(e->endpoints[i], &u) < 0 ||
                     endpoint_url_sockaddr(&u, &sa, &len) < 0)
                         return 0;
         e->h2 = new0(EtcdH2 *, e->n_endpoints);
         if (!e->h2)
                 return -ENOMEM;
         for (size_t i = 0; i < e->n_endpoints; i++) {
-                r = etcd_h2_new(&e->h2[i], e->event, e->endpoints[i]);
+                r = etcd_h2_new(&e->h2[i], e->event, e->endpoints[i], config);
                 if (r < 0)
                         return r;
         }
@@ -604,7 +605,7 @@ int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config) {
         if (r >= 0)
                 r = etcd_setup_curl(e);
         if (r >= 0)
-                r = etcd_setup_h2(e);
+                r = etcd_setup_h2(e, config);
         if (r < 0) {
                 etcd_unref(e);
                 return r;

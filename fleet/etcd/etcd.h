@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A client of etcd v3 on one sd-event loop: its gRPC KV service for range, put, delete and txn
- * and its Watch service (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2) when every
- * endpoint is http:// with a numeric address, else its JSON gateway for those too (/v3/kv/...,
- * /v3/watch); the gateway always for leases (/v3/lease/grant, keepalive, revoke); the
+/* A client of etcd v3 on one sd-event loop: its gRPC KV service for range, put, delete and txn,
+ * its Watch service and its Lease service (grant, keepalive, revoke) (etcd-grpc.h: protobuf-c;
+ * etcd-h2.h: HTTP/2 on nghttp2, TLS on gnutls for https://) when every endpoint has a numeric
+ * address, else its JSON gateway for all of them (/v3/kv/..., /v3/watch, /v3/lease/...); the
  * gateway's JSON with jansson, through libcurl's multi interface. Every call is asynchronous:
  * it returns at once and its callback runs from the loop,
  * exactly once (unless the request is cancelled with etcd_request_cancel()). No call
@@ -207,8 +207,8 @@ void etcd_batch_txn_cancel(EtcdBatchTxn *t);
 /* Requests sent, and txns answered through them (with or without an error), so far. */
 void etcd_batch_counts(const EtcdBatch *b, uint64_t *ret_batches, uint64_t *ret_txns);
 
-/* Whether the KV calls are etcd's gRPC (every endpoint http:// with a numeric address), not
- * the JSON gateway's. */
+/* Whether the calls are etcd's gRPC (every endpoint with a numeric address), not the JSON
+ * gateway's. */
 bool etcd_speaks_grpc(const Etcd *e);
 /* A txn whose body is made already: a prefixed TxnRequest when etcd_speaks_grpc(), else the
  * gateway's JSON (etcd-grpc.h, etcd-json.h); takes *body, always (and clears it). read_only:
