@@ -17,6 +17,7 @@
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
 #include "etcd-json.h"
+#include "etcd-resolve.h"
 #include "etcd-tls.h"
 #include "list.h"
 #include "macro.h"
@@ -44,6 +45,7 @@
 
 typedef enum H2State {
         H2_DOWN,
+        H2_RESOLVING, /* a name's addresses */
         H2_CONNECTING,
         H2_HANDSHAKE, /* TLS's */
         H2_UP,
@@ -86,11 +88,16 @@ struct EtcdH2 {
         unsigned n_ref;
         bool freed;
         sd_event *event;
-        struct sockaddr_storage addr;
-        socklen_t addr_len;
-        char authority[INET6_ADDRSTRLEN + 16];
+        /* the endpoint's addresses: its own, or its name's (resolver) at each connect, tried
+         * in order until one takes the connection */
+        struct sockaddr_storage addrs[ETCD_RESOLVE_MAX];
+        socklen_t lens[ETCD_RESOLVE_MAX];
+        size_t n_addrs, addr_index;
+        EtcdResolver *resolver;
+        uint16_t port;
+        char authority[256 + 8]; /* a name of 253 bytes at most, ":" and the port */
         /* https://: the host to verify etcd's certificate against, the files of the
-         * credentials (loaded when first needed, then kept), the connection's session */
+         * credentials (read at each connect), the connection's credentials and session */
         bool tls;
         char host[254];
         char *ca_file, *cert_file, *key_file;
@@ -373,7 +380,7 @@ static int h2_connect(EtcdH2 *h);
 /* When on_h2_timer must look next: connecting's deadline; a PING's; or H2_PING_INTERVAL after
  * the last sign of life. */
 static usec_t h2_deadline(const EtcdH2 *h) {
-        if (h->state == H2_CONNECTING || h->state == H2_HANDSHAKE)
+        if (h->state == H2_RESOLVING || h->state == H2_CONNECTING || h->state == H2_HANDSHAKE)
                 return h->connecting_since + H2_CONNECT_TIMEOUT;
         if (h->ping_out)
                 return h->ping_sent + H2_PING_TIMEOUT;
@@ -412,6 +419,11 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         if (h->tls_session)
                 gnutls_deinit(h->tls_session);
         h->tls_session = NULL;
+        /* read again for the next connection: a renewed certificate is taken then */
+        if (h->creds)
+                gnutls_certificate_free_credentials(h->creds);
+        h->creds = NULL;
+        etcd_resolve_cancel(h->resolver);
         h->io = sd_event_source_disable_unref(h->io);
         h->fd = safe_close(h->fd);
         h->out = mfree(h->out);
@@ -617,8 +629,9 @@ static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* -ECONNREFUSED, not -ETIMEDOUT, for the calls that sent nothing (the sent ones end
          * -ECONNRESET): as for any connection lost before they left, they may go to another
          * endpoint (etcd.c fails over on those two errors only). */
-        if (h->state == H2_CONNECTING || h->state == H2_HANDSHAKE) {
-                h2_down(h, -ECONNREFUSED, h->state == H2_CONNECTING
+        if (h->state == H2_RESOLVING || h->state == H2_CONNECTING || h->state == H2_HANDSHAKE) {
+                h2_down(h, -ECONNREFUSED, h->state == H2_RESOLVING ? "resolving: no answer within 5 s"
+                                          : h->state == H2_CONNECTING
                                                   ? "connecting: no answer within 5 s"
                                                   : "TLS: no handshake within 5 s");
                 return 0;
@@ -639,6 +652,7 @@ static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void h2_dispatch(EtcdH2 *h);
+static int h2_connect_next(EtcdH2 *h, int r);
 
 /* A step of TLS's handshake: on to HTTP/2 once it is done; the calls end with -EIO when it
  * fails (nothing of theirs was sent: they may go to another endpoint). */
@@ -654,7 +668,8 @@ static void h2_tls_step(EtcdH2 *h) {
                 h2_update_events(h);
 }
 
-/* Connected: TLS's handshake starts, with the credentials loaded the first time. */
+/* Connected: TLS's handshake starts, with the credentials read for this connection (as the
+ * process's user then), as libcurl did. */
 static void h2_tls_start(EtcdH2 *h) {
         _cleanup_free_ char *why = NULL;
         int r = 0;
@@ -681,11 +696,13 @@ static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
                 if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
                         error = errno;
-                if (error != 0) {
+                if (error != 0 && h2_connect_next(h, -error) < 0) {
                         char why[128];
                         (void) snprintf(why, sizeof(why), "connecting: %s", strerror(error));
                         h2_down(h, -ECONNREFUSED, why);
-                } else if ((revents & EPOLLOUT) && h->tls)
+                } else if (error != 0)
+                        return 0; /* the next address is being connected to */
+                else if ((revents & EPOLLOUT) && h->tls)
                         h2_tls_start(h);
                 else if (revents & EPOLLOUT)
                         h2_up(h);
@@ -702,11 +719,13 @@ static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
         return 0;
 }
 
-static int h2_connect(EtcdH2 *h) {
+/* A connect to h->addrs[h->addr_index]. */
+static int h2_connect_addr(EtcdH2 *h) {
         int r;
 
         h->queued = h->written = 0;
-        h->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        h->fd = socket(h->addrs[h->addr_index].ss_family,
+                       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (h->fd < 0)
                 return -errno;
         /* A member gone silent while calls are open is noticed by the PINGs (on_h2_timer) 10
@@ -720,7 +739,8 @@ static int h2_connect(EtcdH2 *h) {
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_KEEPINTVL, &(int) { 2 }, sizeof(int));
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
                           &(unsigned) { H2_TCP_USER_TIMEOUT_MS }, sizeof(unsigned));
-        if (connect(h->fd, (struct sockaddr *) &h->addr, h->addr_len) < 0 &&
+        if (connect(h->fd, (struct sockaddr *) &h->addrs[h->addr_index],
+                    h->lens[h->addr_index]) < 0 &&
             errno != EINPROGRESS) {
                 r = -errno;
                 h->fd = safe_close(h->fd);
@@ -732,7 +752,65 @@ static int h2_connect(EtcdH2 *h) {
                 return r;
         }
         (void) sd_event_source_set_description(h->io, "etcd-h2-io");
+        if (h->state != H2_RESOLVING && h->state != H2_CONNECTING)
+                h->connecting_since = now_usec(CLOCK_MONOTONIC);
         h->state = H2_CONNECTING;
+        h2_timer_arm(h);
+        return 0;
+}
+
+/* A connect failed: the next address, if there is one; r < 0 when none takes it. */
+static int h2_connect_next(EtcdH2 *h, int r) {
+        h->io = sd_event_source_disable_unref(h->io);
+        h->fd = safe_close(h->fd);
+        while (h->addr_index + 1 < h->n_addrs) {
+                h->addr_index++;
+                r = h2_connect_addr(h);
+                if (r >= 0)
+                        return r;
+        }
+        return r;
+}
+
+static void on_resolved(EtcdResolver *resolver, int error, const struct sockaddr_storage *addrs,
+                        const socklen_t *lens, size_t n, const char *detail, void *userdata) {
+        EtcdH2 *h = userdata;
+        char why[512];
+        int r;
+
+        if (h->state != H2_RESOLVING)
+                return;
+        if (error < 0) {
+                (void) snprintf(why, sizeof(why), "resolving %s: %s", h->host, detail);
+                h2_down(h, -ECONNREFUSED, why);
+                return;
+        }
+        memcpy(h->addrs, addrs, n * sizeof(addrs[0]));
+        memcpy(h->lens, lens, n * sizeof(lens[0]));
+        h->n_addrs = n;
+        h->addr_index = 0;
+        r = h2_connect_addr(h);
+        if (r < 0)
+                r = h2_connect_next(h, r);
+        if (r < 0) {
+                (void) snprintf(why, sizeof(why), "connecting: %s", strerror(-r));
+                h2_down(h, -ECONNREFUSED, why);
+        }
+}
+
+/* A new connection: to the endpoint's address, or its name's looked up anew (c-ares, from the
+ * loop: etcd-resolve.h); the calls wait meanwhile. */
+static int h2_connect(EtcdH2 *h) {
+        int r;
+
+        if (!h->resolver) {
+                h->addr_index = 0;
+                return h2_connect_addr(h);
+        }
+        r = etcd_resolve(h->resolver, h->host, h->port, on_resolved, h);
+        if (r < 0)
+                return r;
+        h->state = H2_RESOLVING;
         h->connecting_since = now_usec(CLOCK_MONOTONIC);
         h2_timer_arm(h);
         return 0;
@@ -901,16 +979,24 @@ int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url, const EtcdConfig
                 return -ENOMEM;
         *h = (EtcdH2) { .n_ref = 1, .fd = -EBADF, .event = sd_event_ref(event) };
         r = endpoint_url_parse(url, &u);
+        if (r >= 0) {
+                memcpy(h->host, u.host, sizeof(h->host));
+                h->port = u.port;
+        }
         if (r >= 0 && u.tls) {
                 h->tls = true;
-                memcpy(h->host, u.host, sizeof(h->host));
                 if ((tls->ca_file && !(h->ca_file = strdup(tls->ca_file))) ||
                     (tls->cert_file && !(h->cert_file = strdup(tls->cert_file))) ||
                     (tls->key_file && !(h->key_file = strdup(tls->key_file))))
                         r = -ENOMEM;
         }
-        if (r >= 0)
-                r = endpoint_url_sockaddr(&u, &h->addr, &h->addr_len);
+        if (r >= 0) {
+                /* a name's addresses are looked up at each connect */
+                if (endpoint_url_sockaddr(&u, &h->addrs[0], &h->lens[0]) >= 0)
+                        h->n_addrs = 1;
+                else
+                        r = etcd_resolver_new(&h->resolver, event);
+        }
         if (r >= 0)
                 r = endpoint_url_authority(&u, h->authority, sizeof(h->authority));
         if (r >= 0)
@@ -945,6 +1031,7 @@ static EtcdH2 *h2_unref(EtcdH2 *h) {
         free(h->ca_file);
         free(h->cert_file);
         free(h->key_file);
+        etcd_resolver_free(h->resolver);
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->dispatch);
         sd_event_source_disable_unref(h->timer);

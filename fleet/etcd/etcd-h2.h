@@ -7,9 +7,11 @@
  * a call needs it, keeps the connection between calls, multiplexes every call on it, and
  * connects again after it broke.
  *
- * "http://ADDRESS:PORT" or "https://ADDRESS:PORT" with a numeric address (IPv4, or IPv6 in
- * brackets); for https://, TLS on gnutls (etcd-tls.h) under HTTP/2: the handshake driven by
- * the socket's events like the rest, nghttp2's bytes through TLS's records.
+ * "http://HOST:PORT" or "https://HOST:PORT", HOST a numeric address (IPv4, or IPv6 in
+ * brackets) or a name, looked up anew for each connection with c-ares (etcd-resolve.h: no
+ * blocking, no thread), its addresses tried in order; for https://, TLS on gnutls
+ * (etcd-tls.h) under HTTP/2: the handshake driven by the socket's events like the rest,
+ * nghttp2's bytes through TLS's records.
  *
  * Why not libcurl, which etcd.c uses for the gateway: Debian 12's libcurl 7.88.1 fails a
  * transfer that reuses a connection it opened with HTTP/2 "prior knowledge" (curl#10634), and
@@ -31,7 +33,7 @@ typedef struct EtcdH2 EtcdH2;
 typedef struct EtcdH2Call EtcdH2Call;
 
 /* How a call ended. error: 0 (an answer: http_status, grpc_status... say what it is),
- * -ECONNREFUSED (nothing was sent: no connection, or the connection died before any byte of
+ * -ECONNREFUSED (nothing was sent: no connection (a name without an address included), or the connection died before any byte of
  * the call left and a new one could not be made; or etcd refused the stream unprocessed:
  * REFUSED_STREAM, GOAWAY), -EIO (TLS failed before any of it was sent: etcd's certificate not
  * trusted, the credentials not readable, an alert of etcd, no "h2"), -ECONNRESET (the connection broke, or etcd reset the stream, after
@@ -61,8 +63,8 @@ typedef void (*etcd_h2_callback_t)(EtcdH2Call *c, const EtcdH2Answer *a, void *u
 typedef size_t (*etcd_h2_stream_t)(EtcdH2Call *c, const uint8_t *data, size_t size,
                                    void *userdata);
 
-/* url: "http://ADDRESS:PORT" or "https://ADDRESS:PORT" (endpoint-url.h); -EINVAL for a name.
- * tls: for https://, its ca_file, cert_file and key_file (copied; read at the first connect). */
+/* url: "http://HOST:PORT" or "https://HOST:PORT" (endpoint-url.h); -EINVAL for another.
+ * tls: for https://, its ca_file, cert_file and key_file (copied; read at each connect). */
 int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url, const EtcdConfig *tls);
 /* Every call cancelled (no callback), the connection closed. */
 EtcdH2 *etcd_h2_free(EtcdH2 *h);

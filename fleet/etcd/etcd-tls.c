@@ -109,6 +109,8 @@ static char *verify_error(gnutls_session_t s) {
                 return strdup("TLS: etcd's certificate could not be verified");
         if (asprintf(&m, "TLS: etcd's certificate: %s", (const char *) out.data) < 0)
                 m = NULL;
+        for (size_t n = m ? strlen(m) : 0; n > 0 && m[n - 1] == ' '; n--)
+                m[n - 1] = '\0'; /* gnutls ends each reason with a space */
         gnutls_free(out.data);
         return m;
 }

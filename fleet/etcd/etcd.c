@@ -565,14 +565,11 @@ static int etcd_setup_curl(Etcd *e) {
 /* gRPC's connections, one per endpoint, when every endpoint can have one (a numeric address:
  * etcd-h2.h); else the KV calls go to the gateway too. */
 static int etcd_setup_h2(Etcd *e, const EtcdConfig *config) {
-        struct sockaddr_storage sa;
         EndpointURL u;
-        socklen_t len;
         int r;
 
         for (size_t i = 0; i < e->n_endpoints; i++)
-                if (endpoint_url_parse(e->endpoints[i], &u) < 0 ||
-                    endpoint_url_sockaddr(&u, &sa, &len) < 0)
+                if (endpoint_url_parse(e->endpoints[i], &u) < 0)
                         return 0;
         e->h2 = new0(EtcdH2 *, e->n_endpoints);
         if (!e->h2)
