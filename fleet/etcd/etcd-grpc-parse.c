@@ -372,7 +372,7 @@ int etcd_grpc_answer_parse(EtcdAnswerKind kind, long http_status, const char *gr
                 etcd_answer_fail(a, -EBADMSG, path, "an answer without grpc-status");
                 return -EBADMSG;
         }
-        if (!body || size < ETCD_GRPC_PREFIX || size > ETCD_JSON_MAX || body[0] != 0) {
+        if (!body || size < ETCD_GRPC_PREFIX || size > ETCD_ANSWER_MAX || body[0] != 0) {
                 etcd_answer_fail(a, -EBADMSG, path, body && size >= ETCD_GRPC_PREFIX && body[0]
                                                             ? "a compressed message"
                                                             : "not one gRPC message");

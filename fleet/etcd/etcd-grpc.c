@@ -432,7 +432,7 @@ int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len) {
         if (p[0] != 0)
                 return -EBADMSG; /* compressed: we never asked for it */
         len = (size_t) p[1] << 24 | (size_t) p[2] << 16 | (size_t) p[3] << 8 | p[4];
-        if (len > ETCD_JSON_MAX)
+        if (len > ETCD_ANSWER_MAX)
                 return -EBADMSG;
         if (size - ETCD_GRPC_PREFIX < len)
                 return 0;

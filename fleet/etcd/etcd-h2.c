@@ -16,7 +16,7 @@
 #include "endpoint-url.h"
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
-#include "etcd-json.h"
+#include "etcd-answer.h"
 #include "etcd-resolve.h"
 #include "etcd-tls.h"
 #include "list.h"
@@ -299,11 +299,11 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, cons
                 c->data_size -= c->data_start;
                 c->data_start = 0;
         }
-        /* a message of ETCD_JSON_MAX bytes (etcd_grpc_frame_next's limit) with its prefix */
-        if (len > ETCD_JSON_MAX + ETCD_GRPC_PREFIX - c->data_size) {
+        /* a message of ETCD_ANSWER_MAX bytes (etcd_grpc_frame_next's limit) with its prefix */
+        if (len > ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX - c->data_size) {
                 (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
                                                  NGHTTP2_CANCEL);
-                call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_JSON_MAX);
+                call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_ANSWER_MAX);
                 return 0;
         }
         if (c->data_size + len > c->data_allocated) {
@@ -449,14 +449,8 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
 static ssize_t h2_send(EtcdH2 *h, const uint8_t *data, size_t size, char **why) {
         ssize_t w;
 
-        if (h->tls_session) {
-                w = gnutls_record_send(h->tls_session, data, size);
-                if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
-                        return -EAGAIN;
-                if (w < 0)
-                        *why = etcd_tls_error(h->tls_session, (int) w);
-                return w < 0 ? -EIO : w;
-        }
+        if (h->tls_session)
+                return etcd_tls_send(h->tls_session, data, size, why);
         /* MSG_NOSIGNAL: a connection etcd reset is an error here, not the SIGPIPE that would
          * end the process (the registry keeps the signal's default) */
         w = send(h->fd, data, size, MSG_NOSIGNAL);
@@ -469,16 +463,8 @@ static ssize_t h2_send(EtcdH2 *h, const uint8_t *data, size_t size, char **why) 
 static ssize_t h2_recv(EtcdH2 *h, uint8_t *buf, size_t size, char **why) {
         ssize_t n;
 
-        if (h->tls_session) {
-                n = gnutls_record_recv(h->tls_session, buf, size);
-                if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
-                        return -EAGAIN;
-                if (n == GNUTLS_E_PREMATURE_TERMINATION)
-                        return 0; /* closed without TLS's close_notify: closed all the same */
-                if (n < 0)
-                        *why = etcd_tls_error(h->tls_session, (int) n);
-                return n < 0 ? -EIO : n;
-        }
+        if (h->tls_session)
+                return etcd_tls_recv(h->tls_session, buf, size, why);
         n = read(h->fd, buf, size);
         if (n < 0)
                 return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
@@ -730,7 +716,7 @@ static int h2_connect_addr(EtcdH2 *h) {
                 return -errno;
         /* A member gone silent while calls are open is noticed by the PINGs (on_h2_timer) 10
          * to 15 s after its last byte, hung or stopped (its kernel still acknowledges) or cut
-         * off. The kernel's own backstop, as curl's for the gateway: data unacknowledged for
+         * off. The kernel's own backstop (as libcurl's was): data unacknowledged for
          * 15 s ends the connection (TCP_USER_TIMEOUT), and so do keepalive probes (after 5 s
          * idle, every 2 s) unanswered 15 s after the last segment received. */
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));

@@ -13,8 +13,8 @@
  * (etcd-tls.h) under HTTP/2: the handshake driven by the socket's events like the rest,
  * nghttp2's bytes through TLS's records.
  *
- * Why not libcurl, which etcd.c uses for the gateway: Debian 12's libcurl 7.88.1 fails a
- * transfer that reuses a connection it opened with HTTP/2 "prior knowledge" (curl#10634), and
+ * Why not libcurl (which etcd.c used for etcd's JSON gateway before): Debian 12's libcurl
+ * 7.88.1 fails a transfer that reuses a connection it opened with HTTP/2 "prior knowledge" (curl#10634), and
  * on its multi_socket interface stops reading an answer once the connection's flow-control
  * window is spent (it does not send the WINDOW_UPDATE nghttp2 queued until another transfer
  * writes). Both were seen here with etcd 3.4. */
@@ -38,7 +38,7 @@ typedef struct EtcdH2Call EtcdH2Call;
  * REFUSED_STREAM, GOAWAY), -EIO (TLS failed before any of it was sent: etcd's certificate not
  * trusted, the credentials not readable, an alert of etcd, no "h2"), -ECONNRESET (the connection broke, or etcd reset the stream, after
  * the call was sent), -ETIMEDOUT (no answer by the deadline; the stream was reset), -EBADMSG
- * (an answer over ETCD_JSON_MAX bytes), -ENOMEM.
+ * (an answer over ETCD_ANSWER_MAX bytes), -ENOMEM.
  * sent: a byte of the call reached the socket, so a write may have been applied. A call whose
  * connection turns out dead before any of its bytes left goes once more, on a new connection
  * to the same endpoint (as curl does with a cached connection it finds dead). */

@@ -138,3 +138,29 @@ int etcd_tls_handshake(gnutls_session_t s, char **ret_error) {
         }
         return 1;
 }
+
+ssize_t etcd_tls_send(gnutls_session_t s, const void *data, size_t size, char **ret_error) {
+        ssize_t w = gnutls_record_send(s, data, size);
+
+        if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
+                return -EAGAIN;
+        if (w < 0) {
+                *ret_error = etcd_tls_error(s, (int) w);
+                return -EIO;
+        }
+        return w;
+}
+
+ssize_t etcd_tls_recv(gnutls_session_t s, void *buf, size_t size, char **ret_error) {
+        ssize_t n = gnutls_record_recv(s, buf, size);
+
+        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+                return -EAGAIN;
+        if (n == GNUTLS_E_PREMATURE_TERMINATION)
+                return 0; /* closed without TLS's close_notify: closed all the same */
+        if (n < 0) {
+                *ret_error = etcd_tls_error(s, (int) n);
+                return -EIO;
+        }
+        return n;
+}

@@ -11,6 +11,7 @@
  * which). */
 
 #include <gnutls/gnutls.h>
+#include <sys/types.h>
 
 /* Loads the credentials: 0, or a negative errno with *ret_error (to free) naming the file and
  * gnutls' reason. */
@@ -26,6 +27,13 @@ int etcd_tls_session_new(gnutls_session_t *ret, gnutls_certificate_credentials_t
  * free) saying why in words: the certificate's verification ("The certificate is NOT
  * trusted. The certificate issuer is unknown."), an alert of etcd, no "h2". */
 int etcd_tls_handshake(gnutls_session_t s, char **ret_error);
+
+/* A record's write (the same bytes again after -EAGAIN, as gnutls wants) and read, as send()
+ * and read() but with negative errnos: how many bytes, 0 at the end (read: etcd closed the
+ * connection, with or without TLS's close_notify), -EAGAIN, or -EIO with *ret_error (to free;
+ * gnutls' words, the alert's name for an alert). */
+ssize_t etcd_tls_send(gnutls_session_t s, const void *data, size_t size, char **ret_error);
+ssize_t etcd_tls_recv(gnutls_session_t s, void *buf, size_t size, char **ret_error);
 
 /* gnutls' error code of a record's read or write in words, with the alert's name for an
  * alert etcd sent (as its refusal of our certificate comes, after the handshake); free it. */

@@ -342,7 +342,7 @@ static void test_decode_nesting(_unused_ void **state) {
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
         etcd_answer_done(&a);
         b = deep_answer(200000);
-        assert_true(b.size < ETCD_JSON_MAX);
+        assert_true(b.size < ETCD_ANSWER_MAX);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
         assert_int_equal(a.response.n_responses, 0);
         etcd_answer_done(&a);
@@ -510,15 +510,15 @@ static void test_decode_framing(_unused_ void **state) {
                          -EBADMSG);
         etcd_answer_done(&a);
         etcd_bytes_done(&b);
-        /* more than ETCD_JSON_MAX, whatever its prefix says */
-        big = calloc(1, ETCD_JSON_MAX + ETCD_GRPC_PREFIX + 1);
+        /* more than ETCD_ANSWER_MAX, whatever its prefix says */
+        big = calloc(1, ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX + 1);
         assert_non_null(big);
-        big[1] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 24);
-        big[2] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 16);
-        big[3] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 8);
-        big[4] = (uint8_t) (ETCD_JSON_MAX + 1);
+        big[1] = (uint8_t) ((ETCD_ANSWER_MAX + 1) >> 24);
+        big[2] = (uint8_t) ((ETCD_ANSWER_MAX + 1) >> 16);
+        big[3] = (uint8_t) ((ETCD_ANSWER_MAX + 1) >> 8);
+        big[4] = (uint8_t) (ETCD_ANSWER_MAX + 1);
         assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "0", NULL, big,
-                                                ETCD_JSON_MAX + ETCD_GRPC_PREFIX + 1, &a),
+                                                ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX + 1, &a),
                          -EBADMSG);
         etcd_answer_done(&a);
         free(big);
