@@ -4,8 +4,9 @@
 /* A libcurl multi handle driven by one sd-event loop (curl's multi_socket interface): an I/O
  * source per socket curl uses (CURLMOPT_SOCKETFUNCTION), one timer for the timeout curl asks
  * for (CURLMOPT_TIMERFUNCTION). After curl acted on a socket or on its timer, process runs:
- * the owner collects the transfers curl finished there (curl_multi_info_read). Shared by the
- * etcd client (fleet/etcd/etcd.c) and the fleet benchmark's load client. */
+ * the owner collects the transfers curl finished there (curl_multi_info_read). The fleet
+ * benchmark's load client's (tests/bench/fleet-load.c; the etcd client used it for etcd's
+ * JSON gateway before it spoke gRPC only). */
 
 #include <curl/curl.h>
 #include <systemd/sd-event.h>

@@ -237,8 +237,8 @@ static int run(AllocatorConfig *config) {
                 r = fd = listen_socket(&config->listen);
         if (r >= 0)
                 r = drop_privileges(config->user, "allocator.user", false);
-        /* Unlike the files above, libcurl opens etcd's TLS files on each new connection, as
-         * this user. */
+        /* Unlike the files above, the etcd client opens etcd's TLS files on each new
+         * connection, as this user. */
         if (r >= 0)
                 r = check_file_readable(config->etcd_ca, "etcd.ca_file");
         if (r >= 0)
@@ -250,7 +250,7 @@ static int run(AllocatorConfig *config) {
         sigaddset(&mask, SIGINT);
         if (r >= 0 && sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 r = log_error_errno(errno, "Failed to block signals: %m");
-        /* Every send says MSG_NOSIGNAL or is libcurl's (which ignores SIGPIPE itself). */
+        /* Every send says MSG_NOSIGNAL (the etcd client's TLS: GNUTLS_NO_SIGNAL). */
         (void) signal(SIGPIPE, SIG_IGN);
         if (r >= 0)
                 r = allocator_setup(&a, fd);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "etcd-grpc.h"
-#include "etcd-json.h"
+#include "etcd-answer.h"
 #include "etcd.h"
 #include "hashmap.h"
 #include "list.h"
@@ -34,7 +34,7 @@ struct EtcdBatchTxn {
         Flight *flight;                   /* the request it went in */
         size_t index;                     /* in flight->txns */
         bool dispatching;
-        EtcdBytes op; /* its op (a request_txn), gRPC's or the gateway's, until sent */
+        EtcdBytes op; /* its op (a RequestOp with its request_txn), until sent */
         size_t size;
         char **keys;         /* what it puts or deletes */
         char **compare_keys; /* what its compares name */
@@ -286,23 +286,13 @@ static int batch_take(EtcdBatch *b, Flight *f) {
 /* The body: the taken txns' ops, which they need no more. */
 static int flight_body(Flight *f, EtcdBytes *ret) {
         _cleanup_free_ EtcdBytes *ops = new0(EtcdBytes, f->n_txns + 1);
-        _cleanup_free_ char **json = new0(char *, f->n_txns + 1);
-        char *body = NULL;
         int r;
 
-        if (!ops || !json)
+        if (!ops)
                 return -ENOMEM;
-        for (size_t i = 0; i < f->n_txns; i++) {
+        for (size_t i = 0; i < f->n_txns; i++)
                 ops[i] = f->txns[i]->op;
-                json[i] = (char *) f->txns[i]->op.data;
-        }
-        if (etcd_speaks_grpc(f->batch->etcd))
-                r = etcd_grpc_txn_of_ops(ops, f->n_txns, ret);
-        else {
-                r = etcd_json_txn_of_ops(json, f->n_txns, &body);
-                if (r >= 0)
-                        *ret = (EtcdBytes) { .data = (uint8_t *) body, .size = strlen(body) };
-        }
+        r = etcd_grpc_txn_of_ops(ops, f->n_txns, ret);
         if (r < 0)
                 return r;
         /* A read keeps its op: it may go again (flight_requeue_reads). */
@@ -429,14 +419,7 @@ static int batch_queue(EtcdBatch *b, const EtcdOp *op, bool range, etcd_callback
                 return -ENOMEM;
         *t = (EtcdBatchTxn){ .batch = b, .range = range, .cb = cb, .userdata = userdata,
                              .cost = etcd_txn_op_cost(op) };
-        if (etcd_speaks_grpc(b->etcd))
-                r = etcd_grpc_op(op, &t->op);
-        else {
-                char *json = NULL;
-                r = etcd_json_op(op, &json);
-                if (r >= 0)
-                        t->op = (EtcdBytes) { .data = (uint8_t *) json, .size = strlen(json) };
-        }
+        r = etcd_grpc_op(op, &t->op);
         if (r >= 0)
                 r = etcd_txn_op_write_keys(op, &t->keys, &t->alone);
         if (r >= 0)
@@ -445,7 +428,7 @@ static int batch_queue(EtcdBatch *b, const EtcdOp *op, bool range, etcd_callback
                 txn_free(t);
                 return r;
         }
-        t->size = t->op.size + 11; /* with its tag and length (or its comma) in the batch */
+        t->size = t->op.size + 11; /* with its tag and length in the batch */
         queue_append(b, t);
         batch_schedule(b);
         if (ret)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd's gRPC KV answers (etcd-grpc.h) into EtcdAnswer. */
+/* etcd's gRPC answers of the KV and Lease services (etcd-grpc.h) into EtcdAnswer. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +20,12 @@ const char *etcd_grpc_path(EtcdAnswerKind kind) {
                 return "/etcdserverpb.KV/DeleteRange";
         case ETCD_ANSWER_TXN:
                 return "/etcdserverpb.KV/Txn";
+        case ETCD_ANSWER_LEASE_GRANT:
+                return "/etcdserverpb.Lease/LeaseGrant";
+        case ETCD_ANSWER_LEASE_KEEPALIVE:
+                return "/etcdserverpb.Lease/LeaseKeepAlive";
+        case ETCD_ANSWER_LEASE_REVOKE:
+                return "/etcdserverpb.Lease/LeaseRevoke";
         default:
                 return NULL;
         }
@@ -246,6 +252,15 @@ static ProtobufCMessage *unpack(EtcdAnswerKind kind, const uint8_t *p, size_t n)
                 if (fields_scan(p, n, 0, txn_response_field) < 0)
                         return NULL;
                 return (ProtobufCMessage *) etcdserverpb__txn_response__unpack(NULL, n, p);
+        case ETCD_ANSWER_LEASE_GRANT:
+                return (ProtobufCMessage *) etcdserverpb__lease_grant_response__unpack(NULL, n,
+                                                                                      p);
+        case ETCD_ANSWER_LEASE_KEEPALIVE:
+                return (ProtobufCMessage *) etcdserverpb__lease_keep_alive_response__unpack(
+                        NULL, n, p);
+        case ETCD_ANSWER_LEASE_REVOKE:
+                return (ProtobufCMessage *) etcdserverpb__lease_revoke_response__unpack(NULL, n,
+                                                                                       p);
         default:
                 return NULL;
         }
@@ -270,6 +285,27 @@ static int from_message(EtcdAnswerKind kind, const uint8_t *p, size_t n, EtcdRes
                 resp->deleted = d->deleted;
                 break;
         }
+        case ETCD_ANSWER_LEASE_GRANT: {
+                Etcdserverpb__LeaseGrantResponse *g = (Etcdserverpb__LeaseGrantResponse *) m;
+                /* error: etcd's old way of saying the grant failed; the ID is then none */
+                if (g->error && g->error[0])
+                        r = -EIO;
+                resp->revision = header_revision(g->header);
+                resp->lease_id = g->id;
+                resp->ttl = g->ttl;
+                break;
+        }
+        case ETCD_ANSWER_LEASE_KEEPALIVE: {
+                Etcdserverpb__LeaseKeepAliveResponse *k =
+                        (Etcdserverpb__LeaseKeepAliveResponse *) m;
+                resp->revision = header_revision(k->header);
+                resp->lease_id = k->id;
+                resp->ttl = k->ttl; /* 0: the lease is gone */
+                break;
+        }
+        case ETCD_ANSWER_LEASE_REVOKE:
+                resp->revision = header_revision(((Etcdserverpb__LeaseRevokeResponse *) m)->header);
+                break;
         default:
                 r = from_txn((Etcdserverpb__TxnResponse *) m, resp, 0, 0);
         }
@@ -336,7 +372,7 @@ int etcd_grpc_answer_parse(EtcdAnswerKind kind, long http_status, const char *gr
                 etcd_answer_fail(a, -EBADMSG, path, "an answer without grpc-status");
                 return -EBADMSG;
         }
-        if (!body || size < ETCD_GRPC_PREFIX || size > ETCD_JSON_MAX || body[0] != 0) {
+        if (!body || size < ETCD_GRPC_PREFIX || size > ETCD_ANSWER_MAX || body[0] != 0) {
                 etcd_answer_fail(a, -EBADMSG, path, body && size >= ETCD_GRPC_PREFIX && body[0]
                                                             ? "a compressed message"
                                                             : "not one gRPC message");
@@ -349,7 +385,9 @@ int etcd_grpc_answer_parse(EtcdAnswerKind kind, long http_status, const char *gr
         }
         r = from_message(kind, body + ETCD_GRPC_PREFIX, len, &a->response);
         if (r < 0) {
-                etcd_answer_fail(a, r, path, r == -ENOMEM ? "out of memory" : "malformed answer");
+                etcd_answer_fail(a, r, path, r == -ENOMEM ? "out of memory"
+                                             : r == -EIO      ? "etcd refused the lease"
+                                                              : "malformed answer");
                 return r;
         }
         return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd's gRPC KV messages (etcd-grpc.h): etcd.h's structs to protobuf-c's and back. */
+/* etcd's gRPC messages (etcd-grpc.h): etcd.h's structs to protobuf-c's and back. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,6 +397,33 @@ int etcd_grpc_watch_create(const char *key, const char *range_end, int64_t start
         return pack(&m.base, true, ret);
 }
 
+int etcd_grpc_lease_grant(int64_t ttl_sec, EtcdBytes *ret) {
+        Etcdserverpb__LeaseGrantRequest m = ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
+
+        if (ttl_sec <= 0)
+                return -EINVAL;
+        m.ttl = ttl_sec; /* ID 0: etcd picks one */
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_lease_keepalive(int64_t lease_id, EtcdBytes *ret) {
+        Etcdserverpb__LeaseKeepAliveRequest m = ETCDSERVERPB__LEASE_KEEP_ALIVE_REQUEST__INIT;
+
+        if (lease_id <= 0)
+                return -EINVAL;
+        m.id = lease_id;
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret) {
+        Etcdserverpb__LeaseRevokeRequest m = ETCDSERVERPB__LEASE_REVOKE_REQUEST__INIT;
+
+        if (lease_id <= 0)
+                return -EINVAL;
+        m.id = lease_id;
+        return pack(&m.base, true, ret);
+}
+
 int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len) {
         size_t len;
 
@@ -405,7 +432,7 @@ int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len) {
         if (p[0] != 0)
                 return -EBADMSG; /* compressed: we never asked for it */
         len = (size_t) p[1] << 24 | (size_t) p[2] << 16 | (size_t) p[3] << 8 | p[4];
-        if (len > ETCD_JSON_MAX)
+        if (len > ETCD_ANSWER_MAX)
                 return -EBADMSG;
         if (size - ETCD_GRPC_PREFIX < len)
                 return 0;

@@ -1,26 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* etcd v3's own gRPC protocol for the KV service (Range, Put, DeleteRange, Txn; etcd-rpc.proto)
- * and the Watch stream: request bodies built from etcd.h's structs, and answers parsed into
- * EtcdAnswer and EtcdWatchMessage, as etcd-json.h does for the JSON gateway (which leases still
- * use). Pure: no I/O, no logging; etcd-h2.c does the transport (HTTP/2 on nghttp2).
+/* etcd v3's own gRPC protocol for the KV service (Range, Put, DeleteRange, Txn; etcd-rpc.proto),
+ * the Watch stream and the Lease service (LeaseGrant, LeaseKeepAlive, LeaseRevoke): request
+ * bodies built from etcd.h's structs, and answers parsed into EtcdAnswer and EtcdWatchMessage
+ * (etcd-answer.h). Pure: no I/O, no logging; etcd-h2.c does the transport (HTTP/2 on nghttp2).
  *
  * Messages are encoded and decoded by protobuf-c. What gRPC adds over HTTP/2 is done here, as
  * gRPC's "PROTOCOL-HTTP2" document describes it: each message is prefixed with 5 bytes (a
  * compressed flag, 0 here, and its length, big-endian), and the call's status is the
  * grpc-status header or trailer (0 = OK), with grpc-message percent-encoded. Debian packages
  * gRPC's own C core (libgrpc), but it runs threads of its own that one sd-event loop cannot
- * drive (README "The etcd client").
+ * drive (docs/fleet.md, "The etcd client").
  *
- * Answers are treated as hostile, as the JSON ones are: at most ETCD_JSON_MAX bytes, one
+ * Answers are treated as hostile: at most ETCD_ANSWER_MAX bytes, one
  * uncompressed message, keys non-empty and without NUL bytes, a txn's answers nested at most
  * ETCD_TXN_NESTING_MAX deep (checked on the wire before protobuf-c, which recurses, decodes). */
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "etcd-json.h"
+#include "etcd-answer.h"
 #include "etcd.h"
 
 /* The length of gRPC's message prefix. */
@@ -32,7 +32,8 @@ typedef struct EtcdBytes {
         size_t size;
 } EtcdBytes;
 
-/* The gRPC path of a KV kind ("/etcdserverpb.KV/Txn", ...); NULL for another kind. */
+/* The gRPC path of a kind ("/etcdserverpb.KV/Txn", "/etcdserverpb.Lease/LeaseGrant", ...);
+ * NULL for another. */
 const char *etcd_grpc_path(EtcdAnswerKind kind);
 
 /* Request bodies (prefixed): 0, or -ENOMEM / -EINVAL (a NULL or empty key, a negative lease
@@ -43,6 +44,12 @@ int etcd_grpc_put(const char *key, const char *value, int64_t lease, EtcdBytes *
 int etcd_grpc_delete(const char *key, const char *range_end, EtcdBytes *ret);
 int etcd_grpc_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
                   size_t n_success, const EtcdOp *failure, size_t n_failure, EtcdBytes *ret);
+/* The Lease service's requests (prefixed): a grant of ttl_sec seconds (etcd picks the ID), a
+ * keepalive (one message of LeaseKeepAlive's stream, which the call then half-closes) and a
+ * revoke of lease_id; 0, or -EINVAL (a TTL or ID <= 0) / -ENOMEM. */
+int etcd_grpc_lease_grant(int64_t ttl_sec, EtcdBytes *ret);
+int etcd_grpc_lease_keepalive(int64_t lease_id, EtcdBytes *ret);
+int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret);
 /* One op of a txn's branch, encoded as a RequestOp (not prefixed), and a txn without compares
  * whose success ops are ops made so (prefixed): the pieces of a group commit. */
 int etcd_grpc_op(const EtcdOp *op, EtcdBytes *ret);
@@ -66,10 +73,10 @@ int etcd_grpc_answer_parse(EtcdAnswerKind kind, long http_status, const char *gr
 int etcd_grpc_watch_create(const char *key, const char *range_end, int64_t start_revision,
                            EtcdBytes *ret);
 /* Whether p starts with a whole gRPC message: 1 (*ret_len its length, prefix included), 0 (not
- * yet: more bytes needed), -EBADMSG (a compressed one, or one longer than ETCD_JSON_MAX). */
+ * yet: more bytes needed), -EBADMSG (a compressed one, or one longer than ETCD_ANSWER_MAX). */
 int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len);
 /* One WatchResponse of the stream (p: exactly one prefixed message) into m, as
- * etcd_watch_message_parse() does for the gateway's lines: 0, -EBADMSG (not a WatchResponse, an
+ * the watch's callbacks take it: 0, -EBADMSG (not a WatchResponse, an
  * event without its kv or of another type, a fragment, a key empty or with a NUL byte),
  * -ENOMEM. Free with etcd_watch_message_done(). */
 int etcd_grpc_watch_message_parse(const uint8_t *p, size_t size, EtcdWatchMessage *m);

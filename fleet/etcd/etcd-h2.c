@@ -16,7 +16,9 @@
 #include "endpoint-url.h"
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
-#include "etcd-json.h"
+#include "etcd-answer.h"
+#include "etcd-resolve.h"
+#include "etcd-tls.h"
 #include "list.h"
 #include "macro.h"
 
@@ -43,7 +45,9 @@
 
 typedef enum H2State {
         H2_DOWN,
+        H2_RESOLVING, /* a name's addresses */
         H2_CONNECTING,
+        H2_HANDSHAKE, /* TLS's */
         H2_UP,
 } H2State;
 
@@ -84,9 +88,21 @@ struct EtcdH2 {
         unsigned n_ref;
         bool freed;
         sd_event *event;
-        struct sockaddr_storage addr;
-        socklen_t addr_len;
-        char authority[INET6_ADDRSTRLEN + 16];
+        /* the endpoint's addresses: its own, or its name's (resolver) at each connect, tried
+         * in order until one takes the connection */
+        struct sockaddr_storage addrs[ETCD_RESOLVE_MAX];
+        socklen_t lens[ETCD_RESOLVE_MAX];
+        size_t n_addrs, addr_index;
+        EtcdResolver *resolver;
+        uint16_t port;
+        char authority[256 + 8]; /* a name of 253 bytes at most, ":" and the port */
+        /* https://: the host to verify etcd's certificate against, the files of the
+         * credentials (read at each connect), the connection's credentials and session */
+        bool tls;
+        char host[254];
+        char *ca_file, *cert_file, *key_file;
+        gnutls_certificate_credentials_t creds;
+        gnutls_session_t tls_session;
         H2State state;
         int fd;
         sd_event_source *io;
@@ -203,7 +219,7 @@ static int call_submit(EtcdH2Call *c) {
          * off from the quorum does not leave it silent. */
         const nghttp2_nv nva[] = {
                 NV(":method", "POST"),
-                NV(":scheme", "http"),
+                NV(":scheme", h->tls ? "https" : "http"),
                 NV(":authority", h->authority),
                 NV(":path", c->path),
                 NV("content-type", "application/grpc"),
@@ -283,11 +299,11 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, cons
                 c->data_size -= c->data_start;
                 c->data_start = 0;
         }
-        /* a message of ETCD_JSON_MAX bytes (etcd_grpc_frame_next's limit) with its prefix */
-        if (len > ETCD_JSON_MAX + ETCD_GRPC_PREFIX - c->data_size) {
+        /* a message of ETCD_ANSWER_MAX bytes (etcd_grpc_frame_next's limit) with its prefix */
+        if (len > ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX - c->data_size) {
                 (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
                                                  NGHTTP2_CANCEL);
-                call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_JSON_MAX);
+                call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_ANSWER_MAX);
                 return 0;
         }
         if (c->data_size + len > c->data_allocated) {
@@ -351,7 +367,9 @@ static int on_stream_close(nghttp2_session *session, int32_t stream, uint32_t er
 static void h2_update_events(EtcdH2 *h) {
         uint32_t events = EPOLLIN;
 
-        if (h->state == H2_CONNECTING || h->out_offset < h->out_size ||
+        if (h->state == H2_HANDSHAKE)
+                events = gnutls_record_get_direction(h->tls_session) ? EPOLLOUT : EPOLLIN;
+        else if (h->state == H2_CONNECTING || h->out_offset < h->out_size ||
             (h->session && nghttp2_session_want_write(h->session)))
                 events |= EPOLLOUT;
         (void) sd_event_source_set_io_events(h->io, events);
@@ -362,7 +380,7 @@ static int h2_connect(EtcdH2 *h);
 /* When on_h2_timer must look next: connecting's deadline; a PING's; or H2_PING_INTERVAL after
  * the last sign of life. */
 static usec_t h2_deadline(const EtcdH2 *h) {
-        if (h->state == H2_CONNECTING)
+        if (h->state == H2_RESOLVING || h->state == H2_CONNECTING || h->state == H2_HANDSHAKE)
                 return h->connecting_since + H2_CONNECT_TIMEOUT;
         if (h->ping_out)
                 return h->ping_sent + H2_PING_TIMEOUT;
@@ -398,6 +416,14 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         if (h->session)
                 nghttp2_session_del(h->session);
         h->session = NULL;
+        if (h->tls_session)
+                gnutls_deinit(h->tls_session);
+        h->tls_session = NULL;
+        /* read again for the next connection: a renewed certificate is taken then */
+        if (h->creds)
+                gnutls_certificate_free_credentials(h->creds);
+        h->creds = NULL;
+        etcd_resolve_cancel(h->resolver);
         h->io = sd_event_source_disable_unref(h->io);
         h->fd = safe_close(h->fd);
         h->out = mfree(h->out);
@@ -416,6 +442,35 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
                 }
 }
 
+/* Bytes to etcd, through TLS for https://: how many were taken, -EAGAIN (none: the socket
+ * is full; TLS then wants the same bytes again), or another negative errno with *why (to
+ * free; NULL: errno's words). A TLS record counts once gnutls sent it whole: etcd cannot read
+ * a part of one, so a call whose record did not all leave was never read. */
+static ssize_t h2_send(EtcdH2 *h, const uint8_t *data, size_t size, char **why) {
+        ssize_t w;
+
+        if (h->tls_session)
+                return etcd_tls_send(h->tls_session, data, size, why);
+        /* MSG_NOSIGNAL: a connection etcd reset is an error here, not the SIGPIPE that would
+         * end the process (the registry keeps the signal's default) */
+        w = send(h->fd, data, size, MSG_NOSIGNAL);
+        if (w < 0)
+                return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+        return w;
+}
+
+/* Bytes from etcd, as h2_send: how many, 0 at the end, -EAGAIN, or an error with *why. */
+static ssize_t h2_recv(EtcdH2 *h, uint8_t *buf, size_t size, char **why) {
+        ssize_t n;
+
+        if (h->tls_session)
+                return etcd_tls_recv(h->tls_session, buf, size, why);
+        n = read(h->fd, buf, size);
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+        return n;
+}
+
 /* Writes what nghttp2 has to send until the socket takes no more. */
 static void h2_flush(EtcdH2 *h) {
         for (;;) {
@@ -423,15 +478,14 @@ static void h2_flush(EtcdH2 *h) {
                 ssize_t n, w;
 
                 if (h->out_offset < h->out_size) {
-                        /* MSG_NOSIGNAL: a connection etcd reset is an error here, not
-                         * the SIGPIPE that would end the process (the registry keeps the
-                         * signal's default) */
-                        w = send(h->fd, h->out + h->out_offset, h->out_size - h->out_offset,
-                                 MSG_NOSIGNAL);
-                        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+                        _cleanup_free_ char *why = NULL;
+
+                        w = h2_send(h, h->out + h->out_offset, h->out_size - h->out_offset,
+                                    &why);
+                        if (w == -EAGAIN)
                                 break;
                         if (w < 0) {
-                                h2_down(h, -ECONNREFUSED, "writing to etcd failed");
+                                h2_down(h, -ECONNREFUSED, why ?: "writing to etcd failed");
                                 return;
                         }
                         h->out_offset += (size_t) w;
@@ -517,12 +571,14 @@ static void h2_read(EtcdH2 *h) {
         bool got = false;
 
         for (;;) {
-                ssize_t n = read(h->fd, buf, sizeof(buf)), m;
+                _cleanup_free_ char *why = NULL;
+                ssize_t n = h2_recv(h, buf, sizeof(buf), &why), m;
 
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                if (n == -EAGAIN)
                         break;
                 if (n <= 0) {
                         h2_down(h, -ECONNREFUSED, n == 0 ? "etcd closed the connection"
+                                                  : why  ? why
                                                          : "reading from etcd failed");
                         return;
                 }
@@ -559,8 +615,11 @@ static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* -ECONNREFUSED, not -ETIMEDOUT, for the calls that sent nothing (the sent ones end
          * -ECONNRESET): as for any connection lost before they left, they may go to another
          * endpoint (etcd.c fails over on those two errors only). */
-        if (h->state == H2_CONNECTING) {
-                h2_down(h, -ECONNREFUSED, "connecting: no answer within 5 s");
+        if (h->state == H2_RESOLVING || h->state == H2_CONNECTING || h->state == H2_HANDSHAKE) {
+                h2_down(h, -ECONNREFUSED, h->state == H2_RESOLVING ? "resolving: no answer within 5 s"
+                                          : h->state == H2_CONNECTING
+                                                  ? "connecting: no answer within 5 s"
+                                                  : "TLS: no handshake within 5 s");
                 return 0;
         }
         if (h->ping_out) {
@@ -579,6 +638,40 @@ static int on_h2_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void h2_dispatch(EtcdH2 *h);
+static int h2_connect_next(EtcdH2 *h, int r);
+
+/* A step of TLS's handshake: on to HTTP/2 once it is done; the calls end with -EIO when it
+ * fails (nothing of theirs was sent: they may go to another endpoint). */
+static void h2_tls_step(EtcdH2 *h) {
+        _cleanup_free_ char *why = NULL;
+        int r = etcd_tls_handshake(h->tls_session, &why);
+
+        if (r < 0)
+                h2_down(h, r, why ?: "TLS: the handshake failed");
+        else if (r > 0)
+                h2_up(h);
+        else
+                h2_update_events(h);
+}
+
+/* Connected: TLS's handshake starts, with the credentials read for this connection (as the
+ * process's user then), as libcurl did. */
+static void h2_tls_start(EtcdH2 *h) {
+        _cleanup_free_ char *why = NULL;
+        int r = 0;
+
+        if (!h->creds)
+                r = etcd_tls_credentials_new(&h->creds, h->ca_file, h->cert_file, h->key_file,
+                                             &why);
+        if (r >= 0)
+                r = etcd_tls_session_new(&h->tls_session, h->creds, h->fd, h->host);
+        if (r < 0) {
+                h2_down(h, r, why ?: "TLS: out of memory");
+                return;
+        }
+        h->state = H2_HANDSHAKE;
+        h2_tls_step(h);
+}
 
 static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         EtcdH2 *h = userdata;
@@ -589,12 +682,20 @@ static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
                 if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
                         error = errno;
-                if (error != 0) {
+                if (error != 0 && h2_connect_next(h, -error) < 0) {
                         char why[128];
                         (void) snprintf(why, sizeof(why), "connecting: %s", strerror(error));
                         h2_down(h, -ECONNREFUSED, why);
-                } else if (revents & EPOLLOUT)
+                } else if (error != 0)
+                        return 0; /* the next address is being connected to */
+                else if ((revents & EPOLLOUT) && h->tls)
+                        h2_tls_start(h);
+                else if (revents & EPOLLOUT)
                         h2_up(h);
+                return 0;
+        }
+        if (h->state == H2_HANDSHAKE) {
+                h2_tls_step(h);
                 return 0;
         }
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
@@ -604,16 +705,18 @@ static int on_h2_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
         return 0;
 }
 
-static int h2_connect(EtcdH2 *h) {
+/* A connect to h->addrs[h->addr_index]. */
+static int h2_connect_addr(EtcdH2 *h) {
         int r;
 
         h->queued = h->written = 0;
-        h->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        h->fd = socket(h->addrs[h->addr_index].ss_family,
+                       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (h->fd < 0)
                 return -errno;
         /* A member gone silent while calls are open is noticed by the PINGs (on_h2_timer) 10
          * to 15 s after its last byte, hung or stopped (its kernel still acknowledges) or cut
-         * off. The kernel's own backstop, as curl's for the gateway: data unacknowledged for
+         * off. The kernel's own backstop (as libcurl's was): data unacknowledged for
          * 15 s ends the connection (TCP_USER_TIMEOUT), and so do keepalive probes (after 5 s
          * idle, every 2 s) unanswered 15 s after the last segment received. */
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
@@ -622,7 +725,8 @@ static int h2_connect(EtcdH2 *h) {
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_KEEPINTVL, &(int) { 2 }, sizeof(int));
         (void) setsockopt(h->fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
                           &(unsigned) { H2_TCP_USER_TIMEOUT_MS }, sizeof(unsigned));
-        if (connect(h->fd, (struct sockaddr *) &h->addr, h->addr_len) < 0 &&
+        if (connect(h->fd, (struct sockaddr *) &h->addrs[h->addr_index],
+                    h->lens[h->addr_index]) < 0 &&
             errno != EINPROGRESS) {
                 r = -errno;
                 h->fd = safe_close(h->fd);
@@ -634,7 +738,65 @@ static int h2_connect(EtcdH2 *h) {
                 return r;
         }
         (void) sd_event_source_set_description(h->io, "etcd-h2-io");
+        if (h->state != H2_RESOLVING && h->state != H2_CONNECTING)
+                h->connecting_since = now_usec(CLOCK_MONOTONIC);
         h->state = H2_CONNECTING;
+        h2_timer_arm(h);
+        return 0;
+}
+
+/* A connect failed: the next address, if there is one; r < 0 when none takes it. */
+static int h2_connect_next(EtcdH2 *h, int r) {
+        h->io = sd_event_source_disable_unref(h->io);
+        h->fd = safe_close(h->fd);
+        while (h->addr_index + 1 < h->n_addrs) {
+                h->addr_index++;
+                r = h2_connect_addr(h);
+                if (r >= 0)
+                        return r;
+        }
+        return r;
+}
+
+static void on_resolved(EtcdResolver *resolver, int error, const struct sockaddr_storage *addrs,
+                        const socklen_t *lens, size_t n, const char *detail, void *userdata) {
+        EtcdH2 *h = userdata;
+        char why[512];
+        int r;
+
+        if (h->state != H2_RESOLVING)
+                return;
+        if (error < 0) {
+                (void) snprintf(why, sizeof(why), "resolving %s: %s", h->host, detail);
+                h2_down(h, -ECONNREFUSED, why);
+                return;
+        }
+        memcpy(h->addrs, addrs, n * sizeof(addrs[0]));
+        memcpy(h->lens, lens, n * sizeof(lens[0]));
+        h->n_addrs = n;
+        h->addr_index = 0;
+        r = h2_connect_addr(h);
+        if (r < 0)
+                r = h2_connect_next(h, r);
+        if (r < 0) {
+                (void) snprintf(why, sizeof(why), "connecting: %s", strerror(-r));
+                h2_down(h, -ECONNREFUSED, why);
+        }
+}
+
+/* A new connection: to the endpoint's address, or its name's looked up anew (c-ares, from the
+ * loop: etcd-resolve.h); the calls wait meanwhile. */
+static int h2_connect(EtcdH2 *h) {
+        int r;
+
+        if (!h->resolver) {
+                h->addr_index = 0;
+                return h2_connect_addr(h);
+        }
+        r = etcd_resolve(h->resolver, h->host, h->port, on_resolved, h);
+        if (r < 0)
+                return r;
+        h->state = H2_RESOLVING;
         h->connecting_since = now_usec(CLOCK_MONOTONIC);
         h2_timer_arm(h);
         return 0;
@@ -794,7 +956,7 @@ void etcd_h2_call_cancel(EtcdH2Call *c) {
         call_free(c);
 }
 
-int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
+int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url, const EtcdConfig *tls) {
         EtcdH2 *h = new0(EtcdH2, 1);
         EndpointURL u;
         int r;
@@ -803,10 +965,24 @@ int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url) {
                 return -ENOMEM;
         *h = (EtcdH2) { .n_ref = 1, .fd = -EBADF, .event = sd_event_ref(event) };
         r = endpoint_url_parse(url, &u);
-        if (r >= 0 && u.tls)
-                r = -EINVAL;
-        if (r >= 0)
-                r = endpoint_url_sockaddr(&u, &h->addr, &h->addr_len);
+        if (r >= 0) {
+                memcpy(h->host, u.host, sizeof(h->host));
+                h->port = u.port;
+        }
+        if (r >= 0 && u.tls) {
+                h->tls = true;
+                if ((tls->ca_file && !(h->ca_file = strdup(tls->ca_file))) ||
+                    (tls->cert_file && !(h->cert_file = strdup(tls->cert_file))) ||
+                    (tls->key_file && !(h->key_file = strdup(tls->key_file))))
+                        r = -ENOMEM;
+        }
+        if (r >= 0) {
+                /* a name's addresses are looked up at each connect */
+                if (endpoint_url_sockaddr(&u, &h->addrs[0], &h->lens[0]) >= 0)
+                        h->n_addrs = 1;
+                else
+                        r = etcd_resolver_new(&h->resolver, event);
+        }
         if (r >= 0)
                 r = endpoint_url_authority(&u, h->authority, sizeof(h->authority));
         if (r >= 0)
@@ -834,6 +1010,14 @@ static EtcdH2 *h2_unref(EtcdH2 *h) {
                 return NULL;
         if (h->session)
                 nghttp2_session_del(h->session);
+        if (h->tls_session)
+                gnutls_deinit(h->tls_session);
+        if (h->creds)
+                gnutls_certificate_free_credentials(h->creds);
+        free(h->ca_file);
+        free(h->cert_file);
+        free(h->key_file);
+        etcd_resolver_free(h->resolver);
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->dispatch);
         sd_event_source_disable_unref(h->timer);

@@ -7,12 +7,14 @@
  * a call needs it, keeps the connection between calls, multiplexes every call on it, and
  * connects again after it broke.
  *
- * Only "http://ADDRESS:PORT" with a numeric address (IPv4, or IPv6 in brackets): a name would
- * need a resolver that blocks, and TLS is not done here (etcd.c uses the JSON gateway through
- * libcurl for such endpoints).
+ * "http://HOST:PORT" or "https://HOST:PORT", HOST a numeric address (IPv4, or IPv6 in
+ * brackets) or a name, looked up anew for each connection with c-ares (etcd-resolve.h: no
+ * blocking, no thread), its addresses tried in order; for https://, TLS on gnutls
+ * (etcd-tls.h) under HTTP/2: the handshake driven by the socket's events like the rest,
+ * nghttp2's bytes through TLS's records.
  *
- * Why not libcurl, which etcd.c uses for the gateway: Debian 12's libcurl 7.88.1 fails a
- * transfer that reuses a connection it opened with HTTP/2 "prior knowledge" (curl#10634), and
+ * Why not libcurl (which etcd.c used for etcd's JSON gateway before): Debian 12's libcurl
+ * 7.88.1 fails a transfer that reuses a connection it opened with HTTP/2 "prior knowledge" (curl#10634), and
  * on its multi_socket interface stops reading an answer once the connection's flow-control
  * window is spent (it does not send the WINDOW_UPDATE nghttp2 queued until another transfer
  * writes). Both were seen here with etcd 3.4. */
@@ -24,17 +26,19 @@
 
 #include <systemd/sd-event.h>
 
+#include "etcd.h"
 #include "time-util.h"
 
 typedef struct EtcdH2 EtcdH2;
 typedef struct EtcdH2Call EtcdH2Call;
 
 /* How a call ended. error: 0 (an answer: http_status, grpc_status... say what it is),
- * -ECONNREFUSED (nothing was sent: no connection, or the connection died before any byte of
+ * -ECONNREFUSED (nothing was sent: no connection (a name without an address included), or the connection died before any byte of
  * the call left and a new one could not be made; or etcd refused the stream unprocessed:
- * REFUSED_STREAM, GOAWAY), -ECONNRESET (the connection broke, or etcd reset the stream, after
+ * REFUSED_STREAM, GOAWAY), -EIO (TLS failed before any of it was sent: etcd's certificate not
+ * trusted, the credentials not readable, an alert of etcd, no "h2"), -ECONNRESET (the connection broke, or etcd reset the stream, after
  * the call was sent), -ETIMEDOUT (no answer by the deadline; the stream was reset), -EBADMSG
- * (an answer over ETCD_JSON_MAX bytes), -ENOMEM.
+ * (an answer over ETCD_ANSWER_MAX bytes), -ENOMEM.
  * sent: a byte of the call reached the socket, so a write may have been applied. A call whose
  * connection turns out dead before any of its bytes left goes once more, on a new connection
  * to the same endpoint (as curl does with a cached connection it finds dead). */
@@ -59,8 +63,9 @@ typedef void (*etcd_h2_callback_t)(EtcdH2Call *c, const EtcdH2Answer *a, void *u
 typedef size_t (*etcd_h2_stream_t)(EtcdH2Call *c, const uint8_t *data, size_t size,
                                    void *userdata);
 
-/* url: "http://ADDRESS:PORT" (endpoint-url.h); -EINVAL for https:// or a name. */
-int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url);
+/* url: "http://HOST:PORT" or "https://HOST:PORT" (endpoint-url.h); -EINVAL for another.
+ * tls: for https://, its ca_file, cert_file and key_file (copied; read at each connect). */
+int etcd_h2_new(EtcdH2 **ret, sd_event *event, const char *url, const EtcdConfig *tls);
 /* Every call cancelled (no callback), the connection closed. */
 EtcdH2 *etcd_h2_free(EtcdH2 *h);
 

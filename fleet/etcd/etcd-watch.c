@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The etcd client's watches (etcd.h's etcd_watch): each on a stream of its own, etcd's gRPC
- * Watch stream on the endpoint's HTTP/2 connection (etcd-h2.h) when the client speaks gRPC,
- * else a streaming POST to the gateway's /v3/watch through libcurl. Either way the stream
- * carries one watch, whose messages (etcd-grpc.h's WatchResponses, or the gateway's lines of
- * JSON) become the same EtcdWatchMessage and the same callbacks. etcd asks nothing more of a
- * watcher: one create request, then etcd talks (it keeps the watch of a client that
- * half-closed, as its own gateway does). No callback runs inside libcurl or nghttp2. */
+ * Watch stream on the endpoint's HTTP/2 connection (etcd-h2.h), which carries one watch whose
+ * messages (etcd-grpc.h's WatchResponses) become EtcdWatchMessages and callbacks. etcd asks
+ * nothing more of a watcher: one create request, then etcd talks (it keeps the watch of a
+ * client that half-closed). No callback runs inside nghttp2. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "etcd-answer.h"
 #include "etcd-grpc.h"
 #include "etcd-private.h"
 #include "macro.h"
@@ -19,14 +18,12 @@
 static void watch_unref(EtcdWatch *w) {
         if (!w || --w->n_ref > 0)
                 return;
-        etcd_transfer_done(&w->t);
-        etcd_line_buffer_done(&w->lines);
+        free(w->t.body);
         free(w);
 }
 
-/* No more bytes from w's stream: its transfer, or its call, stopped. */
+/* No more bytes from w's stream. */
 static void watch_stop(EtcdWatch *w) {
-        etcd_transfer_stop(&w->t);
         etcd_h2_call_cancel(w->call);
         w->call = NULL;
 }
@@ -56,55 +53,7 @@ static void watch_handle_message(EtcdWatch *w, int r, EtcdWatchMessage *m) {
         etcd_watch_message_done(m);
 }
 
-/* ---- the gateway's: lines of JSON through libcurl ---- */
-
-static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        EtcdWatch *w = userdata;
-        size_t n = size * nmemb;
-        int r;
-
-        r = etcd_line_buffer_append(&w->lines, ptr, n);
-        if (r < 0) {
-                w->buffer_error = r;
-                return 0;
-        }
-        w->pending = true;
-        return n;
-}
-
-void etcd_watch_dispatch(EtcdWatch *w) {
-        const char *line;
-        size_t size;
-
-        w->n_ref++;
-        w->pending = false;
-        /* The last message of a stream that ended may lack its newline (an error body). */
-        if (w->ended && w->buffer_error == 0 && w->lines.size > w->lines.start)
-                (void) etcd_line_buffer_append(&w->lines, "\n", 1);
-        while (!w->over && (line = etcd_line_buffer_next(&w->lines, &size))) {
-                EtcdWatchMessage m;
-                int r = etcd_watch_message_parse(line, size, &m);
-                watch_handle_message(w, r, &m);
-        }
-        if (!w->over && w->buffer_error != 0)
-                watch_end(w, w->buffer_error == -ENOMEM ? -ENOMEM : -EBADMSG, 0);
-        else if (!w->over && w->ended)
-                watch_end(w, -ECONNRESET, 0);
-        watch_unref(w);
-}
-
-void etcd_watch_finished(EtcdWatch *w, CURLcode result) {
-        w->t.result = result;
-        if (result != CURLE_OK && w->lines.size == 0 && etcd_transfer_failover(&w->t, true) &&
-            etcd_transfer_start(&w->t, 0, w->t.etcd->timeout) >= 0)
-                return;
-        w->ended = true;
-        w->pending = true;
-}
-
-/* ---- gRPC's: WatchResponses on an HTTP/2 stream ---- */
-
-static int watch_grpc_start(EtcdWatch *w);
+static int watch_start(EtcdWatch *w);
 
 /* The stream's bytes (from etcd-h2's dispatch): every whole message, in order. */
 static size_t on_watch_stream(EtcdH2Call *c, const uint8_t *data, size_t size, void *userdata) {
@@ -130,69 +79,48 @@ static size_t on_watch_stream(EtcdH2Call *c, const uint8_t *data, size_t size, v
 }
 
 /* The stream ended (etcd ended it, or the connection broke). Before any message: the next
- * endpoint, as a gateway watch that could not connect; after: the watch is over. */
+ * endpoint, as for a request that could not connect; after: the watch is over. */
 static void on_watch_stream_end(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata) {
         EtcdWatch *w = userdata;
 
         w->call = NULL;
-        w->t.result = CURLE_OK;
         if (a->error < 0 && a->error != -ENOMEM && !w->received &&
-            etcd_transfer_failover(&w->t, true) && watch_grpc_start(w) >= 0)
+            etcd_transfer_failover(&w->t) && watch_start(w) >= 0)
                 return;
         watch_end(w, a->error == -ENOMEM ? -ENOMEM : a->size > 0 ? -EBADMSG : -ECONNRESET, 0);
 }
 
-static int watch_grpc_start(EtcdWatch *w) {
+static int watch_start(EtcdWatch *w) {
         Etcd *e = w->t.etcd;
 
-        return etcd_h2_stream(e->h2[w->t.endpoint], WATCH_GRPC_PATH,
-                              (const uint8_t *) w->t.body, w->t.body_size, on_watch_stream,
-                              on_watch_stream_end, w, &w->call);
-}
-
-/* ---- watches ---- */
-
-/* The stream's request: the gateway's JSON, or the prefixed WatchRequest. */
-static int watch_body(Etcd *e, const char *key, const char *range_end, int64_t start_revision,
-                      Transfer *t) {
-        EtcdBytes pb = {};
-        int r;
-
-        if (!etcd_speaks_grpc(e)) {
-                r = etcd_json_watch(key, range_end, start_revision, &t->body);
-                t->body_size = r < 0 ? 0 : strlen(t->body);
-                return r;
-        }
-        r = etcd_grpc_watch_create(key, range_end, start_revision, &pb);
-        t->body = (char *) pb.data;
-        t->body_size = pb.size;
-        return r;
+        return etcd_h2_stream(e->h2[w->t.endpoint], WATCH_GRPC_PATH, w->t.body,
+                              w->t.body_size, on_watch_stream, on_watch_stream_end, w,
+                              &w->call);
 }
 
 int etcd_watch(Etcd *e, const char *key, const char *range_end, int64_t start_revision,
                etcd_watch_callback_t cb, void *userdata, EtcdWatch **ret) {
+        EtcdBytes pb = {};
         EtcdWatch *w;
         int r;
 
         if (!e || e->freed || !cb)
                 return -EINVAL;
+        r = etcd_grpc_watch_create(key, range_end, start_revision, &pb);
+        if (r < 0)
+                return r;
         w = new0(EtcdWatch, 1);
-        if (!w)
+        if (!w) {
+                etcd_bytes_done(&pb);
                 return -ENOMEM;
-        w->t = (Transfer) { .kind = TRANSFER_WATCH, .etcd = e, .repeatable = true,
-                            .grpc = etcd_speaks_grpc(e), .endpoint = e->current,
-                            .path = etcd_speaks_grpc(e) ? WATCH_GRPC_PATH : "/v3/watch" };
+        }
+        w->t = (Transfer) { .etcd = e, .body = pb.data, .body_size = pb.size,
+                            .repeatable = true, .endpoint = e->current,
+                            .path = WATCH_GRPC_PATH };
         w->n_ref = 1;
         w->cb = cb;
         w->userdata = userdata;
-        r = watch_body(e, key, range_end, start_revision, &w->t);
-        if (r >= 0 && w->t.grpc)
-                r = watch_grpc_start(w);
-        else if (r >= 0) {
-                r = etcd_transfer_setup(&w->t, on_watch_data, e->watch_headers);
-                if (r >= 0)
-                        r = etcd_transfer_start(&w->t, 0, e->timeout);
-        }
+        r = watch_start(w);
         if (r < 0) {
                 watch_unref(w);
                 return r;

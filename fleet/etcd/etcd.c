@@ -1,23 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* The etcd client (etcd.h). The KV calls (range, put, delete, txn) and the watches
- * (etcd-watch.c) are etcd's gRPC (etcd-grpc.h) on one HTTP/2 connection per endpoint
- * (etcd-h2.c, nghttp2) when every endpoint is http:// with a numeric address; otherwise, and
- * always for leases, the JSON gateway (etcd-json.h) through libcurl's multi interface on
- * sd-event: one easy handle per request or watch, the multi handle's connection cache keeping
- * the HTTP/1.1 connections alive between requests. No user callback ever runs inside a libcurl or nghttp2 callback: those
- * only collect bytes, and the answers are dispatched from the loop afterwards, so a callback
- * may start, cancel or free anything, the Etcd included. */
-#include <curl/curl.h>
+/* The etcd client (etcd.h): every call etcd's gRPC (etcd-grpc.h) on one HTTP/2 connection per
+ * endpoint (etcd-h2.c on nghttp2; TLS on gnutls for https://, etcd-tls.c; a host name looked
+ * up by c-ares, etcd-resolve.c), the watches in etcd-watch.c. No user callback ever runs
+ * inside nghttp2's callbacks: those only collect bytes, and the answers are dispatched from
+ * the loop afterwards, so a callback may start, cancel or free anything, the Etcd included. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "curl-event.h"
 #include "endpoint-url.h"
+#include "etcd-answer.h"
 #include "etcd-grpc.h"
 #include "etcd-h2.h"
-#include "etcd-json.h"
 #include "etcd-private.h"
 #include "etcd.h"
 #include "list.h"
@@ -25,7 +20,6 @@
 #include "time-util.h"
 
 #define ETCD_TIMEOUT_DEFAULT (2 * USEC_PER_SEC)
-#define ETCD_MAXCONNECTS 64L
 
 struct EtcdRequest {
         Transfer t;
@@ -33,12 +27,13 @@ struct EtcdRequest {
         bool completed; /* in etcd->completed, not etcd->active */
         bool dispatching;
         EtcdAnswerKind answer_kind;
-        EtcdLineBuffer answer;
-        /* a gRPC call's: the call in flight, then how it ended */
+        /* the call in flight, then how it ended */
         EtcdH2Call *call;
         int call_error;
         char *call_detail, *grpc_status, *grpc_message;
         long call_status;
+        uint8_t *answer;
+        size_t answer_size;
         usec_t deadline;
         etcd_callback_t cb;
         void *userdata;
@@ -60,11 +55,10 @@ static void request_unlink(EtcdRequest *req) {
 }
 
 /* Done: to the end of the queue of answers to dispatch, which keeps their order. */
-static void request_complete(EtcdRequest *req, CURLcode result) {
+static void request_complete(EtcdRequest *req) {
         Etcd *e = req->t.etcd;
 
         LIST_REMOVE(list, e->active, req);
-        req->t.result = result;
         req->completed = true;
         req->list_prev = e->completed_tail;
         req->list_next = NULL;
@@ -75,112 +69,12 @@ static void request_complete(EtcdRequest *req, CURLcode result) {
         e->completed_tail = req;
 }
 
-/* ---- transfers ---- */
-
-void etcd_transfer_stop(Transfer *t) {
-        if (t->in_multi) {
-                (void) curl_multi_remove_handle(t->etcd->multi, t->easy);
-                t->in_multi = false;
-        }
-}
-
-void etcd_transfer_done(Transfer *t) {
-        etcd_transfer_stop(t);
-        if (t->easy)
-                curl_easy_cleanup(t->easy);
-        t->easy = NULL;
-        t->body = mfree(t->body);
-}
-
-static size_t on_body_read(char *buffer, size_t size, size_t nitems, void *userdata) {
-        Transfer *t = userdata;
-        size_t n = MIN(size * nitems, t->body_size - t->body_offset);
-
-        memcpy(buffer, t->body + t->body_offset, n);
-        t->body_offset += n;
-        return n;
-}
-
-static int on_body_seek(void *userdata, curl_off_t offset, int origin) {
-        Transfer *t = userdata;
-
-        if (origin != SEEK_SET || offset < 0 || (size_t) offset > t->body_size)
-                return CURL_SEEKFUNC_CANTSEEK;
-        t->body_offset = (size_t) offset;
-        return CURL_SEEKFUNC_OK;
-}
-
-int etcd_transfer_setup(Transfer *t, size_t (*write_cb)(char *, size_t, size_t, void *),
-                          struct curl_slist *headers) {
-        Etcd *e = t->etcd;
-        CURL *c = curl_easy_init();
-
-        if (!c)
-                return -ENOMEM;
-        t->easy = c;
-        t->endpoint = e->current;
-        if (curl_easy_setopt(c, CURLOPT_PRIVATE, t) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_READFUNCTION, on_body_read) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_READDATA, t) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) t->body_size) !=
-                    CURLE_OK ||
-            (t->repeatable &&
-             (curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_body_seek) != CURLE_OK ||
-              curl_easy_setopt(c, CURLOPT_SEEKDATA, t) != CURLE_OK)) ||
-            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEDATA, t) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, t->errbuf) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 5L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 2L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK)
-                return -ENOMEM;
-        if ((e->ca_file && curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file) != CURLE_OK) ||
-            (e->cert_file && curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert_file) != CURLE_OK) ||
-            (e->key_file && curl_easy_setopt(c, CURLOPT_SSLKEY, e->key_file) != CURLE_OK))
-                return -ENOMEM;
-        return 0;
-}
-
-/* (Re)starts t on its endpoint with timeout_usec for the whole transfer (0: none, a watch)
- * and connect_usec for the connection. */
-int etcd_transfer_start(Transfer *t, usec_t timeout_usec, usec_t connect_usec) {
-        Etcd *e = t->etcd;
-        _cleanup_free_ char *url = NULL;
-
-        if (asprintf(&url, "%s%s", e->endpoints[t->endpoint], t->path) < 0)
-                return -ENOMEM;
-        t->errbuf[0] = '\0';
-        t->body_offset = 0;
-        if (curl_easy_setopt(t->easy, CURLOPT_URL, url) != CURLE_OK ||
-            curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS,
-                             (long) ((timeout_usec + 999) / USEC_PER_MSEC)) != CURLE_OK ||
-            curl_easy_setopt(t->easy, CURLOPT_CONNECTTIMEOUT_MS,
-                             (long) MAX((connect_usec + 999) / USEC_PER_MSEC, 1)) != CURLE_OK)
-                return -ENOMEM;
-        if (curl_multi_add_handle(e->multi, t->easy) != CURLM_OK)
-                return -ENOMEM;
-        t->in_multi = true;
-        return 0;
-}
+/* ---- endpoints ---- */
 
 /* After a failure that sent nothing, the next endpoint, unless every one was tried. */
-bool etcd_transfer_failover(Transfer *t, bool repeatable) {
+bool etcd_transfer_failover(Transfer *t) {
         Etcd *e = t->etcd;
-        long sent = 0;
 
-        if (t->result == CURLE_WRITE_ERROR || t->result == CURLE_OUT_OF_MEMORY ||
-            t->result == CURLE_SEND_FAIL_REWIND)
-                return false;
-        /* A read (or a keepalive) may always be asked again elsewhere. A write that was sent
-         * may have been applied (a follower forwards it before it dies): never repeated. */
-        if (!repeatable &&
-            (curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0))
-                return false;
         if (++t->tries >= e->n_endpoints)
                 return false;
         if (e->current == t->endpoint)
@@ -198,42 +92,11 @@ static void transfer_demote_endpoint(Transfer *t) {
                 e->current = (t->endpoint + 1) % e->n_endpoints;
 }
 
-static int curl_error_to_errno(CURLcode c) {
-        switch (c) {
-        case CURLE_OK:
-                return 0;
-        case CURLE_OPERATION_TIMEDOUT:
-                return -ETIMEDOUT;
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-                return -ECONNREFUSED;
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
-        case CURLE_WRITE_ERROR:
-                return -EBADMSG;
-        case CURLE_GOT_NOTHING:
-        case CURLE_RECV_ERROR:
-        case CURLE_SEND_ERROR:
-        case CURLE_PARTIAL_FILE:
-        case CURLE_SEND_FAIL_REWIND: /* a write curl would have sent again on a new connection */
-                return -ECONNRESET;
-        default:
-                return -EIO;
-        }
-}
-
 static void transfer_describe(Transfer *t, char *buf, size_t size) {
         (void) snprintf(buf, size, "POST %s%s", t->etcd->endpoints[t->endpoint], t->path);
 }
 
 /* ---- requests ---- */
-
-static size_t on_request_data(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        EtcdRequest *req = userdata;
-        size_t n = size * nmemb;
-
-        return etcd_line_buffer_append(&req->answer, ptr, n) < 0 ? 0 : n;
-}
 
 static void request_forget_call(EtcdRequest *req) {
         etcd_h2_call_cancel(req->call);
@@ -241,17 +104,17 @@ static void request_forget_call(EtcdRequest *req) {
         req->call_detail = mfree(req->call_detail);
         req->grpc_status = mfree(req->grpc_status);
         req->grpc_message = mfree(req->grpc_message);
+        req->answer = mfree(req->answer);
+        req->answer_size = 0;
         req->call_error = 0;
         req->call_status = 0;
-        etcd_line_buffer_done(&req->answer);
 }
 
 static EtcdRequest *request_free(EtcdRequest *req) {
         if (!req)
                 return NULL;
         request_forget_call(req);
-        etcd_transfer_done(&req->t);
-        etcd_line_buffer_done(&req->answer);
+        free(req->t.body);
         return mfree(req);
 }
 
@@ -260,23 +123,32 @@ static usec_t request_remaining(EtcdRequest *req) {
         return req->deadline > now ? req->deadline - now : 0;
 }
 
-static void request_complete(EtcdRequest *req, CURLcode result);
+static uint8_t *bytes_dup(const uint8_t *p, size_t n) {
+        uint8_t *d = malloc(n);
+
+        if (d)
+                memcpy(d, p, n);
+        return d;
+}
+
 static void etcd_process(Etcd *e);
 static int request_start(EtcdRequest *req, usec_t timeout_usec);
 
-/* A gRPC call's end (etcd-h2.h; from the loop): one that sent nothing goes to the next
- * endpoint while there is time, as a transfer that could not connect does; the others are
- * answered. */
+/* A call that ended unanswered may go to the next endpoint while there is time: one that sent
+ * nothing (refused, no connection, TLS failed before it left), or a read. */
+static bool call_may_fail_over(EtcdRequest *req, const EtcdH2Answer *a) {
+        return (a->error == -ECONNREFUSED || a->error == -ECONNRESET ||
+                (a->error == -EIO && !a->sent)) &&
+               (!a->sent || req->t.repeatable) && request_remaining(req) > 0;
+}
+
+/* A call's end (etcd-h2.h; from the loop): it goes to the next endpoint, or is answered. */
 static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata) {
         EtcdRequest *req = userdata;
         Etcd *e = req->t.etcd;
 
         req->call = NULL;
-        /* As a transfer's: one that sent nothing, or a read, may go to the next endpoint. */
-        req->t.result = CURLE_OK;
-        if ((a->error == -ECONNREFUSED || a->error == -ECONNRESET) &&
-            (!a->sent || req->t.repeatable) && request_remaining(req) > 0 &&
-            etcd_transfer_failover(&req->t, true) &&
+        if (call_may_fail_over(req, a) && etcd_transfer_failover(&req->t) &&
             request_start(req, MAX(request_remaining(req), USEC_PER_MSEC)) >= 0)
                 return;
         req->call_error = a->error;
@@ -284,55 +156,44 @@ static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata)
         req->call_detail = strdup(a->detail);
         req->grpc_status = a->grpc_status ? strdup(a->grpc_status) : NULL;
         req->grpc_message = a->grpc_message ? strdup(a->grpc_message) : NULL;
+        req->answer = a->size > 0 ? bytes_dup(a->body, a->size) : NULL;
+        req->answer_size = req->answer ? a->size : 0;
         if (!req->call_detail || (a->grpc_status && !req->grpc_status) ||
-            (a->grpc_message && !req->grpc_message) ||
-            (a->size > 0 && etcd_line_buffer_append(&req->answer, a->body, a->size) < 0))
+            (a->grpc_message && !req->grpc_message) || (a->size > 0 && !req->answer))
                 req->call_error = -ENOMEM;
-        request_complete(req, CURLE_OK);
+        request_complete(req);
         etcd_process(e);
 }
 
 static int request_start(EtcdRequest *req, usec_t timeout_usec) {
         Etcd *e = req->t.etcd;
 
-        if (!req->t.grpc)
-                return etcd_transfer_start(&req->t, timeout_usec, timeout_usec);
         request_forget_call(req);
-        return etcd_h2_call(e->h2[req->t.endpoint], req->t.path, (const uint8_t *) req->t.body,
-                            req->t.body_size, timeout_usec, on_call_answer, req, &req->call);
+        return etcd_h2_call(e->h2[req->t.endpoint], req->t.path, req->t.body, req->t.body_size,
+                            timeout_usec, on_call_answer, req, &req->call);
 }
 
-static int request_restart(EtcdRequest *req) {
-        return request_start(req, MAX(request_remaining(req), USEC_PER_MSEC));
-}
-
-/* body: the JSON of the gateway, or with grpc a gRPC call's prefixed message (etcd-grpc.h);
- * taken either way. */
-static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool grpc,
-                          bool repeatable, etcd_callback_t cb, void *userdata,
-                          EtcdRequest **ret) {
+/* body: the call's prefixed message (etcd-grpc.h); taken either way. */
+static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool repeatable,
+                          etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
         _cleanup_(etcd_bytes_done) EtcdBytes b = body;
         EtcdRequest *req;
-        int r = 0;
+        int r;
 
         if (!e || e->freed || !cb || !b.data)
                 return -EINVAL;
         req = new0(EtcdRequest, 1);
         if (!req)
                 return -ENOMEM;
-        req->t = (Transfer) { .kind = TRANSFER_REQUEST, .etcd = e, .body = (char *) b.data,
-                              .body_size = b.size, .repeatable = repeatable, .grpc = grpc,
-                              .path = grpc ? etcd_grpc_path(kind) : etcd_answer_path(kind),
+        req->t = (Transfer) { .etcd = e, .body = b.data, .body_size = b.size,
+                              .repeatable = repeatable, .path = etcd_grpc_path(kind),
                               .endpoint = e->current };
         b = (EtcdBytes) {};
         req->answer_kind = kind;
         req->cb = cb;
         req->userdata = userdata;
         req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
-        if (!grpc)
-                r = etcd_transfer_setup(&req->t, on_request_data, e->headers);
-        if (r >= 0)
-                r = request_start(req, e->timeout);
+        r = request_start(req, e->timeout);
         if (r < 0) {
                 request_free(req);
                 return r;
@@ -343,17 +204,11 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool grp
         return 0;
 }
 
-static void request_finished(EtcdRequest *req, CURLcode result) {
-        req->t.result = result;
-        if (result != CURLE_OK && request_remaining(req) > 0 &&
-            etcd_transfer_failover(&req->t, req->t.repeatable) &&
-            request_restart(req) >= 0)
-                return;
-        request_complete(req, result);
-}
+/* The call's answer, or how it failed. */
+static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
+        char what[512];
 
-/* A gRPC call's answer, or how it failed. */
-static void request_call_answer(EtcdRequest *req, EtcdAnswer *a, const char *what) {
+        transfer_describe(&req->t, what, sizeof(what));
         if (req->call_error < 0) {
                 if (req->call_error != -ECONNREFUSED)
                         transfer_demote_endpoint(&req->t);
@@ -363,46 +218,9 @@ static void request_call_answer(EtcdRequest *req, EtcdAnswer *a, const char *wha
         if (req->call_status >= 500)
                 transfer_demote_endpoint(&req->t);
         if (etcd_grpc_answer_parse(req->answer_kind, req->call_status, req->grpc_status,
-                                   req->grpc_message, (const uint8_t *) req->answer.data,
-                                   req->answer.size, a) < 0) {
+                                   req->grpc_message, req->answer, req->answer_size, a) < 0) {
                 _cleanup_free_ char *m = a->message ? strdup(a->message) : NULL;
                 etcd_answer_fail(a, a->response.error, what, m);
-        }
-}
-
-static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
-        char what[512];
-        long status = 0;
-
-        transfer_describe(&req->t, what, sizeof(what));
-        if (req->t.grpc) {
-                request_call_answer(req, a, what);
-                return;
-        }
-        if (req->t.result != CURLE_OK) {
-                int error = curl_error_to_errno(req->t.result);
-                long sent = 0;
-
-                /* curl's own retry of a request on a reused connection that broke ends in a
-                 * failure to connect when the member is gone: but the request was sent. */
-                if (error == -ECONNREFUSED &&
-                    curl_easy_getinfo(req->t.easy, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK &&
-                    sent > 0)
-                        error = -ECONNRESET;
-                transfer_demote_endpoint(&req->t);
-                etcd_answer_fail(a, error, what,
-                                 req->t.errbuf[0] ? req->t.errbuf
-                                                  : curl_easy_strerror(req->t.result));
-                return;
-        }
-        (void) curl_easy_getinfo(req->t.easy, CURLINFO_RESPONSE_CODE, &status);
-        if (status >= 500)
-                transfer_demote_endpoint(&req->t);
-        if (etcd_answer_parse(req->answer_kind, status, req->answer.data ?: "",
-                              req->answer.size, a) < 0) {
-                _cleanup_free_ char *m = a->message ? strdup(a->message) : NULL;
-                int error = a->response.error;
-                etcd_answer_fail(a, error, what, m);
         }
 }
 
@@ -424,6 +242,7 @@ void etcd_request_cancel(EtcdRequest *req) {
         request_unlink(req);
         request_free(req);
 }
+
 /* ---- the loop ---- */
 
 static Etcd *etcd_ref(Etcd *e) {
@@ -434,10 +253,6 @@ static Etcd *etcd_ref(Etcd *e) {
 static void etcd_unref(Etcd *e) {
         if (!e || --e->n_ref > 0)
                 return;
-        /* Every transfer is gone: the cache's connections close (the socket callback runs). */
-        if (e->multi)
-                (void) curl_multi_cleanup(e->multi);
-        curl_event_free(e->curl); /* after the multi handle, whose sockets it removed */
         sd_event_unref(e->event);
         for (size_t i = 0; i < e->n_endpoints; i++)
                 free(e->endpoints[i]);
@@ -445,63 +260,20 @@ static void etcd_unref(Etcd *e) {
         for (size_t i = 0; e->h2 && i < e->n_endpoints; i++)
                 etcd_h2_free(e->h2[i]);
         free(e->h2);
-        free(e->ca_file);
-        free(e->cert_file);
-        free(e->key_file);
-        curl_slist_free_all(e->headers);
-        curl_slist_free_all(e->watch_headers);
         free(e);
 }
 
-/* The transfers curl finished: requests to e->completed (or restarted on the next endpoint),
- * watches marked ended. Nothing is dispatched here. */
-static void etcd_collect(Etcd *e) {
-        CURLMsg *msg;
-        int left;
-
-        while ((msg = curl_multi_info_read(e->multi, &left))) {
-                CURL *easy = msg->easy_handle;
-                CURLcode result = msg->data.result;
-                Transfer *t = NULL;
-
-                if (msg->msg != CURLMSG_DONE)
-                        continue;
-                (void) curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **) &t);
-                if (!t)
-                        continue;
-                etcd_transfer_stop(t);
-                if (t->kind == TRANSFER_REQUEST)
-                        request_finished((EtcdRequest *) t, result);
-                else
-                        etcd_watch_finished((EtcdWatch *) t, result);
-        }
-}
-
-static EtcdWatch *etcd_next_pending_watch(Etcd *e) {
-        for (EtcdWatch *w = e->watches; w; w = w->watches_next)
-                if (w->pending && !w->over)
-                        return w;
-        return NULL;
-}
-
+/* The answers, in the order they came. */
 static void etcd_process(Etcd *e) {
-        EtcdWatch *w;
-
         etcd_ref(e);
-        etcd_collect(e);
-        while (!e->freed && (w = etcd_next_pending_watch(e)))
-                etcd_watch_dispatch(w);
         while (!e->freed && e->completed)
                 request_dispatch(e->completed);
         etcd_unref(e);
 }
 
-static void on_curl_process(void *userdata) {
-        etcd_process(userdata);
-}
-
 /* ---- set-up ---- */
 
+/* Each endpoint as endpoint-url.h takes it (the configuration checked it already). */
 static int etcd_copy_endpoints(Etcd *e, char **endpoints) {
         size_t n = 0;
 
@@ -513,11 +285,9 @@ static int etcd_copy_endpoints(Etcd *e, char **endpoints) {
         if (!e->endpoints)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
+                EndpointURL u;
                 size_t len;
 
-                if (strncmp(endpoints[i], "http://", 7) != 0 &&
-                    strncmp(endpoints[i], "https://", 8) != 0)
-                        return -EINVAL;
                 e->endpoints[i] = strdup(endpoints[i]);
                 if (!e->endpoints[i])
                         return -ENOMEM;
@@ -525,59 +295,21 @@ static int etcd_copy_endpoints(Etcd *e, char **endpoints) {
                 len = strlen(e->endpoints[i]);
                 while (len > 0 && e->endpoints[i][len - 1] == '/')
                         e->endpoints[i][--len] = '\0';
+                if (endpoint_url_parse(e->endpoints[i], &u) < 0)
+                        return -EINVAL;
         }
         return 0;
 }
 
-static int etcd_setup_curl(Etcd *e) {
-        static bool initialized = false;
+/* gRPC's connections, one per endpoint (etcd-h2.h). */
+static int etcd_setup_h2(Etcd *e, const EtcdConfig *config) {
         int r;
 
-        if (!initialized) {
-                if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                        return -ENOMEM;
-                initialized = true;
-        }
-        e->multi = curl_multi_init();
-        if (!e->multi)
-                return -ENOMEM;
-        if (curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, ETCD_MAXCONNECTS) != CURLM_OK)
-                return -ENOMEM;
-        r = curl_event_new(&e->curl, e->event, e->multi, "etcd-curl", on_curl_process, e);
-        if (r < 0)
-                return r;
-        /* No "Expect: 100-continue": it would hold a big txn back a round trip (or 1 s). The
-         * watch asks etcd to cancel it when its member loses the leader ("hasleader", gRPC
-         * metadata through the gateway), so a member cut off from the quorum ends it. */
-        e->headers = curl_slist_append(NULL, "Content-Type: application/json");
-        if (e->headers)
-                e->headers = curl_slist_append(e->headers, "Expect:");
-        e->watch_headers = curl_slist_append(NULL, "Content-Type: application/json");
-        if (e->watch_headers)
-                e->watch_headers = curl_slist_append(e->watch_headers, "Expect:");
-        if (e->watch_headers)
-                e->watch_headers = curl_slist_append(e->watch_headers,
-                                                     "Grpc-Metadata-hasleader: true");
-        return e->headers && e->watch_headers ? 0 : -ENOMEM;
-}
-
-/* gRPC's connections, one per endpoint, when every endpoint can have one (http://, a numeric
- * address: etcd-h2.h); else the KV calls go to the gateway too. */
-static int etcd_setup_h2(Etcd *e) {
-        struct sockaddr_storage sa;
-        EndpointURL u;
-        socklen_t len;
-        int r;
-
-        for (size_t i = 0; i < e->n_endpoints; i++)
-                if (endpoint_url_parse(e->endpoints[i], &u) < 0 || u.tls ||
-                    endpoint_url_sockaddr(&u, &sa, &len) < 0)
-                        return 0;
         e->h2 = new0(EtcdH2 *, e->n_endpoints);
         if (!e->h2)
                 return -ENOMEM;
         for (size_t i = 0; i < e->n_endpoints; i++) {
-                r = etcd_h2_new(&e->h2[i], e->event, e->endpoints[i]);
+                r = etcd_h2_new(&e->h2[i], e->event, e->endpoints[i], config);
                 if (r < 0)
                         return r;
         }
@@ -597,14 +329,8 @@ int etcd_new(Etcd **ret, sd_event *event, const EtcdConfig *config) {
         e->event = sd_event_ref(event);
         e->timeout = config->timeout_usec > 0 ? config->timeout_usec : ETCD_TIMEOUT_DEFAULT;
         r = etcd_copy_endpoints(e, config->endpoints);
-        if (r >= 0 && ((config->ca_file && !(e->ca_file = strdup(config->ca_file))) ||
-                       (config->cert_file && !(e->cert_file = strdup(config->cert_file))) ||
-                       (config->key_file && !(e->key_file = strdup(config->key_file)))))
-                r = -ENOMEM;
         if (r >= 0)
-                r = etcd_setup_curl(e);
-        if (r >= 0)
-                r = etcd_setup_h2(e);
+                r = etcd_setup_h2(e, config);
         if (r < 0) {
                 etcd_unref(e);
                 return r;
@@ -631,65 +357,43 @@ Etcd *etcd_free(Etcd *e) {
 
 /* ---- the calls ---- */
 
-/* The KV calls: gRPC's when the Etcd has its connections, else the gateway's JSON. */
-static int kv_submit(Etcd *e, EtcdAnswerKind kind, int r, EtcdBytes pb, char *json,
-                     bool repeatable, etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
-        EtcdBytes body = e && e->h2 ? pb : (EtcdBytes) { .data = (uint8_t *) json,
-                                                         .size = json ? strlen(json) : 0 };
-
-        if (e && e->h2)
-                free(json);
-        else
-                etcd_bytes_done(&pb);
+/* A call whose body was made (r: how that went). */
+static int call_submit(Etcd *e, EtcdAnswerKind kind, int r, EtcdBytes body, bool repeatable,
+                       etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
         if (r < 0) {
                 etcd_bytes_done(&body);
                 return r;
         }
-        return request_submit(e, kind, body, e && e->h2, repeatable, cb, userdata, ret);
-}
-
-bool etcd_speaks_grpc(const Etcd *e) {
-        return e && e->h2;
+        return request_submit(e, kind, body, repeatable, cb, userdata, ret);
 }
 
 int etcd_range(Etcd *e, const char *key, const char *range_end, int64_t limit,
                etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
-        EtcdBytes pb = {};
-        char *json = NULL;
-        int r = etcd_speaks_grpc(e) ? etcd_grpc_range(key, range_end, limit, &pb)
-                                    : etcd_json_range(key, range_end, limit, &json);
-        return kv_submit(e, ETCD_ANSWER_RANGE, r, pb, json, true, cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_range(key, range_end, limit, &b);
+        return call_submit(e, ETCD_ANSWER_RANGE, r, b, true, cb, userdata, ret);
 }
 
 int etcd_put(Etcd *e, const char *key, const char *value, int64_t lease, etcd_callback_t cb,
              void *userdata, EtcdRequest **ret) {
-        EtcdBytes pb = {};
-        char *json = NULL;
-        int r = etcd_speaks_grpc(e) ? etcd_grpc_put(key, value, lease, &pb)
-                                    : etcd_json_put(key, value, lease, &json);
-        return kv_submit(e, ETCD_ANSWER_PUT, r, pb, json, false, cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_put(key, value, lease, &b);
+        return call_submit(e, ETCD_ANSWER_PUT, r, b, false, cb, userdata, ret);
 }
 
 int etcd_delete(Etcd *e, const char *key, const char *range_end, etcd_callback_t cb,
                 void *userdata, EtcdRequest **ret) {
-        EtcdBytes pb = {};
-        char *json = NULL;
-        int r = etcd_speaks_grpc(e) ? etcd_grpc_delete(key, range_end, &pb)
-                                    : etcd_json_delete(key, range_end, &json);
-        return kv_submit(e, ETCD_ANSWER_DELETE, r, pb, json, false, cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_delete(key, range_end, &b);
+        return call_submit(e, ETCD_ANSWER_DELETE, r, b, false, cb, userdata, ret);
 }
 
 int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
              size_t n_success, const EtcdOp *failure, size_t n_failure, etcd_callback_t cb,
              void *userdata, EtcdRequest **ret) {
-        EtcdBytes pb = {};
-        char *json = NULL;
-        int r = etcd_speaks_grpc(e)
-                        ? etcd_grpc_txn(compare, n_compare, success, n_success, failure,
-                                        n_failure, &pb)
-                        : etcd_json_txn(compare, n_compare, success, n_success, failure,
-                                        n_failure, &json);
-        return kv_submit(e, ETCD_ANSWER_TXN, r, pb, json, false, cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_txn(compare, n_compare, success, n_success, failure, n_failure, &b);
+        return call_submit(e, ETCD_ANSWER_TXN, r, b, false, cb, userdata, ret);
 }
 
 int etcd_txn_body(Etcd *e, EtcdBytes *body, bool read_only, etcd_callback_t cb, void *userdata,
@@ -700,38 +404,26 @@ int etcd_txn_body(Etcd *e, EtcdBytes *body, bool read_only, etcd_callback_t cb, 
                 return -EINVAL;
         b = *body;
         *body = (EtcdBytes) {};
-        return request_submit(e, ETCD_ANSWER_TXN, b, etcd_speaks_grpc(e), read_only, cb,
-                              userdata, ret);
-}
-
-/* A JSON body of the gateway, as request_submit takes it. */
-static EtcdBytes json_body(char *body) {
-        return (EtcdBytes) { .data = (uint8_t *) body, .size = body ? strlen(body) : 0 };
+        return request_submit(e, ETCD_ANSWER_TXN, b, read_only, cb, userdata, ret);
 }
 
 int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
                      EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_lease_grant(ttl_sec, &body);
-        return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_GRANT, json_body(body), false, false,
-                                      cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_lease_grant(ttl_sec, &b);
+        return call_submit(e, ETCD_ANSWER_LEASE_GRANT, r, b, false, cb, userdata, ret);
 }
 
 int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                          EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_lease_id(lease_id, &body);
-        return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, json_body(body), false,
-                                      true, cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_lease_keepalive(lease_id, &b);
+        return call_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, r, b, true, cb, userdata, ret);
 }
 
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                       EtcdRequest **ret) {
-        char *body = NULL;
-        int r = etcd_json_lease_id(lease_id, &body);
-        return r < 0 ? r
-                     : request_submit(e, ETCD_ANSWER_LEASE_REVOKE, json_body(body), false, false,
-                                      cb, userdata, ret);
+        EtcdBytes b = {};
+        int r = etcd_grpc_lease_revoke(lease_id, &b);
+        return call_submit(e, ETCD_ANSWER_LEASE_REVOKE, r, b, false, cb, userdata, ret);
 }

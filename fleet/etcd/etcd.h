@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A client of etcd v3 on one sd-event loop: its gRPC KV service for range, put, delete and txn
- * and its Watch service (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2) when every
- * endpoint is http:// with a numeric address, else its JSON gateway for those too (/v3/kv/...,
- * /v3/watch); the gateway always for leases (/v3/lease/grant, keepalive, revoke); the
- * gateway's JSON with jansson, through libcurl's multi interface. Every call is asynchronous:
+/* A client of etcd v3 on one sd-event loop, in etcd's own gRPC: its KV service for range, put,
+ * delete and txn, its Watch service and its Lease service (grant, keepalive, revoke)
+ * (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2, TLS on gnutls for https://, host
+ * names looked up by c-ares). Every call is asynchronous:
  * it returns at once and its callback runs from the loop,
  * exactly once (unless the request is cancelled with etcd_request_cancel()). No call
  * blocks.
@@ -55,12 +54,12 @@ typedef struct EtcdEvent {
 
 /* The answer to one request. error is 0 or a negative errno: -ETIMEDOUT (no answer in
  * time), -ECONNREFUSED (no endpoint took the connection), -ECONNRESET (the connection broke
- * after the request was sent), -EIO (HTTP or gateway error, message says which), -EBADMSG
- * (an answer that is not what the gateway sends), -ENOMEM.
+ * after the request was sent), -EIO (an error of etcd, gRPC's or HTTP's, message says which;
+ * or TLS failed), -EBADMSG (an answer that is not what etcd sends), -ENOMEM.
  * Everything points into memory the client frees after the callback returns. */
 typedef struct EtcdResponse {
         int error;
-        const char *message; /* etcd's or curl's words, "" when error is 0 */
+        const char *message; /* etcd's or the client's words, "" when error is 0 */
         int64_t revision;    /* the store's revision the answer was made at */
         /* range, and a txn's range ops (responses[i]) */
         EtcdKv *kvs;
@@ -207,13 +206,9 @@ void etcd_batch_txn_cancel(EtcdBatchTxn *t);
 /* Requests sent, and txns answered through them (with or without an error), so far. */
 void etcd_batch_counts(const EtcdBatch *b, uint64_t *ret_batches, uint64_t *ret_txns);
 
-/* Whether the KV calls are etcd's gRPC (every endpoint http:// with a numeric address), not
- * the JSON gateway's. */
-bool etcd_speaks_grpc(const Etcd *e);
-/* A txn whose body is made already: a prefixed TxnRequest when etcd_speaks_grpc(), else the
- * gateway's JSON (etcd-grpc.h, etcd-json.h); takes *body, always (and clears it). read_only:
- * it writes nothing, so it may be sent again to the next endpoint after a reset, as a range
- * is. For etcd-batch.c. */
+/* A txn whose body is made already: a prefixed TxnRequest (etcd-grpc.h); takes *body, always
+ * (and clears it). read_only: it writes nothing, so it may be sent again to the next endpoint
+ * after a reset, as a range is. For etcd-batch.c. */
 typedef struct EtcdBytes EtcdBytes;
 int etcd_txn_body(Etcd *e, EtcdBytes *body, bool read_only, etcd_callback_t cb, void *userdata,
                   EtcdRequest **ret);

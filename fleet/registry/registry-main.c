@@ -119,7 +119,7 @@ static int run(int argc, char *argv[]) {
         k = drop_privileges(c->fleet.registry_user, "fleet.registry_user", true);
         if (k < 0)
                 return k;
-        /* libcurl opens the TLS files on each new connection to etcd, as this user: one it
+        /* The etcd client opens the TLS files on each new connection to etcd, as this user: one it
          * cannot read fails the start, not every connection later. */
         k = check_file_readable(c->fleet.etcd_ca, "fleet.etcd_ca");
         if (k >= 0)

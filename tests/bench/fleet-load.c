@@ -377,7 +377,7 @@ static void client_free(Bench *b, Client *c) {
         free(c->url_delete);
 }
 
-/* ---- libcurl's multi interface on sd-event (common/curl-event.h, as fleet/etcd/etcd.c's) ---- */
+/* ---- libcurl's multi interface on sd-event (common/curl-event.h) ---- */
 
 static void bench_collect(Bench *b) {
         CURLMsg *msg;

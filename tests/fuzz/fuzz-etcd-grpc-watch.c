@@ -28,7 +28,7 @@ static void check_frame(const uint8_t *p, size_t size, int r, size_t len) {
                 FUZZ_ASSERT(r == 0);
                 return;
         }
-        if (p[0] != 0 || prefix_len(p) > ETCD_JSON_MAX)
+        if (p[0] != 0 || prefix_len(p) > ETCD_ANSWER_MAX)
                 FUZZ_ASSERT(r == -EBADMSG);
         else if (prefix_len(p) > size - ETCD_GRPC_PREFIX)
                 FUZZ_ASSERT(r == 0);

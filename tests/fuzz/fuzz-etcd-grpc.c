@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* etcd's gRPC answers (fleet/etcd/etcd-grpc.h) as hostile input. The first byte picks the kind of
- * call and the HTTP status, the second the grpc-status and the grpc-message (one choice is the
- * body itself as text, so that the percent-decoding gets hostile text too); the rest is the
- * body, gRPC's prefix and all. A valid answer's seed is 0x00-0x03 (the kind), 0x00, then the
+ * call (the KV service's four, the Lease service's three, and one that is none) and the HTTP
+ * status, the second the grpc-status and the grpc-message (one choice is the body itself as
+ * text, so that the percent-decoding gets hostile text too); the rest is the body, gRPC's
+ * prefix and all. A valid answer's seed is 0x00-0x06 (the kind), 0x00, then the
  * prefixed message. */
 #include <errno.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 
 static const EtcdAnswerKind kinds[] = {
         ETCD_ANSWER_RANGE, ETCD_ANSWER_PUT, ETCD_ANSWER_DELETE, ETCD_ANSWER_TXN,
-        ETCD_ANSWER_LEASE_GRANT, /* not the KV service's: refused before the body is read */
+        ETCD_ANSWER_LEASE_GRANT, ETCD_ANSWER_LEASE_KEEPALIVE, ETCD_ANSWER_LEASE_REVOKE,
+        _ETCD_ANSWER_MAX, /* no call of ours: refused before the body is read */
 };
 static const long http_statuses[] = { 200, 404, 503 };
 /* NULL: no grpc-status at all (a proxy's answer, lost trailers) */
@@ -44,7 +46,8 @@ static void check_response(const EtcdResponse *r, EtcdAnswerKind kind, int depth
                 FUZZ_ASSERT(r->n_responses == 0 && !r->responses && !r->succeeded);
         if (kind != ETCD_ANSWER_DELETE)
                 FUZZ_ASSERT(r->deleted == 0);
-        FUZZ_ASSERT(r->lease_id == 0 && r->ttl == 0);
+        if (kind != ETCD_ANSWER_LEASE_GRANT && kind != ETCD_ANSWER_LEASE_KEEPALIVE)
+                FUZZ_ASSERT(r->lease_id == 0 && r->ttl == 0);
         check_kvs(r->kvs, r->n_kvs);
         /* an op's kind is not known from here: any, within its own rules but the kind's */
         for (size_t i = 0; i < r->n_responses; i++) {

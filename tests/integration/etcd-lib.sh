@@ -44,7 +44,8 @@ etcd_peer_url() { echo "http://127.0.0.1:$1"; }
 
 # etcd_tls_init: TLS between the cluster and its clients, client certificates required
 # (--client-cert-auth, as production etcd runs). openssl makes, in $T/tls, a CA (ca.crt,
-# ETCD_TLS_CA), etcd's certificate for 127.0.0.1 (subjectAltName IP:127.0.0.1; serverAuth and
+# ETCD_TLS_CA), etcd's certificate for 127.0.0.1 (subjectAltName IP:127.0.0.1, and the names
+# test-etcd-names.sh gives that address in its own /etc/hosts; serverAuth and
 # clientAuth, since etcd's JSON gateway dials its own gRPC port with it), a client certificate
 # and key (ETCD_TLS_CERT, ETCD_TLS_KEY), another CA (ETCD_TLS_OTHER_CA) and a client
 # certificate of that one (ETCD_TLS_OTHER_CERT, ETCD_TLS_OTHER_KEY). Keys are mode 0644: the
@@ -68,7 +69,7 @@ subjectKeyIdentifier = hash
 basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature, keyEncipherment
 extendedKeyUsage = serverAuth, clientAuth
-subjectAltName = IP:127.0.0.1
+subjectAltName = IP:127.0.0.1, DNS:etcd.slotd-test, DNS:etcd-two.slotd-test
 [client]
 basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature, keyEncipherment

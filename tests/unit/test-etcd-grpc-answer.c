@@ -342,7 +342,7 @@ static void test_decode_nesting(_unused_ void **state) {
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
         etcd_answer_done(&a);
         b = deep_answer(200000);
-        assert_true(b.size < ETCD_JSON_MAX);
+        assert_true(b.size < ETCD_ANSWER_MAX);
         assert_int_equal(parse_ok(ETCD_ANSWER_TXN, &b, &a), -EBADMSG);
         assert_int_equal(a.response.n_responses, 0);
         etcd_answer_done(&a);
@@ -444,9 +444,8 @@ static void test_decode_status(_unused_ void **state) {
         assert_null(strchr(a.message, '\n'));
         assert_non_null(strstr(a.message, "bad?line"));
         etcd_answer_done(&a);
-        /* a kind that is not the KV service's */
-        assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_LEASE_GRANT, 200, "0", NULL, NULL, 0,
-                                                &a),
+        /* a kind that is no call of ours */
+        assert_int_equal(etcd_grpc_answer_parse(_ETCD_ANSWER_MAX, 200, "0", NULL, NULL, 0, &a),
                          -EINVAL);
         assert_int_equal(a.response.error, -EINVAL);
         etcd_answer_done(&a);
@@ -511,15 +510,15 @@ static void test_decode_framing(_unused_ void **state) {
                          -EBADMSG);
         etcd_answer_done(&a);
         etcd_bytes_done(&b);
-        /* more than ETCD_JSON_MAX, whatever its prefix says */
-        big = calloc(1, ETCD_JSON_MAX + ETCD_GRPC_PREFIX + 1);
+        /* more than ETCD_ANSWER_MAX, whatever its prefix says */
+        big = calloc(1, ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX + 1);
         assert_non_null(big);
-        big[1] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 24);
-        big[2] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 16);
-        big[3] = (uint8_t) ((ETCD_JSON_MAX + 1) >> 8);
-        big[4] = (uint8_t) (ETCD_JSON_MAX + 1);
+        big[1] = (uint8_t) ((ETCD_ANSWER_MAX + 1) >> 24);
+        big[2] = (uint8_t) ((ETCD_ANSWER_MAX + 1) >> 16);
+        big[3] = (uint8_t) ((ETCD_ANSWER_MAX + 1) >> 8);
+        big[4] = (uint8_t) (ETCD_ANSWER_MAX + 1);
         assert_int_equal(etcd_grpc_answer_parse(ETCD_ANSWER_PUT, 200, "0", NULL, big,
-                                                ETCD_JSON_MAX + ETCD_GRPC_PREFIX + 1, &a),
+                                                ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX + 1, &a),
                          -EBADMSG);
         etcd_answer_done(&a);
         free(big);

@@ -47,10 +47,12 @@ static void test_path(_unused_ void **state) {
         assert_string_equal(etcd_grpc_path(ETCD_ANSWER_PUT), "/etcdserverpb.KV/Put");
         assert_string_equal(etcd_grpc_path(ETCD_ANSWER_DELETE), "/etcdserverpb.KV/DeleteRange");
         assert_string_equal(etcd_grpc_path(ETCD_ANSWER_TXN), "/etcdserverpb.KV/Txn");
-        /* leases stay on the gateway */
-        assert_null(etcd_grpc_path(ETCD_ANSWER_LEASE_GRANT));
-        assert_null(etcd_grpc_path(ETCD_ANSWER_LEASE_KEEPALIVE));
-        assert_null(etcd_grpc_path(ETCD_ANSWER_LEASE_REVOKE));
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_LEASE_GRANT),
+                            "/etcdserverpb.Lease/LeaseGrant");
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_LEASE_KEEPALIVE),
+                            "/etcdserverpb.Lease/LeaseKeepAlive");
+        assert_string_equal(etcd_grpc_path(ETCD_ANSWER_LEASE_REVOKE),
+                            "/etcdserverpb.Lease/LeaseRevoke");
         assert_null(etcd_grpc_path(_ETCD_ANSWER_MAX));
 }
 

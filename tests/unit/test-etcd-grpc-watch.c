@@ -110,12 +110,12 @@ static void test_frame_next(_unused_ void **state) {
         /* two messages back to back: 10 bytes, then none */
         static const uint8_t two[] = { 0, 0, 0, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
                                        0, 0, 0, 0, 0 };
-        static const uint8_t max[] = { 0, 0x04, 0, 0, 0 };      /* ETCD_JSON_MAX */
-        static const uint8_t over[] = { 0, 0x04, 0, 0, 1 };     /* ETCD_JSON_MAX + 1 */
+        static const uint8_t max[] = { 0, 0x04, 0, 0, 0 };      /* ETCD_ANSWER_MAX */
+        static const uint8_t over[] = { 0, 0x04, 0, 0, 1 };     /* ETCD_ANSWER_MAX + 1 */
         static const uint8_t huge[] = { 0, 0xff, 0xff, 0xff, 0xff };
         size_t len = 0;
 
-        assert_int_equal(ETCD_JSON_MAX, 0x04000000);
+        assert_int_equal(ETCD_ANSWER_MAX, 0x04000000);
         /* not even the prefix */
         assert_int_equal(etcd_grpc_frame_next(NULL, 0, &len), 0);
         for (size_t n = 0; n < ETCD_GRPC_PREFIX; n++)
