@@ -2,8 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <openssl/sha.h>
-
+#include "digest.h"
 #include "machine-number.h"
 
 int machine_number_parse(const char *s, uint64_t *ret) {
@@ -26,12 +25,12 @@ int machine_number_parse(const char *s, uint64_t *ret) {
 }
 
 uint64_t machine_number_from_id(const char *id) {
-        unsigned char md[SHA256_DIGEST_LENGTH];
+        uint8_t md[SHA256_DIGEST_SIZE];
         uint64_t v = 0;
 
         if (machine_number_parse(id, &v) == 0)
                 return v;
-        (void) SHA256((const unsigned char *) (id ?: ""), id ? strlen(id) : 0, md);
+        sha256(id ?: "", id ? strlen(id) : 0, md);
         for (unsigned i = 0; i < 8; i++)
                 v = v << 8 | md[i];
         v &= MACHINE_NUMBER_MAX;

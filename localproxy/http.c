@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include <openssl/evp.h>
 
+#include "digest.h"
 #include "log.h"
 #include "macro.h"
 #include "proxy-limits.h"
@@ -246,10 +246,9 @@ static enum MHD_Result respond_payload(struct MHD_Connection *connection, const 
         const char *b64 = json_string_value(json_object_get(result, "payload"));
         struct MHD_Response *response;
         _cleanup_free_ unsigned char *bytes = NULL;
-        EVP_ENCODE_CTX *ctx;
         enum MHD_Result ret;
-        int n = 0, tail = 0, ok;
         bool json;
+        ssize_t n;
         size_t len;
 
         if (!b64)
@@ -257,18 +256,12 @@ static enum MHD_Result respond_payload(struct MHD_Connection *connection, const 
         /* Within an IPC message, so well inside an int. */
         len = strlen(b64);
         bytes = malloc(len / 4 * 3 + 3);
-        ctx = EVP_ENCODE_CTX_new();
-        if (!bytes || !ctx) {
-                EVP_ENCODE_CTX_free(ctx);
+        if (!bytes)
                 return MHD_NO;
-        }
-        EVP_DecodeInit(ctx);
-        ok = EVP_DecodeUpdate(ctx, bytes, &n, (const unsigned char *) b64, (int) len) >= 0 &&
-             EVP_DecodeFinal(ctx, bytes + n, &tail) >= 0;
-        EVP_ENCODE_CTX_free(ctx);
-        if (!ok)
+        n = base64_decode(b64, len, bytes);
+        if (n < 0)
                 return http_respond_error(connection, 500, "slotd sent a malformed payload", false);
-        len = (size_t) (n + tail);
+        len = (size_t) n;
         json = payload_is_json(bytes, len);
         response = MHD_create_response_from_buffer(len, TAKE_PTR(bytes), MHD_RESPMEM_MUST_FREE);
         if (!response)

@@ -3,13 +3,13 @@
 #include <netinet/tcp.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
+#include "digest.h"
 #include "centrifuge.h"
 #include "log.h"
 #include "macro.h"
@@ -662,18 +662,16 @@ static bool header_has_token(const char *value, const char *token) {
 
 /* Sec-WebSocket-Accept: base64(SHA-1(key + GUID)), the key being base64 of 16 bytes. */
 static int ws_accept(const char *key, char ret[static WS_ACCEPT_LEN + 1]) {
-        unsigned char decoded[WS_KEY_LEN], md[EVP_MAX_MD_SIZE];
+        uint8_t decoded[WS_KEY_LEN], md[SHA1_DIGEST_SIZE];
         char buf[WS_KEY_LEN + sizeof(WS_GUID)];
-        unsigned md_len;
 
         if (strlen(key) != WS_KEY_LEN || !streq(key + WS_KEY_LEN - 2, "==") ||
-            EVP_DecodeBlock(decoded, (const unsigned char *) key, WS_KEY_LEN) < 0)
+            base64_decode(key, WS_KEY_LEN, decoded) != 16)
                 return -EINVAL;
         memcpy(buf, key, WS_KEY_LEN);
         memcpy(buf + WS_KEY_LEN, WS_GUID, sizeof(WS_GUID));
-        if (!EVP_Digest(buf, strlen(buf), md, &md_len, EVP_sha1(), NULL) || md_len != 20)
-                return -EIO;
-        if (EVP_EncodeBlock((unsigned char *) ret, md, (int) md_len) != WS_ACCEPT_LEN)
+        sha1(buf, strlen(buf), md);
+        if (base64_encode(md, sizeof(md), ret) != WS_ACCEPT_LEN)
                 return -EIO;
         return 0;
 }

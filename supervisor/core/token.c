@@ -4,11 +4,9 @@
 #include <sys/random.h>
 
 #include <jansson.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <systemd/sd-id128.h>
 
+#include "digest.h"
 #include "macro.h"
 #include "token.h"
 #include "utf8.h"
@@ -110,18 +108,9 @@ int token_base64url_decode(const char *s, size_t len, uint8_t **ret, size_t *ret
 
 int token_hmac_sha256(const void *key, size_t key_size, const void *data, size_t size,
                       uint8_t ret[static 32]) {
-        uint8_t md[EVP_MAX_MD_SIZE];
-        unsigned md_len = 0;
-
         if (key_size > INT_MAX)
                 return -EINVAL;
-        /* A NULL key means "keep the previous key" to OpenSSL's HMAC init: an empty key is
-         * spelled as a zero-length one. */
-        if (!HMAC(EVP_sha256(), key_size > 0 ? key : "", (int) key_size,
-                  (const unsigned char *) (size > 0 ? data : ""), size, md, &md_len) ||
-            md_len != HS256_SIZE)
-                return -EIO;
-        memcpy(ret, md, HS256_SIZE);
+        hmac_sha256(key_size > 0 ? key : "", key_size, size > 0 ? data : "", size, ret);
         return 0;
 }
 
@@ -254,7 +243,7 @@ static int check_signature(const TokenKey *key, const char *token, const TokenPa
                               (size_t) (t->signature - 1 - token), mac);
         if (r < 0)
                 return r;
-        return CRYPTO_memcmp(mac, sig, sizeof(mac)) == 0 ? 0 : -EKEYREJECTED;
+        return digest_equal(mac, sig, sizeof(mac)) ? 0 : -EKEYREJECTED;
 }
 
 static int decode_object(const char *s, size_t len, json_t **ret) {

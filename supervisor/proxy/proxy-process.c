@@ -287,12 +287,34 @@ static int proxy_connected(Proxy *p, int fd, pid_t pid, int pidfd) {
         return r;
 }
 
+/* The filter of a game server with the default settings; built at the first spawn, which
+ * start-up leaves to the event loop (proxy_start()). */
+static int proxy_seccomp(Proxy *p) {
+        scmp_filter_ctx ctx = NULL;
+        bool keeper;
+        int r;
+
+        if (p->seccomp)
+                return 0;
+        r = confine_seccomp_new(NULL, false, &ctx, &keeper, NULL);
+        if (r >= 0) {
+                r = confine_seccomp_program(ctx, &p->seccomp);
+                seccomp_release(ctx);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the local proxy's seccomp filter: %m");
+        return 0;
+}
+
 static int proxy_spawn(Proxy *p) {
         _cleanup_close_ int control_fd = -EBADF;
         int pair[2], pidfd, r;
         pid_t pid;
 
         r = proxy_bind(p);
+        if (r < 0)
+                return r;
+        r = proxy_seccomp(p);
         if (r < 0)
                 return r;
         control_fd = control_listen(p);
@@ -477,13 +499,24 @@ static int proxy_attach(Proxy *p) {
         return 1;
 }
 
-/* Starts the proxy, or attaches to the one an earlier slotd left running. */
+/* Attaches to the proxy an earlier slotd left running, or binds the addresses and leaves the
+ * new proxy's fork to the event loop, beside the slots' first starts: a server's first
+ * request waits in the listen queue until the proxy accepts it, and the first servers do not
+ * wait for the proxy's fork, exec and filter (issue 24). A failed fork is retried as a
+ * restart is. */
 int proxy_start(Proxy *p) {
         int r = proxy_attach(p);
 
         if (r != 0)
                 return r < 0 ? r : 0;
-        return proxy_spawn(p);
+        r = proxy_bind(p);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time_relative(p->manager->event, &p->restart_timer, CLOCK_MONOTONIC, 0, 0,
+                                       proxy_on_restart, p);
+        if (r >= 0)
+                r = sd_event_source_set_priority(p->restart_timer, SD_EVENT_PRIORITY_NORMAL + 1);
+        return r < 0 ? log_error_errno(r, "Failed to schedule the local proxy's start: %m") : 0;
 }
 
 static int proxy_identity(Proxy *p) {
@@ -502,8 +535,6 @@ static int proxy_identity(Proxy *p) {
 
 int proxy_setup(Proxy *p) {
         _cleanup_free_ char *path = NULL;
-        scmp_filter_ctx ctx = NULL;
-        bool keeper;
         int r;
 
         p->exe_fd = open_proxy_exe(&path);
@@ -521,13 +552,6 @@ int proxy_setup(Proxy *p) {
         p->mount_fd = open(p->manager->cgroup_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (p->mount_fd < 0)
                 return log_error_errno(errno, "Failed to open %s: %m", p->manager->cgroup_mount);
-        r = confine_seccomp_new(NULL, false, &ctx, &keeper, NULL);
-        if (r >= 0) {
-                r = confine_seccomp_program(ctx, &p->seccomp);
-                seccomp_release(ctx);
-        }
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the local proxy's seccomp filter: %m");
         p->listen_fds = new0(int, MAX(p->manager->config->localproxy.n_listen, (size_t) 1));
         if (!p->listen_fds)
                 return log_oom();

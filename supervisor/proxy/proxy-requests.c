@@ -3,10 +3,10 @@
  * proxy is a door like D-Bus, with the caller's identity from its socket. A request that
  * changes state is answered once the change is durable. */
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <time.h>
 
+#include "digest.h"
 #include "log.h"
 #include "manager.h"
 #include "manager-metrics.h"
@@ -168,12 +168,12 @@ static void op_payload(Request *q, OpsStatus *st) {
 
         if (ops_payload(q->manager, &q->caller, uuid, &data, &size, st) < 0)
                 return;
-        text = malloc(4 * ((size + 2) / 3) + 1);
+        text = malloc(BASE64_ENCODED_SIZE(size));
         if (!text) {
                 (void) ops_fail(st, OPS_ERROR_FAILED, -ENOMEM, "Out of memory");
                 return;
         }
-        (void) EVP_EncodeBlock((unsigned char *) text, data, (int) size);
+        (void) base64_encode(data, size, text);
         result = json_pack("{s:s}", "payload", text);
         send_result(q->proxy, q->id, result);
 }

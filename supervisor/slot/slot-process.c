@@ -289,6 +289,14 @@ int slot_schedule_start(Slot *s) {
         return 0;
 }
 
+bool slot_start_scheduled_now(Slot *s) {
+        if (!s->start_defer)
+                return false;
+        s->start_defer = sd_event_source_disable_unref(s->start_defer);
+        slot_dispatch(s, SLOT_EVENT_START);
+        return true;
+}
+
 static int slot_on_stop_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
         Slot *s = userdata;
 

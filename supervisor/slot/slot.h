@@ -178,6 +178,9 @@ Slot *slot_free(Slot *s);
 /* Creates the cgroup (with limits) and home; empties a group left populated by an earlier
  * slotd. Then starts the server if the fleet starts on provision. */
 int slot_provision(Slot *s);
+/* Start-up: the start slot_provision() left to the event loop, made now; false when none was
+ * scheduled. */
+bool slot_start_scheduled_now(Slot *s);
 
 int slot_start(Slot *s);          /* -EBUSY where the state refuses */
 int slot_stop(Slot *s);

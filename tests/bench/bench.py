@@ -429,10 +429,15 @@ window = 1h
                         out.append(pid)
         return out
 
+    def proxies(self):
+        """slotd-proxy, the local proxy slotd starts (in slotd's own group)."""
+        return [pid for pid in cgroup_pids(os.path.join(self.cg, "daemon"))
+                if comm(pid) == "slotd-proxy"]
+
     def sup_pids(self):
-        """slotd and its keepers: the per-slot process it forks to hold each server (the
-        counterpart of an s6-supervise or a runsv)."""
-        return [self.proc.pid] + self.keepers()
+        """slotd, its local proxy and its keepers: the per-slot process it forks to hold each
+        server (the counterpart of an s6-supervise or a runsv)."""
+        return [self.proc.pid] + self.proxies() + self.keepers()
 
     def validate(self):
         """Every slot has its server.json and (unless it is a crasher, which may be between
@@ -472,7 +477,8 @@ class Bench:
         self.records = []  # (run, metric, peer, value)
         self.notes = []
         self.skip_big = set()  # peers whose N=1000 start took too long
-        self.only = None  # phases to run (development: --only)
+        self.only = {"200", "sizes", "restart", "checks"}  # phases to run (--only)
+        self.peers = set(PEERS)  # peers to run (--peers; slotd always)
 
     def rec(self, run, metric, peer, value):
         self.records.append((run, metric, peer, value))
@@ -503,6 +509,7 @@ class Bench:
             time.sleep(0.001)
         if isinstance(p, Slotd):
             p.validate()
+        p.first_ms = (min(p.stamps.first_exec.values()) - t0) / 1000.0
         return (max(p.stamps.first_exec.values()) - t0) / 1000.0
 
     # Scenarios 1, 2, 4 and 5 at N = 200: every peer up together, then the idle window.
@@ -515,6 +522,7 @@ class Bench:
                 up[peer] = p
                 ms = self.cold_start(p, n, 120)
                 self.rec(r, "cold_200", peer, ms)
+                self.rec(r, "first_200", peer, p.first_ms)
                 log(f"run {r} {peer}: cold start of {n}: {ms:.1f} ms")
             time.sleep(1)
             for peer, p in up.items():
@@ -569,6 +577,7 @@ class Bench:
                 try:
                     ms = self.cold_start(p, n, 60)
                     self.rec(r, f"cold_{n}", peer, ms)
+                    self.rec(r, f"first_{n}", peer, p.first_ms)
                     time.sleep(1)
                     self.rec(r, f"pss_{n}", peer, pss_kib(p.sup_pids()))
                     log(f"run {r} {peer}: cold start of {n}: {ms:.1f} ms")
@@ -580,6 +589,25 @@ class Bench:
                 except Skip as e:
                     self.skip_big.add(peer)
                     self.note(f"{e}: N = 1000 skipped for {peer}")
+                finally:
+                    p.stop()
+
+    # Scenario 1b (issue 24): start-up alone, N = 1 then N = 200 for each peer: the first and
+    # the last service's exec, and the memory 1 s later (base, and per service by derive()).
+    def phase_start(self, r, order):
+        for n in (1, 200):
+            for peer in order:
+                p = self.new(peer, f"r{r}-start{n}", [(n, "sleep")])
+                try:
+                    ms = self.cold_start(p, n, 120)
+                    self.rec(r, f"cold_{n}", peer, ms)
+                    self.rec(r, f"first_{n}", peer, p.first_ms)
+                    time.sleep(1)
+                    self.rec(r, f"pss_{n}", peer, pss_kib(p.sup_pids()))
+                    if peer == "slotd":
+                        self.rec(r, f"pss_{n}_alone", peer, pss_kib([p.proc.pid]))
+                        self.rec(r, f"pss_{n}_proxy", peer, pss_kib(p.proxies()))
+                    log(f"run {r} {peer}: N = {n}: first {p.first_ms:.1f} ms, all {ms:.1f} ms")
                 finally:
                     p.stop()
 
@@ -725,10 +753,12 @@ class Bench:
         started = time.monotonic()
         for r in range(1, self.runs + 1):
             order = list(PEERS[(r - 1) % 4:] + PEERS[: (r - 1) % 4])
-            log(f"==== run {r} of {self.runs} (order {' '.join(order)})")
-            for name, phase in (("200", self.phase_200), ("sizes", self.phase_sizes),
+            log(f"==== run {r} of {self.runs} (order {' '.join(p for p in order if p in self.peers)})")
+            order = [p for p in order if p in self.peers]
+            for name, phase in (("start", self.phase_start), ("200", self.phase_200),
+                                ("sizes", self.phase_sizes),
                                 ("restart", self.phase_restart), ("checks", self.phase_checks)):
-                if self.only and name not in self.only:
+                if name not in self.only:
                     continue
                 phase(r, order)
             log(f"run {r} done, {time.monotonic() - started:.0f} s so far")
@@ -793,6 +823,9 @@ ROWS = [
     ("cold_1", "cold start, N=1", "ms", "{:.1f}"),
     ("cold_200", "cold start, N=200", "ms", "{:.1f}"),
     ("cold_1000", "cold start, N=1000", "ms", "{:.1f}"),
+    ("first_1", "first service's exec, N=1", "ms", "{:.1f}"),
+    ("first_200", "first service's exec, N=200", "ms", "{:.1f}"),
+    ("first_1000", "first service's exec, N=1000", "ms", "{:.1f}"),
     ("pss_base", "memory (PSS) base, N=1", "KiB", "{:.0f}"),
     ("pss_200", "memory (PSS) at N=200", "KiB", "{:.0f}"),
     ("pss_1000", "memory (PSS) at N=1000", "KiB", "{:.0f}"),
@@ -823,7 +856,10 @@ ROWS = [
     ("ping_chk5", "D-Bus property read, N=1000, 5 s checks", "ms", "{:.1f}"),
     ("probe_fail_1s", "failed SQP probes, N=1000, 1 s checks (whole run)", "count", "{:.0f}"),
     ("probe_fail_5s", "failed SQP probes, N=1000, 5 s checks (whole run)", "count", "{:.0f}"),
-    ("pss_200_alone", "slotd process alone (no keepers), N=200", "KiB", "{:.0f}"),
+    ("pss_1_alone", "slotd process alone (no keepers, no proxy), N=1", "KiB", "{:.0f}"),
+    ("pss_1_proxy", "slotd-proxy alone, N=1", "KiB", "{:.0f}"),
+    ("pss_200_alone", "slotd process alone (no keepers, no proxy), N=200", "KiB", "{:.0f}"),
+    ("pss_200_proxy", "slotd-proxy alone, N=200", "KiB", "{:.0f}"),
     ("pss_bus", "slotd's dbus-daemon, N=200 (not counted)", "KiB", "{:.0f}"),
 ]
 
@@ -951,7 +987,9 @@ def main():
     ap.add_argument("--test-server", required=True)
     ap.add_argument("--results", required=True)
     ap.add_argument("--command", default="tests/bench/run")
-    ap.add_argument("--only", help="development: comma-separated phases (200,sizes,restart,checks)")
+    ap.add_argument("--only", help="comma-separated phases (start,200,sizes,restart,checks; "
+                    "default all but start)")
+    ap.add_argument("--peers", help="comma-separated peers besides slotd (s6,runit,supervisord)")
     ap.add_argument("--runs", type=int, help="development: number of runs")
     args = ap.parse_args()
 
@@ -969,6 +1007,8 @@ def main():
               "will be noisy; the load is written beside them", file=sys.stderr)
     if args.only:
         bench.only = set(args.only.split(","))
+    if args.peers:
+        bench.peers = {"slotd"} | set(args.peers.split(","))
     if args.runs:
         bench.runs = args.runs
     try:
