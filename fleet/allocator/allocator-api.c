@@ -1,19 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The API (SPEC §13), the door's side: POST of an allocation, handed to the operations
- * (allocator-ops.h) and their outcome answered (allocator-answer.h); GET of one allocation,
- * of the list, and DELETE (allocator-record.h); the fleet's capacity (allocator-capacity.h);
- * the metrics, from the fleet view. */
-#include <inttypes.h>
-
+/* The API (SPEC §13), the door's side: a request's route and body handed to the operations
+ * (allocator-ops.h): POST of an allocation, GET of one and of the list, DELETE, the fleet's
+ * capacity; their outcome answered (allocator-answer.h). The metrics, from the fleet view. */
 #include "allocator-answer.h"
 #include "allocator-api.h"
 #include "allocator-cache.h"
-#include "allocator-capacity.h"
 #include "allocator-http.h"
 #include "allocator-ops.h"
-#include "allocator-record.h"
 #include "allocator.h"
-#include "log.h"
 
 static void api_metrics(Allocator *a, ApiRequest *req) {
         AllocatorGauges g = {
@@ -80,19 +74,85 @@ static void api_allocate(Allocator *a, ApiRequest *req) {
                 api_request_set_op(req, op, allocate_cancel);
 }
 
+/* ---- GET …/allocations/{allocationId}, GET …/allocations, DELETE (SPEC §13 step 4) ---- */
+
+static void record_answered(const RecordAnswer *answer, void *userdata) {
+        ApiRequest *req = userdata;
+        json_t *body = NULL;
+        unsigned status;
+
+        switch (api_request_route(req)->op) {
+        case API_GET:
+                status = record_get_answer_http(answer, &body);
+                break;
+        case API_LIST:
+                status = record_list_answer_http(answer, &body);
+                break;
+        default:
+                status = record_delete_answer_http(answer, &body);
+        }
+        api_request_answer(req, status, body);
+}
+
+static void record_cancel(void *op) {
+        alloc_record_cancel(op);
+}
+
+static void api_record(Allocator *a, ApiRequest *req) {
+        const ApiRoute *rt = api_request_route(req);
+        const RecordRequest r = { .project = rt->project, .environment = rt->environment,
+                                  .fleet = rt->fleet, .allocation_id = rt->allocation };
+        RecordOp *op;
+
+        /* Answered, perhaps at once (then NULL), through record_answered. */
+        if (rt->op == API_GET)
+                op = alloc_get(a, &r, record_answered, req);
+        else
+                op = alloc_delete(a, &r, record_answered, req);
+        if (op)
+                api_request_set_op(req, op, record_cancel);
+}
+
+/* The list's parameters, from the route and its query string. */
+static void list_request(const ApiRoute *rt, ListRequest *ret) {
+        *ret = (ListRequest){ .project = rt->project, .environment = rt->environment,
+                              .fleet = rt->fleet, .status = rt->status,
+                              .status_lost = rt->status_lost };
+}
+
+static void api_list(Allocator *a, ApiRequest *req) {
+        ListRequest l;
+        RecordOp *op;
+
+        list_request(api_request_route(req), &l);
+        op = alloc_list(a, &l, record_answered, req);
+        if (op)
+                api_request_set_op(req, op, record_cancel);
+}
+
+/* ---- GET /v1/fleets/{fleetId}/capacity (SPEC §13) ---- */
+
+static void api_capacity(Allocator *a, ApiRequest *req) {
+        _cleanup_(fleet_capacity_done) FleetCapacity c = {};
+        json_t *body = NULL;
+        unsigned status;
+
+        alloc_capacity(a, api_request_route(req)->fleet, &c);
+        status = capacity_answer_http(&c, &body);
+        api_request_answer(req, status, body);
+}
+
 void api_dispatch(Allocator *a, ApiRequest *req) {
         switch (api_request_route(req)->op) {
         case API_ALLOCATE:
                 api_allocate(a, req);
                 break;
         case API_GET:
-                api_get(a, req, false);
+        case API_DELETE:
+                api_record(a, req);
                 break;
         case API_LIST:
-                api_get(a, req, true);
-                break;
-        case API_DELETE:
-                api_delete(a, req);
+                api_list(a, req);
                 break;
         case API_CAPACITY:
                 api_capacity(a, req);
