@@ -104,3 +104,158 @@ unsigned alloc_answer_http(const AllocAnswer *answer, json_t **ret_body) {
                 return 503;
         }
 }
+
+/* ---- an allocation's record: GET, the list, DELETE ---- */
+
+/* The answer of an outcome every record op may end in; false for FOUND and DELETED, each
+ * op's own. */
+static bool record_failed_http(const RecordAnswer *answer, unsigned *ret_status,
+                               json_t **ret_body) {
+        const RecordRequest *r = answer->request;
+
+        switch (answer->outcome) {
+        case RECORD_FOUND:
+        case RECORD_DELETED:
+                return false;
+        case RECORD_NOT_FOUND:
+                *ret_body = api_error_json("allocation %s not found in fleet %s",
+                                           r->allocation_id, r->fleet);
+                *ret_status = 404;
+                return true;
+        case RECORD_CHANGED:
+                *ret_body = api_error_json("allocation %s changed under each of %u attempts to "
+                                           "delete it; try again", r->allocation_id,
+                                           answer->attempts);
+                *ret_status = 503;
+                return true;
+        case RECORD_ETCD_FAILED:
+                *ret_body = api_etcd_unavailable_json(answer->detail);
+                *ret_status = 503;
+                return true;
+        case RECORD_NO_MEMORY:
+        default:
+                *ret_body = api_error_json("out of memory");
+                *ret_status = 500;
+                return true;
+        }
+}
+
+static json_t *shown_json(const RecordShown *s) {
+        return api_allocation_json(&s->record, record_shown_status(s), s->ready);
+}
+
+unsigned record_get_answer_http(const RecordAnswer *answer, json_t **ret_body) {
+        unsigned status;
+
+        if (record_failed_http(answer, &status, ret_body))
+                return status;
+        if (answer->outcome != RECORD_FOUND || answer->n_shown != 1) {
+                /* not an outcome of GET: as no memory */
+                *ret_body = api_error_json("out of memory");
+                return 500;
+        }
+        /* NULL (no memory): the door answers 500 without a body */
+        *ret_body = shown_json(&answer->shown[0]);
+        return 200;
+}
+
+unsigned record_list_answer_http(const RecordAnswer *answer, json_t **ret_body) {
+        json_t *list;
+        unsigned status;
+
+        if (record_failed_http(answer, &status, ret_body))
+                return status;
+        list = answer->outcome == RECORD_FOUND ? json_array() : NULL;
+        for (size_t i = 0; list && i < answer->n_shown; i++)
+                if (json_array_append_new(list, shown_json(&answer->shown[i])) < 0) {
+                        json_decref(list);
+                        list = NULL;
+                }
+        if (!list) {
+                *ret_body = api_error_json("out of memory");
+                return 500;
+        }
+        *ret_body = json_pack("{s:o}", "allocations", list);
+        return 200;
+}
+
+unsigned record_delete_answer_http(const RecordAnswer *answer, json_t **ret_body) {
+        unsigned status;
+
+        if (record_failed_http(answer, &status, ret_body))
+                return status;
+        if (answer->outcome != RECORD_DELETED) {
+                /* not an outcome of DELETE: as no memory */
+                *ret_body = api_error_json("out of memory");
+                return 500;
+        }
+        *ret_body = NULL;
+        return 204;
+}
+
+/* ---- a fleet's capacity ---- */
+
+static json_t *counts_json(const CapacityCount *v, size_t n) {
+        json_t *o = json_object();
+
+        for (size_t i = 0; o && i < n; i++)
+                if (json_object_set_new(o, v[i].name, json_integer((json_int_t) v[i].n)) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        return o;
+}
+
+static json_t *tally_json(const CapacityTally *t) {
+        return json_pack("{s:I, s:I, s:o, s:o, s:I}", "slots", (json_int_t) t->slots,
+                         "machines", (json_int_t) t->machines, "states",
+                         counts_json(t->states, t->n_states), "processStates",
+                         counts_json(t->process_states, t->n_process_states), "claimed",
+                         (json_int_t) t->claimed);
+}
+
+static json_t *regions_json(const FleetCapacity *c) {
+        json_t *o = json_object();
+
+        for (size_t i = 0; o && i < c->n_regions; i++)
+                if (json_object_set_new(o, c->regions[i].region_id,
+                                        tally_json(&c->regions[i].tally)) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        return o;
+}
+
+static json_t *strings_json(const char *const *v, size_t n) {
+        json_t *list = json_array();
+
+        for (size_t i = 0; list && i < n; i++)
+                if (json_array_append_new(list, json_string(v[i])) < 0) {
+                        json_decref(list);
+                        list = NULL;
+                }
+        return list;
+}
+
+static json_t *capacity_json(const FleetCapacity *c) {
+        char hold[RFC3339_MAX];
+
+        return json_pack("{s:s, s:o, s:o, s:o, s:s}", "fleetId", c->fleet, "total",
+                         tally_json(&c->total), "regions", regions_json(c), "deprovisionable",
+                         strings_json(c->deprovisionable, c->n_deprovisionable), "holdUntil",
+                         rfc3339_format(c->hold_until, hold));
+}
+
+unsigned capacity_answer_http(const FleetCapacity *c, json_t **ret_body) {
+        if (c->outcome == CAPACITY_VIEW_NOT_READY) {
+                *ret_body = api_error_json("etcd unavailable: the fleet view is not read from "
+                                           "etcd yet (capacity of fleet %s)", c->fleet);
+                return 503;
+        }
+        *ret_body = c->outcome == CAPACITY_TALLIED ? capacity_json(c) : NULL;
+        if (*ret_body)
+                return 200;
+        /* no memory, or a name (a region, a state) JSON cannot hold */
+        *ret_body = api_error_json("out of memory (capacity of fleet %s)", c->fleet);
+        return 500;
+}

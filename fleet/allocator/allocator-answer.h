@@ -25,3 +25,12 @@ AllocResult alloc_outcome_result(AllocOutcome outcome);
 /* The status of the answer to POST …/allocations, and its body in *ret_body (NULL: out of
  * memory). */
 unsigned alloc_answer_http(const AllocAnswer *answer, json_t **ret_body);
+
+/* The answers to GET …/allocations/{allocationId}, GET …/allocations and DELETE
+ * …/allocations/{allocationId}: the status, and the body in *ret_body (NULL: out of memory;
+ * none for DELETE's 204). */
+unsigned record_get_answer_http(const RecordAnswer *answer, json_t **ret_body);
+unsigned record_list_answer_http(const RecordAnswer *answer, json_t **ret_body);
+unsigned record_delete_answer_http(const RecordAnswer *answer, json_t **ret_body);
+/* The answer to GET /v1/fleets/{fleetId}/capacity. */
+unsigned capacity_answer_http(const FleetCapacity *c, json_t **ret_body);

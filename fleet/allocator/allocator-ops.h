@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The allocator's operations below its HTTP door (SPEC §13 step 1): an allocation asked,
- * placed and claimed (allocator-claim.c), ending in an outcome of its own. What an outcome
- * becomes on the wire, its status and body, is the door's alone (allocator-answer.h); nothing
- * here knows of HTTP or of the API's JSON. */
+/* The allocator's operations below its HTTP door (SPEC §13): an allocation asked, placed and
+ * claimed (allocator-claim.c); an allocation's record read, the records of a fleet listed, an
+ * allocation deleted (allocator-record.c); a fleet's capacity tallied from the view
+ * (allocator-capacity.c). Each ends in an outcome of its own. What an outcome becomes on the
+ * wire, its status and body, is the door's alone (allocator-answer.h); nothing here knows of
+ * HTTP or of the API's JSON. */
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "docs.h"
 
 typedef struct Allocator Allocator;
 typedef struct ClaimOp ClaimOp;
@@ -51,3 +57,112 @@ typedef void (*AllocDone)(const AllocAnswer *answer, void *userdata);
 ClaimOp *alloc_claim(Allocator *a, const AllocRequest *request, AllocDone done, void *userdata);
 /* The op given up (its client went away, or its deadline passed): done is not called. */
 void alloc_claim_cancel(ClaimOp *op);
+
+/* ---- an allocation's record: read, listed, deleted (allocator-record.c) ---- */
+
+typedef struct RecordOp RecordOp;
+
+typedef enum RecordOutcome {
+        RECORD_FOUND,       /* GET: the allocation's record; the list: the records (perhaps none) */
+        RECORD_DELETED,     /* DELETE: the record is gone (and its index, and its claim) */
+        RECORD_NOT_FOUND,   /* no record of the allocationId in the fleet, or one of another
+                             * project or environment */
+        RECORD_CHANGED,     /* DELETE: the record changed under each of attempts deletions */
+        RECORD_ETCD_FAILED, /* etcd failed or did not answer: detail, its message or NULL */
+        RECORD_NO_MEMORY,
+        _RECORD_OUTCOME_MAX,
+} RecordOutcome;
+
+/* One allocation (GET, DELETE), by the route's IDs. */
+typedef struct RecordRequest {
+        const char *project, *environment, *fleet;
+        const char *allocation_id; /* NULL for the list */
+} RecordRequest;
+
+/* Which records the list holds: the door fills it from the route and the query string. */
+typedef struct ListRequest {
+        const char *project, *environment, *fleet;
+        AllocationStatus status; /* those of this status only; -1: of every status */
+        bool status_lost;        /* those lost only (RecordShown.lost) */
+} ListRequest;
+
+/* A record as GET shows it. */
+typedef struct RecordShown {
+        AllocationRecord record; /* machine_number: the view's machine's, for a record without */
+        bool lost;               /* claimed or fulfilled on a machine gone from the fleet view */
+        bool ready;              /* its slot shows this allocation, ready */
+} RecordShown;
+
+/* claimed, fulfilled, or lost. */
+static inline const char *record_shown_status(const RecordShown *s) {
+        return s->lost ? "lost" : allocation_status_to_string(s->record.status);
+}
+
+typedef struct RecordAnswer {
+        RecordOutcome outcome;
+        const RecordRequest *request; /* as asked (the list's: its IDs, allocation_id NULL) */
+        const char *detail;           /* RECORD_ETCD_FAILED: etcd's message; else NULL */
+        unsigned attempts;            /* RECORD_CHANGED: the deletions tried */
+        const RecordShown *shown;     /* RECORD_FOUND: GET's one, the list's n_shown */
+        size_t n_shown;
+} RecordAnswer;
+
+/* The answer's strings live until done returns. */
+typedef void (*RecordDone)(const RecordAnswer *answer, void *userdata);
+
+/* Each reads etcd (linearizable) or writes it; the request's strings are copied. done is
+ * called once, unless alloc_record_cancel() comes first; perhaps before this returns (no
+ * memory, etcd refused the request at once), and then this returns NULL. Else, the op at
+ * work. A GET that finds a claimed record whose claim the view lacks has it placed again
+ * (allocator-orphan.h). */
+RecordOp *alloc_get(Allocator *a, const RecordRequest *request, RecordDone done,
+                    void *userdata);
+RecordOp *alloc_list(Allocator *a, const ListRequest *request, RecordDone done,
+                     void *userdata);
+RecordOp *alloc_delete(Allocator *a, const RecordRequest *request, RecordDone done,
+                       void *userdata);
+/* The op given up (its client went away, or its deadline passed): done is not called. */
+void alloc_record_cancel(RecordOp *op);
+
+/* ---- a fleet's capacity, from the view (allocator-capacity.c) ---- */
+
+typedef enum CapacityOutcome {
+        CAPACITY_TALLIED,
+        CAPACITY_VIEW_NOT_READY, /* the fleet view is not read from etcd yet */
+        CAPACITY_NO_MEMORY,
+        _CAPACITY_OUTCOME_MAX,
+} CapacityOutcome;
+
+typedef struct CapacityCount {
+        const char *name;
+        uint64_t n;
+} CapacityCount;
+
+typedef struct CapacityTally {
+        uint64_t slots, machines, claimed;
+        /* by the slots' state and process state: those of SPEC §13's capacity first, each
+         * even at 0, then any other in the order the slots show it */
+        CapacityCount *states, *process_states;
+        size_t n_states, n_process_states;
+} CapacityTally;
+
+typedef struct CapacityRegion {
+        const char *region_id; /* "" for the slots without */
+        CapacityTally tally;
+} CapacityRegion;
+
+typedef struct FleetCapacity {
+        CapacityOutcome outcome;
+        const char *fleet;
+        CapacityTally total;
+        CapacityRegion *regions; /* in the order the view lists their slots first */
+        size_t n_regions;
+        const char **deprovisionable; /* machineIDs, sorted */
+        size_t n_deprovisionable;
+        usec_t hold_until; /* the latest of the slots' holdUntil (0: none) */
+} FleetCapacity;
+
+/* The fleet's slots tallied (an unknown fleet: none), at once. Its strings are the view's:
+ * they live until the loop runs again. */
+void alloc_capacity(Allocator *a, const char *fleet, FleetCapacity *ret);
+void fleet_capacity_done(FleetCapacity *c);

@@ -12,9 +12,12 @@
  *   allocator-main.c     argv, configuration, the listening socket, privileges, the loop;
  *                        wires the door to the API, the view to its listeners
  *   allocator-http.c     microhttpd on sd-event: TLS, authentication, a request's life
- *   allocator-api.c      the API: POST to the operations; GET, list, capacity, metrics; DELETE
+ *   allocator-api.c      the API: a request to its operation (POST, GET, list, DELETE,
+ *                        capacity); the metrics
  *   allocator-answer.c   an operation's outcome as its HTTP status and body (pure)
  *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
+ *   allocator-record.c   … an allocation's record read, the list, a deletion's transaction
+ *   allocator-capacity.c … a fleet's capacity, tallied from the view
  *   allocator-scan.c     claimed records without their claim, found
  *   allocator-replace.c  claims placed again: deadline passed, or refused by their host
  *   allocator-cache.c    the fleet view: range and watch of slots, machines and claims

@@ -53,8 +53,9 @@ SPLIT = {
 # headers they include): the allocator's operations know nothing of HTTP (allocator-ops.h).
 UNREACHABLE = {
     "fleet/allocator": {
-        "layer": ["allocator-ops", "allocator-claim", "allocator-replace", "allocator-scan",
-                  "allocator-cache", "allocator-view", "allocator"],
+        "layer": ["allocator-ops", "allocator-claim", "allocator-record", "allocator-capacity",
+                  "allocator-replace", "allocator-scan", "allocator-cache", "allocator-view",
+                  "allocator"],
         "headers": ["microhttpd.h", "mhd-event.h", "allocator-http.h", "allocator-api.h",
                     "allocator-answer.h", "allocator-request.h"],
     },

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* allocator-answer.h: every outcome of an allocation (allocator-ops.h) as the API answers it,
- * status and body byte for byte (SPEC §13; the integration tests expect these words), and as
- * the metrics count it. */
+/* allocator-answer.h: every outcome of an allocation, of GET, the list and DELETE of records,
+ * and of a fleet's capacity (allocator-ops.h) as the API answers it, status and body byte for
+ * byte (SPEC §13; the integration tests expect these words), and an allocation's as the
+ * metrics count it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,6 +149,298 @@ static void test_error_json(void **state) {
         json_decref(j);
 }
 
+/* ---- GET, the list, DELETE ---- */
+
+static const RecordRequest one = { .project = "p1", .environment = "prod", .fleet = "game",
+                                   .allocation_id = ID };
+static const RecordRequest many = { .project = "p1", .environment = "prod", .fleet = "game" };
+
+typedef unsigned (*RecordHttp)(const RecordAnswer *answer, json_t **ret_body);
+
+/* The answer's status, and its body as the door sends it (NULL: none). */
+static void expect_record(RecordHttp http, const RecordAnswer *answer, unsigned status,
+                          const char *text) {
+        json_t *body = (json_t *) 0x1; /* set by every answer */
+        char *got;
+
+        assert_int_equal(http(answer, &body), status);
+        if (!text) {
+                assert_null(body);
+                return;
+        }
+        assert_non_null(body);
+        got = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(body);
+        assert_non_null(got);
+        assert_string_equal(got, text);
+        free(got);
+}
+
+/* 2023-11-14T22:13:20.250Z */
+#define T0 (1700000000ULL * 1000000ULL + 250000ULL)
+
+static RecordShown shown_fulfilled(void) {
+        return (RecordShown){
+                .record = { .allocation_id = (char *) ID, .project_id = (char *) "p1",
+                            .environment_id = (char *) "prod", .fleet_id = (char *) "game",
+                            .build_configuration_id = (char *) "42",
+                            .region_id = (char *) "eu-west", .status = ALLOCATION_FULFILLED,
+                            .machine_id = (char *) "9f1c", .machine_number = 7,
+                            .slot_id = 3, .ipv4 = (char *) "192.0.2.7",
+                            .ipv6 = (char *) "2001:db8::7", .game_port = 7777,
+                            .requested = T0, .claimed = T0 + 1000, .fulfilled = T0 + 2000 },
+                .ready = true,
+        };
+}
+
+#define FULFILLED_JSON                                                                         \
+        "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":\"42\",\"fleetId\":\"game\","   \
+        "\"regionId\":\"eu-west\",\"machineId\":7,\"serverId\":3,\"ipv4\":\"192.0.2.7\","       \
+        "\"ipv6\":\"2001:db8::7\",\"gamePort\":7777,\"requested\":\"2023-11-14T22:13:20.250Z\"," \
+        "\"created\":\"2023-11-14T22:13:20.251Z\",\"fulfilled\":\"2023-11-14T22:13:20.252Z\","   \
+        "\"ready\":true,\"status\":\"fulfilled\"}"
+
+/* A claimed record whose machine has left the view: lost, not ready, no address yet. */
+static RecordShown shown_lost(void) {
+        return (RecordShown){
+                .record = { .allocation_id = (char *) ID, .fleet_id = (char *) "game",
+                            .status = ALLOCATION_CLAIMED, .machine_id = (char *) "9f1c",
+                            .slot_id = 0, .requested = T0 },
+                .lost = true,
+        };
+}
+
+#define LOST_JSON                                                                              \
+        "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":\"\",\"fleetId\":\"game\","     \
+        "\"regionId\":\"\",\"machineId\":0,\"serverId\":0,\"ipv4\":\"\",\"ipv6\":\"\","         \
+        "\"gamePort\":0,\"requested\":\"2023-11-14T22:13:20.250Z\",\"created\":\"\","          \
+        "\"fulfilled\":\"\",\"ready\":false,\"status\":\"lost\"}"
+
+static void test_record_get(void **state) {
+        RecordShown s = shown_fulfilled();
+
+        expect_record(record_get_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &one, .shown = &s,
+                                       .n_shown = 1 },
+                      200, FULFILLED_JSON);
+        s = shown_lost();
+        expect_record(record_get_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &one, .shown = &s,
+                                       .n_shown = 1 },
+                      200, LOST_JSON);
+        s.lost = false;
+        assert_string_equal(record_shown_status(&s), "claimed");
+}
+
+static void test_record_list(void **state) {
+        RecordShown s[2] = { shown_fulfilled(), shown_lost() };
+
+        expect_record(record_list_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &many, .shown = s,
+                                       .n_shown = 2 },
+                      200, "{\"allocations\":[" FULFILLED_JSON "," LOST_JSON "]}");
+        expect_record(record_list_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &many }, 200,
+                      "{\"allocations\":[]}");
+}
+
+static void test_record_delete(void **state) {
+        expect_record(record_delete_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_DELETED, .request = &one }, 204, NULL);
+        expect_record(record_delete_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_CHANGED, .request = &one,
+                                       .attempts = 4 },
+                      503, "{\"error\":\"allocation " ID " changed under each of 4 attempts to "
+                           "delete it; try again\"}");
+}
+
+/* The outcomes every one of them may end in, answered alike. */
+static void test_record_failures(void **state) {
+        const RecordHttp http[] = { record_get_answer_http, record_delete_answer_http };
+
+        for (size_t i = 0; i < ELEMENTSOF(http); i++) {
+                expect_record(http[i],
+                              &(RecordAnswer){ .outcome = RECORD_NOT_FOUND, .request = &one },
+                              404, "{\"error\":\"allocation " ID " not found in fleet game\"}");
+                expect_record(http[i],
+                              &(RecordAnswer){ .outcome = RECORD_ETCD_FAILED, .request = &one,
+                                               .detail = "etcdserver: request timed out" },
+                              503, "{\"error\":\"etcd unavailable: etcdserver: request timed "
+                                   "out\"}");
+                expect_record(http[i],
+                              &(RecordAnswer){ .outcome = RECORD_ETCD_FAILED, .request = &one },
+                              503, "{\"error\":\"etcd unavailable: no answer\"}");
+                expect_record(http[i],
+                              &(RecordAnswer){ .outcome = RECORD_NO_MEMORY, .request = &one },
+                              500, "{\"error\":\"out of memory\"}");
+        }
+        expect_record(record_list_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_ETCD_FAILED, .request = &many,
+                                       .detail = "" },
+                      503, "{\"error\":\"etcd unavailable: no answer\"}");
+        expect_record(record_list_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_NO_MEMORY, .request = &many }, 500,
+                      "{\"error\":\"out of memory\"}");
+}
+
+/* Every outcome, in each op's answer: a status the API answers it with; an error's body
+ * {"error": …}; an outcome not of the op (GET's DELETED, DELETE's FOUND) as no memory. */
+static void test_record_every_outcome(void **state) {
+        const RecordHttp http[] = { record_get_answer_http, record_list_answer_http,
+                                    record_delete_answer_http };
+        RecordShown s = shown_fulfilled();
+
+        for (size_t i = 0; i < ELEMENTSOF(http); i++)
+                for (RecordOutcome o = 0; o < _RECORD_OUTCOME_MAX; o++) {
+                        RecordAnswer answer = { .outcome = o, .request = &one, .detail = "x",
+                                                .attempts = 4, .shown = &s, .n_shown = 1 };
+                        bool ok = (o == RECORD_FOUND && http[i] != record_delete_answer_http) ||
+                                  (o == RECORD_DELETED && http[i] == record_delete_answer_http);
+                        json_t *body = NULL;
+                        unsigned status = http[i](&answer, &body);
+                        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+                        assert_true(status == 200 || status == 204 || status == 404 ||
+                                    status == 500 || status == 503);
+                        assert_true((status / 100 == 2) == ok);
+                        if (!ok) {
+                                assert_non_null(text);
+                                assert_non_null(strstr(text, "{\"error\":\""));
+                        }
+                        if (o == RECORD_FOUND || o == RECORD_DELETED)
+                                assert_int_equal(status, ok ? (o == RECORD_FOUND ? 200 : 204)
+                                                            : 500);
+                        free(text);
+                        json_decref(body);
+                }
+}
+
+/* ---- a fleet's capacity ---- */
+
+static void test_capacity(void **state) {
+        CapacityCount total_states[] = { { "available", 1 }, { "online", 0 }, { "held", 0 },
+                                         { "reserved", 0 }, { "allocated", 2 },
+                                         { "starting-up", 1 } };
+        CapacityCount total_process[] = { { "stopped", 0 }, { "starting", 1 },
+                                          { "running", 3 }, { "stopping", 0 }, { "failed", 0 } };
+        CapacityCount eu_states[] = { { "available", 1 }, { "online", 0 }, { "held", 0 },
+                                      { "reserved", 0 }, { "allocated", 1 } };
+        CapacityCount eu_process[] = { { "stopped", 0 }, { "starting", 0 }, { "running", 2 },
+                                       { "stopping", 0 }, { "failed", 0 } };
+        CapacityCount none_states[] = { { "available", 0 }, { "online", 0 }, { "held", 0 },
+                                        { "reserved", 0 }, { "allocated", 1 },
+                                        { "starting-up", 1 } };
+        CapacityCount none_process[] = { { "stopped", 0 }, { "starting", 1 }, { "running", 1 },
+                                         { "stopping", 0 }, { "failed", 0 } };
+        CapacityRegion regions[] = {
+                { "eu-west", { .slots = 2, .machines = 1, .claimed = 1,
+                               .states = eu_states, .n_states = ELEMENTSOF(eu_states),
+                               .process_states = eu_process,
+                               .n_process_states = ELEMENTSOF(eu_process) } },
+                { "", { .slots = 2, .machines = 2, .claimed = 0,
+                        .states = none_states, .n_states = ELEMENTSOF(none_states),
+                        .process_states = none_process,
+                        .n_process_states = ELEMENTSOF(none_process) } },
+        };
+        const char *deprovisionable[] = { "0a1b", "9f1c" };
+        FleetCapacity c = {
+                .outcome = CAPACITY_TALLIED,
+                .fleet = "game",
+                .total = { .slots = 4, .machines = 2, .claimed = 1,
+                           .states = total_states, .n_states = ELEMENTSOF(total_states),
+                           .process_states = total_process,
+                           .n_process_states = ELEMENTSOF(total_process) },
+                .regions = regions,
+                .n_regions = ELEMENTSOF(regions),
+                .deprovisionable = deprovisionable,
+                .n_deprovisionable = ELEMENTSOF(deprovisionable),
+                .hold_until = T0,
+        };
+        json_t *body = NULL;
+        char *text;
+
+        assert_int_equal(capacity_answer_http(&c, &body), 200);
+        text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(text,
+                "{\"fleetId\":\"game\","
+                "\"total\":{\"slots\":4,\"machines\":2,\"states\":{\"available\":1,\"online\":0,"
+                "\"held\":0,\"reserved\":0,\"allocated\":2,\"starting-up\":1},"
+                "\"processStates\":{\"stopped\":0,\"starting\":1,\"running\":3,\"stopping\":0,"
+                "\"failed\":0},\"claimed\":1},"
+                "\"regions\":{\"eu-west\":{\"slots\":2,\"machines\":1,\"states\":{\"available\":1,"
+                "\"online\":0,\"held\":0,\"reserved\":0,\"allocated\":1},\"processStates\":"
+                "{\"stopped\":0,\"starting\":0,\"running\":2,\"stopping\":0,\"failed\":0},"
+                "\"claimed\":1},"
+                "\"\":{\"slots\":2,\"machines\":2,\"states\":{\"available\":0,\"online\":0,"
+                "\"held\":0,\"reserved\":0,\"allocated\":1,\"starting-up\":1},\"processStates\":"
+                "{\"stopped\":0,\"starting\":1,\"running\":1,\"stopping\":0,\"failed\":0},"
+                "\"claimed\":0}},"
+                "\"deprovisionable\":[\"0a1b\",\"9f1c\"],"
+                "\"holdUntil\":\"2023-11-14T22:13:20.250Z\"}");
+        free(text);
+        json_decref(body);
+}
+
+/* An unknown fleet (or one without slots): nothing counted, every known state at 0. */
+static void test_capacity_empty(void **state) {
+        CapacityCount st[] = { { "available", 0 }, { "online", 0 }, { "held", 0 },
+                               { "reserved", 0 }, { "allocated", 0 } };
+        CapacityCount ps[] = { { "stopped", 0 }, { "starting", 0 }, { "running", 0 },
+                               { "stopping", 0 }, { "failed", 0 } };
+        FleetCapacity c = { .outcome = CAPACITY_TALLIED, .fleet = "nowhere",
+                            .total = { .states = st, .n_states = 5, .process_states = ps,
+                                       .n_process_states = 5 } };
+        json_t *body = NULL;
+        char *text;
+
+        assert_int_equal(capacity_answer_http(&c, &body), 200);
+        text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(text,
+                "{\"fleetId\":\"nowhere\",\"total\":{\"slots\":0,\"machines\":0,\"states\":"
+                "{\"available\":0,\"online\":0,\"held\":0,\"reserved\":0,\"allocated\":0},"
+                "\"processStates\":{\"stopped\":0,\"starting\":0,\"running\":0,\"stopping\":0,"
+                "\"failed\":0},\"claimed\":0},\"regions\":{},\"deprovisionable\":[],"
+                "\"holdUntil\":\"\"}");
+        free(text);
+        json_decref(body);
+}
+
+static void expect_capacity(const FleetCapacity *c, unsigned status, const char *text) {
+        json_t *body = NULL;
+        char *got;
+
+        assert_int_equal(capacity_answer_http(c, &body), status);
+        assert_non_null(body);
+        got = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(got, text);
+        free(got);
+        json_decref(body);
+}
+
+static void test_capacity_failures(void **state) {
+        /* a state name that is not UTF-8 cannot be a JSON key: as no memory, as before */
+        CapacityCount bad[] = { { "\xff", 1 } };
+
+        expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_VIEW_NOT_READY, .fleet = "game" },
+                        503, "{\"error\":\"etcd unavailable: the fleet view is not read from "
+                             "etcd yet (capacity of fleet game)\"}");
+        expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_NO_MEMORY, .fleet = "game" },
+                        500, "{\"error\":\"out of memory (capacity of fleet game)\"}");
+        expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_TALLIED, .fleet = "game",
+                                          .total = { .states = bad, .n_states = 1 } },
+                        500, "{\"error\":\"out of memory (capacity of fleet game)\"}");
+        for (CapacityOutcome o = 0; o < _CAPACITY_OUTCOME_MAX; o++) {
+                json_t *body = NULL;
+                unsigned status = capacity_answer_http(
+                        &(FleetCapacity){ .outcome = o, .fleet = "game" }, &body);
+
+                assert_non_null(body);
+                assert_int_equal(status, o == CAPACITY_TALLIED ? 200
+                                         : o == CAPACITY_VIEW_NOT_READY ? 503 : 500);
+                json_decref(body);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_created),
@@ -160,6 +453,14 @@ int main(void) {
                 cmocka_unit_test(test_no_memory),
                 cmocka_unit_test(test_every_outcome),
                 cmocka_unit_test(test_error_json),
+                cmocka_unit_test(test_record_get),
+                cmocka_unit_test(test_record_list),
+                cmocka_unit_test(test_record_delete),
+                cmocka_unit_test(test_record_failures),
+                cmocka_unit_test(test_record_every_outcome),
+                cmocka_unit_test(test_capacity),
+                cmocka_unit_test(test_capacity_empty),
+                cmocka_unit_test(test_capacity_failures),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
