@@ -428,31 +428,69 @@ static int open_keeper(Manager *m) {
 }
 
 /* The doors over the core (manager-hooks.h): the D-Bus door (bus/) and the local proxy's
- * (proxy/). The bus opens first: the proxy's requests may answer over it. */
+ * (proxy/), each with its own state; the core's hooks get both as their userdata, and each
+ * hook goes to its door. They outlive the manager, which closes them as it goes. */
+typedef struct Doors {
+        BusDoor bus;
+        ProxyDoor proxy;
+} Doors;
+
+static Doors doors;
+
+/* The bus opens first: the proxy's requests may answer over it. */
 static int open_doors(Manager *m, void *userdata) {
+        Doors *d = userdata;
         int r;
 
-        r = manager_bus_setup(m, arg_bus ?: m->config->bus);
+        d->bus.manager = d->proxy.manager = m;
+        r = bus_door_setup(&d->bus, arg_bus ?: m->config->bus);
         if (r < 0)
                 return r;
-        return proxy_new(m, &m->proxy);
+        return proxy_door_open(&d->proxy);
 }
 
 static void close_doors(Manager *m, void *userdata) {
-        m->proxy = proxy_free(m->proxy);
-        manager_bus_callers_done(m);
-        manager_bus_done(m);
+        Doors *d = userdata;
+
+        proxy_door_close(&d->proxy);
+        bus_door_done(&d->bus);
+}
+
+static void machine_changed(Manager *m, unsigned changes, void *userdata) {
+        bus_door_machine_changed(m, changes, &((Doors *) userdata)->bus);
+}
+
+static void slot_changed(Manager *m, Slot *s, unsigned changes, void *userdata) {
+        bus_door_slot_changed(m, s, changes, &((Doors *) userdata)->bus);
+}
+
+static void slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata) {
+        bus_door_slot_crashed(m, s, reason, &((Doors *) userdata)->bus);
+}
+
+static void slot_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes,
+                            void *userdata) {
+        bus_door_misbehaved(m, s, check, strikes, &((Doors *) userdata)->bus);
+}
+
+static void machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
+                          unsigned checked, void *userdata) {
+        bus_door_machine_fault(m, f, check, failing, checked, &((Doors *) userdata)->bus);
+}
+
+static void event(Manager *m, const AllocEvent *e, void *userdata) {
+        proxy_door_event(m, e, &((Doors *) userdata)->proxy);
 }
 
 static const ManagerHooks door_hooks = {
         .open_doors = open_doors,
         .close_doors = close_doors,
-        .machine_changed = manager_bus_machine_changed,
-        .slot_changed = manager_bus_slot_changed,
-        .slot_crashed = manager_bus_slot_crashed,
-        .slot_misbehaved = manager_bus_misbehaved,
-        .machine_fault = manager_bus_machine_fault,
-        .event = proxy_door_event,
+        .machine_changed = machine_changed,
+        .slot_changed = slot_changed,
+        .slot_crashed = slot_crashed,
+        .slot_misbehaved = slot_misbehaved,
+        .machine_fault = machine_fault,
+        .event = event,
 };
 
 /* Returns only if the exec failed. */
@@ -509,7 +547,7 @@ int main(int argc, char *argv[]) {
                 goto finish;
         m->resources.cpus = config->cpus > 0 ? config->cpus : detected.cpus;
         m->resources.memory = config->memory > 0 ? config->memory : detected.memory;
-        manager_set_hooks(m, &door_hooks, NULL);
+        manager_set_hooks(m, &door_hooks, &doors);
         r = manager_startup(m);
         if (r < 0)
                 goto finish;

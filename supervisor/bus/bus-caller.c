@@ -38,29 +38,29 @@ static void caller_freep(Caller **c) {
         caller_free(*c);
 }
 
-void manager_bus_callers_done(Manager *m) {
-        hashmap_done_free(&m->callers, caller_free);
+void bus_door_callers_done(BusDoor *d) {
+        hashmap_done_free(&d->callers, caller_free);
 }
 
 static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
         const char *name, *old_owner, *new_owner;
         Caller *c;
 
         if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0 || new_owner[0])
                 return 0;
-        c = hashmap_get(&m->callers, name);
+        c = hashmap_get(&d->callers, name);
         if (c) {
-                hashmap_remove(&m->callers, name, c);
+                hashmap_remove(&d->callers, name, c);
                 caller_free(c);
         }
         return 0;
 }
 
-int manager_bus_watch_callers(Manager *m) {
-        return sd_bus_match_signal_async(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+int bus_door_watch_callers(BusDoor *d) {
+        return sd_bus_match_signal_async(d->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                          "org.freedesktop.DBus", "NameOwnerChanged",
-                                         on_name_owner_changed, NULL, m);
+                                         on_name_owner_changed, NULL, d);
 }
 
 static Caller *caller_parse(sd_bus_message *reply, const char *name) {
@@ -131,7 +131,7 @@ static int deny(sd_bus_error *error) {
 }
 
 typedef struct AuthQuery {
-        Manager *manager;
+        BusDoor *door;
         sd_bus_message *msg;
         sd_bus_message_handler_t handler;
         unsigned slot_id;            /* for slot methods, else UINT_MAX */
@@ -140,32 +140,37 @@ typedef struct AuthQuery {
 static int on_auth_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         AuthQuery *q = userdata;
-        Manager *m = q->manager;
+        BusDoor *d = q->door;
         const char *sender = sd_bus_message_get_sender(q->msg);
         Caller *c = NULL, *old;
-        void *target = m;
+        void *target = d;
         int r;
 
         /* Names are the daemon's: an answer that comes on a connection since lost (the bus
          * daemon restarted) is not kept for the next one's callers. */
-        if (!sd_bus_message_is_method_error(reply, NULL) && sd_bus_message_get_bus(reply) == m->bus)
+        if (!sd_bus_message_is_method_error(reply, NULL) && sd_bus_message_get_bus(reply) == d->bus)
                 c = caller_parse(reply, sender);
         if (c) {
-                if (m->callers.size >= CALLERS_MAX)
-                        manager_bus_callers_done(m);
-                old = hashmap_get(&m->callers, c->name);
+                if (d->callers.size >= CALLERS_MAX)
+                        bus_door_callers_done(d);
+                old = hashmap_get(&d->callers, c->name);
                 if (old) {
-                        hashmap_remove(&m->callers, old->name, old);
+                        hashmap_remove(&d->callers, old->name, old);
                         caller_free(old);
                 }
-                if (hashmap_put(&m->callers, c->name, c) < 0) {
+                if (hashmap_put(&d->callers, c->name, c) < 0) {
                         caller_free(c);
                         c = NULL;
                 }
         }
-        if (q->slot_id != UINT_MAX && !(target = manager_get_slot(m, q->slot_id))) {
+        /* A slot method runs on the door's record of the slot, as slot_bus_find() gives it. */
+        if (q->slot_id != UINT_MAX && !manager_get_slot(d->manager, q->slot_id)) {
                 (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_PREFIX "NoSuchSlot",
                                                   "No slot %u", q->slot_id);
+                goto finish;
+        }
+        if (q->slot_id != UINT_MAX && !(target = bus_door_slot(d, q->slot_id))) {
+                (void) sd_bus_reply_method_errno(q->msg, ENOMEM, NULL);
                 goto finish;
         }
         if (!c) {
@@ -174,9 +179,9 @@ static int on_auth_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 goto finish;
         }
         (void) sd_bus_message_rewind(q->msg, true);
-        m->authorized_msg = q->msg;
+        d->authorized_msg = q->msg;
         r = q->handler(q->msg, target, &error);
-        m->authorized_msg = NULL;
+        d->authorized_msg = NULL;
         if (r < 0)
                 (void) sd_bus_reply_method_error(q->msg, sd_bus_error_is_set(&error) ? &error
                                                  : &SD_BUS_ERROR_MAKE_CONST(SD_BUS_ERROR_FAILED,
@@ -187,7 +192,7 @@ finish:
         return 0;
 }
 
-int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+int bus_caller(sd_bus_message *msg, BusDoor *d, sd_bus_message_handler_t handler,
                unsigned slot_id, OpsCaller *ret, sd_bus_error *error) {
         const char *sender = sd_bus_message_get_sender(msg);
         Caller *c;
@@ -206,17 +211,17 @@ int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler
                         ret->admin = true;
                 return 1;
         }
-        c = hashmap_get(&m->callers, sender);
+        c = hashmap_get(&d->callers, sender);
         if (c) {
-                caller_identity(m, c, ret);
+                caller_identity(d->manager, c, ret);
                 return 1;
         }
-        if (msg == m->authorized_msg) /* the daemon answered, but nothing was kept */
+        if (msg == d->authorized_msg) /* the daemon answered, but nothing was kept */
                 return deny(error);
         q = new0(AuthQuery, 1);
         if (!q)
                 return -ENOMEM;
-        *q = (AuthQuery){ .manager = m, .msg = sd_bus_message_ref(msg), .handler = handler,
+        *q = (AuthQuery){ .door = d, .msg = sd_bus_message_ref(msg), .handler = handler,
                           .slot_id = slot_id };
         r = sd_bus_call_method_async(sd_bus_message_get_bus(msg), NULL, "org.freedesktop.DBus",
                                      "/org/freedesktop/DBus",
@@ -230,11 +235,11 @@ int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler
         return 0; /* answered later */
 }
 
-int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+int bus_check_admin(sd_bus_message *msg, BusDoor *d, sd_bus_message_handler_t handler,
                     unsigned slot_id, sd_bus_error *error) {
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, m, handler, slot_id, &c, error);
+        int r = bus_caller(msg, d, handler, slot_id, &c, error);
 
         if (r <= 0)
                 return r;

@@ -42,174 +42,175 @@ static int bus_open(const char *bus, sd_bus **ret) {
         return 0;
 }
 
-static void manager_bus_schedule_retry(Manager *m);
+static void bus_door_schedule_retry(BusDoor *d);
 
 /* The connection is gone (or the name could not be had on it): every name the old daemon
  * gave out means nothing on the next one, so what was learnt of callers goes too. Replies
  * still waiting for a commit keep their own reference to the old connection, and sending
  * them there fails quietly: their callers were disconnected with it. */
-static void manager_bus_lost(Manager *m, const char *why) {
-        m->bus = sd_bus_flush_close_unref(m->bus);
-        manager_bus_callers_done(m);
-        if (manager_fault_raise(m, "bus", "%s on bus '%s'; reconnecting", why, m->bus_address))
-                m->bus_name_taken_logged = false;
-        manager_bus_schedule_retry(m);
+static void bus_door_lost(BusDoor *d, const char *why) {
+        d->bus = sd_bus_flush_close_unref(d->bus);
+        bus_door_callers_done(d);
+        if (manager_fault_raise(d->manager, "bus", "%s on bus '%s'; reconnecting", why, d->address))
+                d->name_taken_logged = false;
+        bus_door_schedule_retry(d);
 }
 
 static int on_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
 
-        if (sd_bus_message_get_bus(msg) == m->bus)
-                manager_bus_lost(m, "lost the connection");
+        if (sd_bus_message_get_bus(msg) == d->bus)
+                bus_door_lost(d, "lost the connection");
         return 0;
 }
 
-/* Objects, the callers' watch and our own disconnection, on the fresh connection m->bus. */
-static int manager_bus_register(Manager *m) {
+/* Objects, the callers' watch and our own disconnection, on the fresh connection d->bus. */
+static int bus_door_register(BusDoor *d) {
         int r;
 
-        r = sd_bus_add_object_vtable(m->bus, NULL, BUS_PATH, BUS_MANAGER_INTERFACE, manager_vtable, m);
+        r = sd_bus_add_object_vtable(d->bus, NULL, BUS_PATH, BUS_MANAGER_INTERFACE, manager_vtable, d);
         if (r >= 0)
-                r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SLOT_PREFIX, BUS_SLOT_INTERFACE,
-                                               slot_vtable, slot_bus_find, m);
+                r = sd_bus_add_fallback_vtable(d->bus, NULL, BUS_SLOT_PREFIX, BUS_SLOT_INTERFACE,
+                                               slot_vtable, slot_bus_find, d);
         if (r >= 0)
-                r = sd_bus_add_node_enumerator(m->bus, NULL, BUS_SLOT_PREFIX, slot_bus_enumerate, m);
+                r = sd_bus_add_node_enumerator(d->bus, NULL, BUS_SLOT_PREFIX, slot_bus_enumerate, d);
         if (r < 0)
                 return log_error_errno(r, "Failed to register the D-Bus objects: %m");
         /* sd-bus tells of the end of a connection with this local signal. */
-        r = sd_bus_match_signal_async(m->bus, NULL, "org.freedesktop.DBus.Local",
+        r = sd_bus_match_signal_async(d->bus, NULL, "org.freedesktop.DBus.Local",
                                       "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
-                                      "Disconnected", on_bus_disconnected, NULL, m);
+                                      "Disconnected", on_bus_disconnected, NULL, d);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch for the end of the bus connection: %m");
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_attach_event(d->bus, d->manager->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
-        r = manager_bus_watch_callers(m);
+        r = bus_door_watch_callers(d);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch NameOwnerChanged on bus '%s': %m",
-                                       m->bus_address);
+                                       d->address);
         return 0;
 }
 
 /* Once per reconnection, O(slots): whoever watches slotd learns everything that changed
  * while the bus was away. Signals sent meanwhile were lost with the connection. */
-static void manager_bus_announce(Manager *m) {
+static void bus_door_announce(BusDoor *d) {
+        Manager *m = d->manager;
         int r;
 
-        r = sd_bus_emit_properties_changed_strv(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, NULL);
+        r = sd_bus_emit_properties_changed_strv(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to announce the Manager's properties: %m");
         for (size_t i = 0; i < m->n_slots; i++)
                 if (m->slots[i])
-                        manager_bus_slot_changed(m, m->slots[i], 0, NULL);
+                        bus_door_slot_changed(m, m->slots[i], 0, d);
 }
 
 static int on_name_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
         const sd_bus_error *e;
         uint32_t answer = 0;
         usec_t lasted;
 
-        if (sd_bus_message_get_bus(reply) != m->bus)
+        if (sd_bus_message_get_bus(reply) != d->bus)
                 return 0;
         e = sd_bus_message_get_error(reply);
         if (e) {
-                log_debug("RequestName(%s) failed on bus '%s': %s", BUS_NAME, m->bus_address,
+                log_debug("RequestName(%s) failed on bus '%s': %s", BUS_NAME, d->address,
                           e->message ?: e->name);
-                manager_bus_lost(m, "could not acquire " BUS_NAME);
+                bus_door_lost(d, "could not acquire " BUS_NAME);
                 return 0;
         }
         if (sd_bus_message_read(reply, "u", &answer) < 0 ||
             (answer != NAME_PRIMARY_OWNER && answer != NAME_ALREADY_OWNER)) {
-                if (!m->bus_name_taken_logged)
+                if (!d->name_taken_logged)
                         log_error("The name %s is taken on bus '%s' by another connection: is "
                                   "another slotd running? Trying again until it is free",
-                                  BUS_NAME, m->bus_address);
-                m->bus_name_taken_logged = true;
-                manager_bus_lost(m, BUS_NAME " is owned by another connection");
+                                  BUS_NAME, d->address);
+                d->name_taken_logged = true;
+                bus_door_lost(d, BUS_NAME " is owned by another connection");
                 return 0;
         }
-        lasted = now_usec(CLOCK_MONOTONIC) - m->bus_lost_at;
+        lasted = now_usec(CLOCK_MONOTONIC) - d->lost_at;
         log_info("Reconnected to bus '%s' after %" PRIu64 ".%03" PRIu64 " s and %u attempts; "
-                 "%s is ours again", m->bus_address, lasted / USEC_PER_SEC,
-                 lasted % USEC_PER_SEC / USEC_PER_MSEC, m->bus_attempts, BUS_NAME);
-        m->bus_retry_delay = 0;
-        m->bus_attempts = 0;
-        (void) manager_fault_clear(m, "bus");
-        manager_bus_announce(m);
+                 "%s is ours again", d->address, lasted / USEC_PER_SEC,
+                 lasted % USEC_PER_SEC / USEC_PER_MSEC, d->attempts, BUS_NAME);
+        d->retry_delay = 0;
+        d->attempts = 0;
+        (void) manager_fault_clear(d->manager, "bus");
+        bus_door_announce(d);
         return 0;
 }
 
 /* A new connection to the same address, from the event loop: every step is asynchronous
  * (the connect of a local socket does not wait; the authentication, Hello and RequestName
  * are answered through the loop). */
-static int manager_bus_reconnect(Manager *m) {
+static int bus_door_reconnect(BusDoor *d) {
         int r;
 
-        r = bus_open(m->bus_address, &m->bus);
+        r = bus_open(d->address, &d->bus);
         if (r < 0)
                 return r;
-        r = manager_bus_register(m);
+        r = bus_door_register(d);
         if (r >= 0)
-                r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, on_name_reply, m);
+                r = sd_bus_request_name_async(d->bus, NULL, BUS_NAME, 0, on_name_reply, d);
         if (r < 0)
-                m->bus = sd_bus_flush_close_unref(m->bus);
+                d->bus = sd_bus_flush_close_unref(d->bus);
         return r;
 }
 
 static int on_bus_retry(sd_event_source *source, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
         int r;
 
-        m->bus_attempts++;
-        r = manager_bus_reconnect(m);
+        d->attempts++;
+        r = bus_door_reconnect(d);
         if (r < 0) {
                 log_debug_errno(r, "Reconnecting to bus '%s' (attempt %u) failed: %m",
-                                m->bus_address, m->bus_attempts);
-                (void) manager_fault_raise(m, "bus", "lost the connection on bus '%s'; "
-                                           "reconnecting (last attempt: %s)", m->bus_address,
+                                d->address, d->attempts);
+                (void) manager_fault_raise(d->manager, "bus", "lost the connection on bus '%s'; "
+                                           "reconnecting (last attempt: %s)", d->address,
                                            strerror(-r));
-                manager_bus_schedule_retry(m);
+                bus_door_schedule_retry(d);
         }
         return 0;
 }
 
-static void manager_bus_schedule_retry(Manager *m) {
-        usec_t delay = m->bus_retry_delay == 0 ? BUS_RETRY_FIRST_USEC
-                                               : MIN(m->bus_retry_delay * 2, BUS_RETRY_MAX_USEC);
+static void bus_door_schedule_retry(BusDoor *d) {
+        usec_t delay = d->retry_delay == 0 ? BUS_RETRY_FIRST_USEC
+                                               : MIN(d->retry_delay * 2, BUS_RETRY_MAX_USEC);
         int r;
 
-        if (m->bus_attempts == 0)
-                m->bus_lost_at = now_usec(CLOCK_MONOTONIC);
-        m->bus_retry_delay = delay;
-        if (m->bus_retry) {
-                r = sd_event_source_set_time_relative(m->bus_retry, delay);
+        if (d->attempts == 0)
+                d->lost_at = now_usec(CLOCK_MONOTONIC);
+        d->retry_delay = delay;
+        if (d->retry) {
+                r = sd_event_source_set_time_relative(d->retry, delay);
                 if (r >= 0)
-                        r = sd_event_source_set_enabled(m->bus_retry, SD_EVENT_ONESHOT);
+                        r = sd_event_source_set_enabled(d->retry, SD_EVENT_ONESHOT);
         } else
-                r = sd_event_add_time_relative(m->event, &m->bus_retry, CLOCK_MONOTONIC, delay,
-                                               USEC_PER_MSEC, on_bus_retry, m);
+                r = sd_event_add_time_relative(d->manager->event, &d->retry, CLOCK_MONOTONIC, delay,
+                                               USEC_PER_MSEC, on_bus_retry, d);
         if (r < 0)
                 log_error_errno(r, "Failed to schedule a reconnection to bus '%s', slotd stays "
-                                "off the bus: %m", m->bus_address);
+                                "off the bus: %m", d->address);
 }
 
 /* At start-up: a bus that cannot be reached, or a name that is taken, ends slotd (nothing
  * runs yet, and READY=1 promises the name). */
-int manager_bus_setup(Manager *m, const char *bus) {
+int bus_door_setup(BusDoor *d, const char *bus) {
         int r;
 
-        m->bus_address = strdup(bus);
-        if (!m->bus_address)
+        d->address = strdup(bus);
+        if (!d->address)
                 return log_oom();
-        r = bus_open(bus, &m->bus);
+        r = bus_open(bus, &d->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the D-Bus bus '%s': %m", bus);
-        r = manager_bus_register(m);
+        r = bus_door_register(d);
         if (r < 0)
                 return r;
-        r = sd_bus_request_name(m->bus, BUS_NAME, getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0);
+        r = sd_bus_request_name(d->bus, BUS_NAME, getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0);
         (void) unsetenv("SLOTD_REEXECUTED");
         if (r == -EEXIST)
                 return log_error_errno(r, "The name %s is taken on bus '%s': is another slotd "
@@ -219,8 +220,13 @@ int manager_bus_setup(Manager *m, const char *bus) {
         return 0;
 }
 
-void manager_bus_done(Manager *m) {
-        m->bus_retry = sd_event_source_disable_unref(m->bus_retry);
-        m->bus = sd_bus_flush_close_unref(m->bus);
-        m->bus_address = mfree(m->bus_address);
+void bus_door_done(BusDoor *d) {
+        bus_door_callers_done(d);
+        d->retry = sd_event_source_disable_unref(d->retry);
+        d->bus = sd_bus_flush_close_unref(d->bus);
+        d->address = mfree(d->address);
+        for (size_t i = 0; i < d->n_slots; i++)
+                free(d->slots[i]);
+        d->slots = mfree(d->slots);
+        d->n_slots = 0;
 }

@@ -18,6 +18,39 @@
 #define BUS_SLOT_PREFIX "/org/slotd/Supervisor1/slot"
 #define BUS_ERROR_PREFIX "org.slotd.Supervisor1.Error."
 
+typedef struct BusDoor BusDoor;
+
+/* What the door keeps of one slot (by its id, bus_door_slot()): the object its D-Bus calls
+ * find, and what the bus last heard of its state (SlotChanged). */
+typedef struct BusSlot {
+        BusDoor *door;
+        unsigned id;
+        SlotState announced_state;
+        ProcessState announced_process_state;
+} BusSlot;
+
+/* The door: made by main.c, given to the core's hooks as their userdata, it outlives the
+ * Manager it serves. */
+struct BusDoor {
+        Manager *manager;
+        sd_bus *bus;                 /* NULL while the bus is away (bus-connection.c) */
+        char *address;               /* --bus or supervisor.bus, to reconnect to */
+        sd_event_source *retry;      /* the next reconnection, with back-off */
+        usec_t retry_delay;
+        usec_t lost_at;              /* CLOCK_MONOTONIC */
+        unsigned attempts;
+        bool name_taken_logged;
+        Hashmap callers;             /* what the bus said of each caller (bus-caller.c) */
+        sd_bus_message *authorized_msg; /* the call being re-run after an admin check */
+        BusSlot **slots;             /* by slot id, made when first needed */
+        size_t n_slots;
+};
+
+/* The record of slot 'id' (made on first use: announced as slot_new() leaves a slot), NULL
+ * when out of memory; and the slot it names, NULL if there is none now. */
+BusSlot *bus_door_slot(BusDoor *d, unsigned id);
+Slot *bus_slot_get(const BusSlot *bs);
+
 /* A slot's object path, /org/slotd/Supervisor1/slot/<id>, in 'buf'. */
 #define BUS_SLOT_PATH_MAX (sizeof(BUS_SLOT_PREFIX "/") + 10) /* 10: digits of UINT_MAX */
 const char *bus_slot_path(char buf[static BUS_SLOT_PATH_MAX], unsigned id);
@@ -25,27 +58,29 @@ const char *bus_slot_path(char buf[static BUS_SLOT_PATH_MAX], unsigned id);
 
 /* The connection (bus-connection.c): connects to 'bus', registers the objects and takes the
  * name; then keeps the connection, reconnecting with back-off while the bus is away. */
-int manager_bus_setup(Manager *m, const char *bus);
-void manager_bus_done(Manager *m);
+int bus_door_setup(BusDoor *d, const char *bus);
+/* The connection, the callers and the slots' records: d may be set up again. */
+void bus_door_done(BusDoor *d);
 
-/* Its ManagerHooks (manager-hooks.h): PropertiesChanged and the Manager's signals. */
-void manager_bus_machine_changed(Manager *m, unsigned changes, void *userdata);
-void manager_bus_slot_changed(Manager *m, Slot *s, unsigned changes, void *userdata);
-void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata);
-void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes,
-                            void *userdata);
-void manager_bus_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
-                               unsigned checked, void *userdata);
+/* Its ManagerHooks (manager-hooks.h), userdata the BusDoor: PropertiesChanged and the
+ * Manager's signals. */
+void bus_door_machine_changed(Manager *m, unsigned changes, void *userdata);
+void bus_door_slot_changed(Manager *m, Slot *s, unsigned changes, void *userdata);
+void bus_door_slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata);
+void bus_door_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes,
+                         void *userdata);
+void bus_door_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
+                            unsigned checked, void *userdata);
 
 /* Who calls (bus-caller.c). */
-int manager_bus_watch_callers(Manager *m);
-void manager_bus_callers_done(Manager *m);
+int bus_door_watch_callers(BusDoor *d);
+void bus_door_callers_done(BusDoor *d);
 /* 1: authorized now; 0: being checked, the method runs again with the answer; < 0: denied
  * (error set). slot_id is the slot of a slot method, UINT_MAX for the Manager's. */
-int bus_check_admin(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+int bus_check_admin(sd_bus_message *msg, BusDoor *d, sd_bus_message_handler_t handler,
                     unsigned slot_id, sd_bus_error *error);
 /* 1 and *ret; 0: being asked, the method runs again with the answer; < 0: error set. */
-int bus_caller(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+int bus_caller(sd_bus_message *msg, BusDoor *d, sd_bus_message_handler_t handler,
                unsigned slot_id, OpsCaller *ret, sd_bus_error *error);
 int bus_error_from_ops(sd_bus_error *error, int r, const OpsStatus *st);
 int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error);

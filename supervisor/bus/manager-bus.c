@@ -13,7 +13,8 @@
 
 static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -41,7 +42,8 @@ static int method_list_slots(sd_bus_message *msg, void *userdata, sd_bus_error *
 }
 
 static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         OpsStatus st;
         uint32_t id;
         Slot *s;
@@ -57,8 +59,9 @@ static int method_get_slot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 }
 
 static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        int r = bus_check_admin(msg, m, method_reexecute, UINT_MAX, error);
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
+        int r = bus_check_admin(msg, d, method_reexecute, UINT_MAX, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
@@ -66,7 +69,7 @@ static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *e
         r = sd_bus_reply_method_return(msg, NULL);
         if (r < 0)
                 return r;
-        (void) sd_bus_flush(m->bus);
+        (void) sd_bus_flush(d->bus);
         r = manager_request_reexecute(m);
         if (r < 0)
                 log_error_errno(r, "Cannot re-execute, state not durable: %m");
@@ -74,10 +77,11 @@ static int method_reexecute(sd_bus_message *msg, void *userdata, sd_bus_error *e
 }
 
 static int method_stop_all(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, m, method_stop_all, UINT_MAX, &c, error);
+        int r = bus_caller(msg, d, method_stop_all, UINT_MAX, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
@@ -90,35 +94,40 @@ static int method_stop_all(sd_bus_message *msg, void *userdata, sd_bus_error *er
 static int property_get_machine_id(sd_bus *bus, const char *path, const char *interface,
                                    const char *property, sd_bus_message *reply, void *userdata,
                                    sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "s", m->machine_id);
 }
 
 static int property_get_machine_number(sd_bus *bus, const char *path, const char *interface,
                                        const char *property, sd_bus_message *reply,
                                        void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "t", m->machine_number);
 }
 
 static int property_get_cpus(sd_bus *bus, const char *path, const char *interface,
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "d", m->resources.cpus);
 }
 
 static int property_get_memory(sd_bus *bus, const char *path, const char *interface,
                                const char *property, sd_bus_message *reply, void *userdata,
                                sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "t", m->resources.memory);
 }
 
 static int property_get_fleets(sd_bus *bus, const char *path, const char *interface,
                                const char *property, sd_bus_message *reply, void *userdata,
                                sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         int r = sd_bus_message_open_container(reply, 'a', "s");
 
         for (size_t i = 0; r >= 0 && i < m->n_fleets; i++)
@@ -130,7 +139,8 @@ static int property_get_fleets(sd_bus *bus, const char *path, const char *interf
 static int property_get_faults(sd_bus *bus, const char *path, const char *interface,
                                const char *property, sd_bus_message *reply, void *userdata,
                                sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         int r = sd_bus_message_open_container(reply, 'a', "s");
 
         for (size_t i = 0; r >= 0 && i < m->n_faults; i++) {
@@ -145,14 +155,16 @@ static int property_get_faults(sd_bus *bus, const char *path, const char *interf
 static int property_get_slot_count(sd_bus *bus, const char *path, const char *interface,
                                    const char *property, sd_bus_message *reply, void *userdata,
                                    sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "u", (uint32_t) m->n_live_slots);
 }
 
 static int property_get_enforcement(sd_bus *bus, const char *path, const char *interface,
                                     const char *property, sd_bus_message *reply, void *userdata,
                                     sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         int r = sd_bus_message_open_container(reply, 'a', "s");
 
         for (int c = 0; r >= 0 && c < _CGROUP_CONTROLLER_MAX; c++)
@@ -164,14 +176,16 @@ static int property_get_enforcement(sd_bus *bus, const char *path, const char *i
 static int property_get_ipv4(sd_bus *bus, const char *path, const char *interface,
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "s", m->ip);
 }
 
 static int property_get_ipv6(sd_bus *bus, const char *path, const char *interface,
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         return sd_bus_message_append(reply, "s", m->ipv6);
 }
 
@@ -317,15 +331,16 @@ int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_erro
         return sd_bus_message_exit_container(msg);
 }
 
-static int allocate(sd_bus_message *msg, Manager *m, sd_bus_message_handler_t handler,
+static int allocate(sd_bus_message *msg, BusDoor *d, sd_bus_message_handler_t handler,
                     bool with_options, sd_bus_error *error) {
+        Manager *m = d->manager;
         usec_t started = now_usec(CLOCK_MONOTONIC);
         OpsAllocation a = {};
         const char *fleet;
         OpsCaller c;
         OpsStatus st;
         Slot *s;
-        int r = bus_caller(msg, m, handler, UINT_MAX, &c, error);
+        int r = bus_caller(msg, d, handler, UINT_MAX, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
@@ -349,11 +364,12 @@ static int method_allocate_with_options(sd_bus_message *msg, void *userdata, sd_
 }
 
 static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         const char *uuid;
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, m, method_deallocate, UINT_MAX, &c, error);
+        int r = bus_caller(msg, d, method_deallocate, UINT_MAX, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
@@ -368,13 +384,14 @@ static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         usec_t started = now_usec(CLOCK_MONOTONIC);
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         const char *fleet, *uuid;
         uint64_t timeout;
         OpsCaller c;
         OpsStatus st;
         Slot *s;
-        int r = bus_caller(msg, m, method_reserve, UINT_MAX, &c, error);
+        int r = bus_caller(msg, d, method_reserve, UINT_MAX, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
@@ -388,12 +405,13 @@ static int method_reserve(sd_bus_message *msg, void *userdata, sd_bus_error *err
 }
 
 static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         OpsCaller c;
         OpsStatus st;
         int b, r;
 
-        r = bus_caller(msg, m, method_set_draining, UINT_MAX, &c, error);
+        r = bus_caller(msg, d, method_set_draining, UINT_MAX, &c, error);
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "b", &b);
@@ -406,12 +424,13 @@ static int method_set_draining(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
+        Manager *m = d->manager;
         OpsCaller c;
         OpsStatus st;
         int r;
 
-        r = bus_caller(msg, m, method_reload, UINT_MAX, &c, error);
+        r = bus_caller(msg, d, method_reload, UINT_MAX, &c, error);
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
         r = ops_reload(m, &c, &st);
@@ -424,7 +443,7 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         static int property_get_##name(sd_bus *bus, const char *path, const char *interface,   \
                                        const char *property, sd_bus_message *reply,            \
                                        void *userdata, sd_bus_error *error) {                  \
-                Manager *m = userdata;                                                         \
+                Manager *m = ((BusDoor *) userdata)->manager;                                  \
                 return sd_bus_message_append(reply, sig, expr);                                \
         }
 
@@ -514,18 +533,20 @@ static const struct {
         { MACHINE_CHANGE_MEMORY, "MemoryBytes" },
 };
 
-void manager_bus_machine_changed(Manager *m, unsigned changes, void *userdata) {
-        if (!m->bus)
+void bus_door_machine_changed(Manager *m, unsigned changes, void *userdata) {
+        BusDoor *d = userdata;
+
+        if (!d->bus)
                 return;
         for (size_t i = 0; i < ELEMENTSOF(machine_properties); i++)
                 if (changes & machine_properties[i].change)
-                        (void) sd_bus_emit_properties_changed(m->bus, BUS_PATH,
+                        (void) sd_bus_emit_properties_changed(d->bus, BUS_PATH,
                                                               BUS_MANAGER_INTERFACE,
                                                               machine_properties[i].property,
                                                               NULL);
         /* The signal follows its property, once the machine became deprovisionable. */
         if ((changes & MACHINE_CHANGE_DEPROVISIONABLE) && m->deprovisionable)
-                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
+                (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
                                           "Deprovisionable", NULL);
 }
 
@@ -541,7 +562,7 @@ static const struct {
         { SLOT_CHANGE_QUERY, { "QueryPlayers", "QueryMaxPlayers", "QueryMap", "QueryName" } },
 };
 
-static void emit_slot_properties(Manager *m, Slot *s, unsigned changes) {
+static void emit_slot_properties(BusDoor *d, Slot *s, unsigned changes) {
         const char *names[16];
         size_t n = 0;
 
@@ -551,57 +572,70 @@ static void emit_slot_properties(Manager *m, Slot *s, unsigned changes) {
                         names[n++] = slot_properties[i].properties[j];
         names[n] = NULL;
         if (n > 0)
-                (void) sd_bus_emit_properties_changed_strv(m->bus, BUS_SLOT_PATH(s->id),
+                (void) sd_bus_emit_properties_changed_strv(d->bus, BUS_SLOT_PATH(s->id),
                                                            BUS_SLOT_INTERFACE, (char **) names);
 }
 
 /* Its state as a whole: every property may have changed; SlotChanged when the state or the
  * process state differs from what the bus last heard. */
-static void emit_slot_state(Manager *m, Slot *s) {
+static void emit_slot_state(BusDoor *d, Slot *s) {
         SlotState state = slot_state(s);
+        BusSlot *bs;
         int r;
 
-        r = sd_bus_emit_properties_changed_strv(m->bus, BUS_SLOT_PATH(s->id), BUS_SLOT_INTERFACE,
+        r = sd_bus_emit_properties_changed_strv(d->bus, BUS_SLOT_PATH(s->id), BUS_SLOT_INTERFACE,
                                                 NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit PropertiesChanged for slot %u: %m", s->id);
-        if (state == s->announced_state && s->process_state == s->announced_process_state)
-                return;
-        s->announced_state = state;
-        s->announced_process_state = s->process_state;
-        r = sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "SlotChanged", "uss", s->id,
+        /* Out of memory, the door cannot tell what the bus heard: it tells it again. */
+        bs = bus_door_slot(d, s->id);
+        if (bs) {
+                if (state == bs->announced_state && s->process_state == bs->announced_process_state)
+                        return;
+                bs->announced_state = state;
+                bs->announced_process_state = s->process_state;
+        }
+        r = sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "SlotChanged", "uss", s->id,
                                slot_state_to_string(state),
                                process_state_to_string(s->process_state));
         if (r < 0)
                 log_debug_errno(r, "Failed to emit SlotChanged for slot %u: %m", s->id);
 }
 
-void manager_bus_slot_changed(Manager *m, Slot *s, unsigned changes, void *userdata) {
-        if (!m->bus)
+void bus_door_slot_changed(Manager *m, Slot *s, unsigned changes, void *userdata) {
+        BusDoor *d = userdata;
+
+        if (!d->bus)
                 return;
         if (changes == 0)
-                emit_slot_state(m, s);
+                emit_slot_state(d, s);
         else
-                emit_slot_properties(m, s, changes);
+                emit_slot_properties(d, s, changes);
 }
 
-void manager_bus_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes,
-                            void *userdata) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Misbehaved", "usu",
+void bus_door_misbehaved(Manager *m, Slot *s, CheckKind check, unsigned strikes,
+                         void *userdata) {
+        BusDoor *d = userdata;
+
+        if (d->bus)
+                (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Misbehaved", "usu",
                                           s->id, check_kind_to_string(check), strikes);
 }
 
-void manager_bus_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
-                               unsigned checked, void *userdata) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "MachineFault",
+void bus_door_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned failing,
+                            unsigned checked, void *userdata) {
+        BusDoor *d = userdata;
+
+        if (d->bus)
+                (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "MachineFault",
                                           "ssuu", f->config->name, check_kind_to_string(check),
                                           failing, checked);
 }
 
-void manager_bus_slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis",
+void bus_door_slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata) {
+        BusDoor *d = userdata;
+
+        if (d->bus)
+                (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis",
                                           s->id, s->exit_code, s->exit_signal, reason);
 }

@@ -9,10 +9,16 @@
         static int property_get_##name(sd_bus *bus, const char *path, const char *interface,   \
                                        const char *property, sd_bus_message *reply,            \
                                        void *userdata, sd_bus_error *error) {                  \
-                Slot *s = userdata;                                                            \
+                Slot *s = bus_slot_get(userdata);                                              \
                 return sd_bus_message_append(reply, sig, expr);                                \
         }
 
+DEFINE_SLOT_GETTER(id, "u", s->id)
+DEFINE_SLOT_GETTER(port, "q", s->port)
+DEFINE_SLOT_GETTER(query_port, "q", s->query_port)
+DEFINE_SLOT_GETTER(restarts, "u", s->restarts)
+DEFINE_SLOT_GETTER(last_exit_code, "i", s->last_exit_code)
+DEFINE_SLOT_GETTER(last_exit_signal, "i", s->last_exit_signal)
 DEFINE_SLOT_GETTER(fleet, "s", s->fleet->config->name)
 DEFINE_SLOT_GETTER(region_id, "s", s->fleet->config->region_id)
 DEFINE_SLOT_GETTER(state, "s", slot_state_to_string(slot_state(s)))
@@ -44,7 +50,7 @@ DEFINE_SLOT_GETTER(reserved_until, "t", (uint64_t) boottime_to_wall(s->reserved_
 static int property_get_strikes(sd_bus *bus, const char *path, const char *interface,
                                 const char *property, sd_bus_message *reply, void *userdata,
                                 sd_bus_error *error) {
-        Slot *s = userdata;
+        Slot *s = bus_slot_get(userdata);
         int r = sd_bus_message_open_container(reply, 'a', "(su)");
 
         for (int k = 0; r >= 0 && k < _CHECK_KIND_MAX; k++) {
@@ -57,14 +63,15 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
 
 
 
-static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
+static int allocate(sd_bus_message *msg, BusSlot *bs, sd_bus_message_handler_t handler,
                     bool with_options, sd_bus_error *error) {
+        Slot *s = bus_slot_get(bs);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         usec_t started = now_usec(CLOCK_MONOTONIC);
         OpsAllocation a = {};
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, slot_manager(s), handler, s->id, &c, error);
+        int r = bus_caller(msg, bs->door, handler, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
@@ -73,13 +80,13 @@ static int allocate(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handl
                 return r;
         if (with_options && (r = bus_read_allocate_options(msg, &a, error)) < 0)
                 return r;
-        r = ops_slot_allocate(slot_manager(s), &c, s->id, &a, &st);
+        r = ops_slot_allocate(bs->door->manager, &c, s->id, &a, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        return bus_reply_durable_timed(slot_manager(s), msg, reply, METRICS_REQUEST_ALLOCATE,
+        return bus_reply_durable_timed(bs->door->manager, msg, reply, METRICS_REQUEST_ALLOCATE,
                                            started);
 }
 
@@ -92,34 +99,36 @@ static int method_allocate_with_options(sd_bus_message *msg, void *userdata, sd_
 }
 
 static int method_deallocate(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
+        BusSlot *bs = userdata;
+        Slot *s = bus_slot_get(bs);
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, slot_manager(s), method_deallocate, s->id, &c, error);
+        int r = bus_caller(msg, bs->door, method_deallocate, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = ops_slot_deallocate(slot_manager(s), &c, s->id, &st);
+        r = ops_slot_deallocate(bs->door->manager, &c, s->id, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        return bus_reply_empty_durable(msg, slot_manager(s));
+        return bus_reply_empty_durable(msg, bs->door->manager);
 }
 
 static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Slot *s = userdata;
+        BusSlot *bs = userdata;
+        Slot *s = bus_slot_get(bs);
         uint64_t timeout;
         usec_t until;
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, slot_manager(s), method_hold, s->id, &c, error);
+        int r = bus_caller(msg, bs->door, method_hold, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
         r = sd_bus_message_read(msg, "t", &timeout);
         if (r < 0)
                 return r;
-        r = ops_hold(slot_manager(s), &c, s->id, timeout, &until, &st);
+        r = ops_hold(bs->door->manager, &c, s->id, timeout, &until, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -128,34 +137,35 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         r = sd_bus_message_append(reply, "t", (uint64_t) until);
         if (r < 0)
                 return r;
-        return bus_reply_durable(slot_manager(s), msg, reply);
+        return bus_reply_durable(bs->door->manager, msg, reply);
 }
 
 static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Slot *s = userdata;
+        BusSlot *bs = userdata;
+        Slot *s = bus_slot_get(bs);
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, slot_manager(s), method_release_hold, s->id, &c, error);
+        int r = bus_caller(msg, bs->door, method_release_hold, s->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = ops_release_hold(slot_manager(s), &c, s->id, &st);
+        r = ops_release_hold(bs->door->manager, &c, s->id, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
-        return bus_reply_empty_durable(msg, slot_manager(s));
+        return bus_reply_empty_durable(msg, bs->door->manager);
 }
 
 /* Start, Stop, Restart, ResetFailed: no arguments, no answer but done or the error. */
-static int slot_manage(sd_bus_message *msg, Slot *s, sd_bus_message_handler_t handler,
+static int slot_manage(sd_bus_message *msg, BusSlot *bs, sd_bus_message_handler_t handler,
                        int (*op)(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st),
                        sd_bus_error *error) {
         OpsCaller c;
         OpsStatus st;
-        int r = bus_caller(msg, slot_manager(s), handler, s->id, &c, error);
+        int r = bus_caller(msg, bs->door, handler, bs->id, &c, error);
 
         if (r <= 0) /* denied, or run again once the check has answered */
                 return r < 0 ? r : 1;
-        r = op(slot_manager(s), &c, s->id, &st);
+        r = op(bs->door->manager, &c, bs->id, &st);
         if (r < 0)
                 return bus_error_from_ops(error, r, &st);
         return sd_bus_reply_method_return(msg, NULL);
@@ -179,7 +189,7 @@ static int method_reset_failed(sd_bus_message *msg, void *userdata, sd_bus_error
 
 const sd_bus_vtable slot_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Id", "u", NULL, offsetof(Slot, id), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Id", "u", property_get_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Fleet", "s", property_get_fleet, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         /* A new region restarts the fleet's servers (Reload), which announces it. */
         SD_BUS_PROPERTY("RegionID", "s", property_get_region_id, 0,
@@ -196,8 +206,8 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_PROPERTY("MainPID", "u", property_get_main_pid, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Cgroup", "s", property_get_cgroup, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Home", "s", property_get_home, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Port", "q", NULL, offsetof(Slot, port), SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("QueryPort", "q", NULL, offsetof(Slot, query_port),
+        SD_BUS_PROPERTY("Port", "q", property_get_port, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("QueryPort", "q", property_get_query_port, 0,
                         SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("CPUBudget", "d", property_get_cpu_budget, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -206,11 +216,11 @@ const sd_bus_vtable slot_vtable[] = {
         /* Live figures: read on demand, never announced. */
         SD_BUS_PROPERTY("CPUUsage", "d", property_get_cpu_usage, 0, 0),
         SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory_current, 0, 0),
-        SD_BUS_PROPERTY("Restarts", "u", NULL, offsetof(Slot, restarts),
+        SD_BUS_PROPERTY("Restarts", "u", property_get_restarts, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("LastExitCode", "i", NULL, offsetof(Slot, last_exit_code),
+        SD_BUS_PROPERTY("LastExitCode", "i", property_get_last_exit_code, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("LastExitSignal", "i", NULL, offsetof(Slot, last_exit_signal),
+        SD_BUS_PROPERTY("LastExitSignal", "i", property_get_last_exit_signal, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ready", "b", property_get_ready, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ReadyForPlayers", "b", property_get_ready_for_players, 0,
@@ -251,14 +261,41 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-/* /org/slotd/Supervisor1/slot/<id>, <id> a plain decimal with no leading zeros. */
+BusSlot *bus_door_slot(BusDoor *d, unsigned id) {
+        if (id >= d->n_slots) {
+                size_t n = MAX((size_t) id + 1, d->n_slots * 2);
+                BusSlot **slots = reallocarray(d->slots, n, sizeof(BusSlot *));
+
+                if (!slots)
+                        return NULL;
+                memset(slots + d->n_slots, 0, (n - d->n_slots) * sizeof(BusSlot *));
+                d->slots = slots;
+                d->n_slots = n;
+        }
+        if (!d->slots[id]) {
+                d->slots[id] = new0(BusSlot, 1);
+                if (!d->slots[id])
+                        return NULL;
+                /* What the bus last heard of the slot: as slot_new() makes it. */
+                *d->slots[id] = (BusSlot){ .door = d, .id = id, .announced_state = SLOT_AVAILABLE,
+                                           .announced_process_state = PROCESS_STOPPED };
+        }
+        return d->slots[id];
+}
+
+Slot *bus_slot_get(const BusSlot *bs) {
+        return manager_get_slot(bs->door->manager, bs->id);
+}
+
+/* /org/slotd/Supervisor1/slot/<id>, <id> a plain decimal with no leading zeros: the door's
+ * record of the slot (BusSlot), on which the slot's methods and properties run. */
 int slot_bus_find(sd_bus *bus, const char *path, const char *interface, void *userdata,
                   void **ret_found, sd_bus_error *error) {
-        Manager *m = userdata;
+        BusDoor *d = userdata;
         const char *p;
         unsigned long id;
+        BusSlot *bs;
         char *end;
-        Slot *s;
 
         if (strncmp(path, BUS_SLOT_PREFIX "/", strlen(BUS_SLOT_PREFIX) + 1) != 0)
                 return 0;
@@ -269,17 +306,19 @@ int slot_bus_find(sd_bus *bus, const char *path, const char *interface, void *us
         id = strtoul(p, &end, 10);
         if (errno != 0 || *end != '\0' || id > UINT32_MAX)
                 return 0;
-        s = manager_get_slot(m, (unsigned) id);
-        if (!s)
+        if (!manager_get_slot(d->manager, (unsigned) id))
                 return 0;
-        *ret_found = s;
+        bs = bus_door_slot(d, (unsigned) id);
+        if (!bs)
+                return -ENOMEM;
+        *ret_found = bs;
         return 1;
 }
 
 int slot_bus_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***ret_nodes,
                        sd_bus_error *error) {
         _cleanup_strv_free_ char **nodes = calloc(1, sizeof(char *));
-        Manager *m = userdata;
+        Manager *m = ((BusDoor *) userdata)->manager;
         int r;
 
         if (!nodes)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "alloc-event.h"
@@ -24,13 +23,6 @@ typedef struct Manager {
         sd_event *event;
         const ManagerHooks *hooks;   /* the doors' (manager-hooks.h), set by main.c */
         void *hooks_userdata;
-        sd_bus *bus;                 /* NULL while the bus is away (bus-connection.c) */
-        char *bus_address;           /* --bus or supervisor.bus, to reconnect to */
-        sd_event_source *bus_retry;  /* the next reconnection, with back-off */
-        usec_t bus_retry_delay;
-        usec_t bus_lost_at;          /* CLOCK_MONOTONIC */
-        unsigned bus_attempts;
-        bool bus_name_taken_logged;
         Config *config;
 
         char *machine_id;            /* machine.id or /etc/machine-id: MachineID, etcd keys */
@@ -68,7 +60,6 @@ typedef struct Manager {
         sd_event_source *exit_watch; /* inotify on exit/: keepers' restarts (keeper.c) */
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         ProbeHub *probe_hub;         /* the one socket of all query probes */
-        Hashmap callers;             /* what the bus said of each caller (manager-bus.c) */
         StateCache state_cache;      /* the state file's lines of the last snapshot */
         StateSpace state_space;      /* its preallocated space, the state_dir fault */
         uint64_t state_size;         /* its snapshot and its journal */
@@ -87,11 +78,9 @@ typedef struct Manager {
         bool reexecute;              /* leave the loop to exec the binary anew */
         gid_t config_admin_gid;      /* supervisor.admin_group, resolved at (re)load */
         bool config_has_admin_gid;
-        sd_bus_message *authorized_msg; /* the call being re-run after an admin check */
 
-        /* The local proxy (the proxy door's, proxy/) and what it serves: allocation events waiting for the
-         * commit that makes them durable (manager-events.c), payloads, the token key. */
-        struct Proxy *proxy;
+        /* What the local proxy (the proxy door, proxy/) serves: allocation events waiting for
+         * the commit that makes them durable (manager-events.c), payloads, the token key. */
         char *local_proxy_url;       /* for server.json: the first of localproxy.listen */
         AllocEvent *events;
         size_t n_events, n_events_allocated;
@@ -144,10 +133,6 @@ int manager_request_reexecute(Manager *m);
 
 /* Copies into m->slot_host what slots read of the manager (slot-host.h). */
 void manager_update_slot_host(Manager *m);
-/* The manager above a slot, for the doors (slot-bus.c), which are above both. */
-static inline Manager *slot_manager(const Slot *s) {
-        return container_of(s->host, Manager, slot_host);
-}
 
 Slot *manager_get_slot(Manager *m, unsigned id);
 int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret_error);

@@ -16,14 +16,23 @@
 typedef struct Manager Manager;
 typedef struct Proxy Proxy;
 
-/* Binds the listening sockets (localproxy.listen, metrics.listen) and starts the proxy. *ret
- * stays NULL when both are off: the process also runs for metrics.listen alone. Errors name
- * the address. */
-int proxy_new(Manager *m, Proxy **ret);
-Proxy *proxy_free(Proxy *p);
-void proxy_send_event(Proxy *p, const AllocEvent *e);
-/* Its ManagerHooks.event (manager-hooks.h): the event to the proxy of m->proxy, if it runs. */
+/* The door: made by main.c, given to the core's hooks as their userdata, it outlives the
+ * Manager it serves. */
+typedef struct ProxyDoor {
+        Manager *manager;
+        Proxy *proxy;                /* NULL while localproxy.listen and metrics.listen are off */
+} ProxyDoor;
+
+/* Its ManagerHooks.open_doors: binds the listening sockets (localproxy.listen,
+ * metrics.listen) and starts the proxy; d->proxy stays NULL when both are off (the process
+ * also runs for metrics.listen alone). Errors name the address. */
+int proxy_door_open(ProxyDoor *d);
+/* ... close_doors: lets go of the proxy (which stays for the next slotd). */
+void proxy_door_close(ProxyDoor *d);
+/* ... event: the event to the proxy of d, if it runs. */
 void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata);
+
+void proxy_send_event(Proxy *p, const AllocEvent *e);
 
 /* proxy-metrics.c: the proxy's scrape of metrics.listen, answered with the text (ipc.h). */
 void proxy_handle_metrics(Proxy *p, json_t *request);
@@ -34,4 +43,5 @@ int proxy_send(Proxy *p, json_t *message);
 /* The identity of a connection the proxy told us of, NULL if it did not. */
 struct ProxyConn *proxy_conn(Proxy *p, uint64_t conn);
 Manager *proxy_manager(Proxy *p);
+ProxyDoor *proxy_door(Proxy *p);
 uint64_t proxy_generation(Proxy *p);

@@ -23,6 +23,7 @@ typedef struct ProxyConn {
 } ProxyConn;
 
 struct Proxy {
+        ProxyDoor *door;             /* whose d->proxy this is */
         Manager *manager;
         bool serves_sdk;             /* localproxy.listen is on (else metrics.listen alone) */
         int *listen_fds;             /* bound by us (proxy-process.c), kept across restarts */

@@ -14,6 +14,7 @@
 #include "token.h"
 
 typedef struct PendingReply {
+        ProxyDoor *door;             /* outlives the manager, and so its waiters */
         Proxy *proxy;
         uint64_t generation;
         json_int_t id;
@@ -40,7 +41,7 @@ static void send_error(Proxy *p, json_int_t id, OpsErrorCode code, const char *m
 
 static void pending_done(Manager *m, int error, void *userdata) {
         PendingReply *r = userdata;
-        Proxy *p = m->proxy;
+        Proxy *p = r->door->proxy;
 
         /* The proxy that asked may have died meanwhile: its client is gone with it. */
         if (error <= 0 && p == r->proxy && p && proxy_generation(p) == r->generation) {
@@ -64,7 +65,7 @@ static void reply_durable_timed(Proxy *p, json_int_t id, json_t *result, usec_t 
         PendingReply *r = new0(PendingReply, 1);
 
         if (r)
-                *r = (PendingReply){ p, proxy_generation(p), id, result, started };
+                *r = (PendingReply){ proxy_door(p), p, proxy_generation(p), id, result, started };
         if (!r || manager_when_durable(proxy_manager(p), pending_done, r) < 0) {
                 free(r);
                 json_decref(result);

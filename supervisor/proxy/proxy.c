@@ -23,6 +23,10 @@ Manager *proxy_manager(Proxy *p) {
         return p->manager;
 }
 
+ProxyDoor *proxy_door(Proxy *p) {
+        return p->door;
+}
+
 uint64_t proxy_generation(Proxy *p) {
         return p->generation;
 }
@@ -262,11 +266,16 @@ void proxy_send_event(Proxy *p, const AllocEvent *e) {
 }
 
 void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata) {
-        if (m->proxy)
-                proxy_send_event(m->proxy, e);
+        ProxyDoor *d = userdata;
+
+        if (d->proxy)
+                proxy_send_event(d->proxy, e);
 }
 
-int proxy_new(Manager *m, Proxy **ret) {
+static Proxy *proxy_free(Proxy *p);
+
+static int proxy_new(ProxyDoor *d, Proxy **ret) {
+        Manager *m = d->manager;
         const LocalProxyConfig *lp = &m->config->localproxy;
         Proxy *p;
         int r;
@@ -279,7 +288,7 @@ int proxy_new(Manager *m, Proxy **ret) {
         p = new0(Proxy, 1);
         if (!p)
                 return log_oom();
-        *p = (Proxy){ .manager = m, .serves_sdk = lp->enabled && lp->n_listen > 0,
+        *p = (Proxy){ .door = d, .manager = m, .serves_sdk = lp->enabled && lp->n_listen > 0,
                       .ipc_fd = -EBADF, .diag_fd = -EBADF, .mount_fd = -EBADF, .exe_fd = -EBADF,
                       .metrics_fd = -EBADF };
         r = proxy_setup(p);
@@ -298,7 +307,7 @@ int proxy_new(Manager *m, Proxy **ret) {
 
 /* The proxy stays: it keeps its connections for the next slotd (after SIGTERM, a crash, an
  * upgrade or Reexecute), which attaches to it. */
-Proxy *proxy_free(Proxy *p) {
+static Proxy *proxy_free(Proxy *p) {
         if (!p)
                 return NULL;
         proxy_process_free(p);
@@ -306,4 +315,12 @@ Proxy *proxy_free(Proxy *p) {
         safe_close(p->mount_fd);
         free(p);
         return NULL;
+}
+
+int proxy_door_open(ProxyDoor *d) {
+        return proxy_new(d, &d->proxy);
+}
+
+void proxy_door_close(ProxyDoor *d) {
+        d->proxy = proxy_free(d->proxy);
 }

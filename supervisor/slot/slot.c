@@ -75,8 +75,6 @@ int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret) 
                 slot_free(s);
                 return -ENOMEM;
         }
-        s->announced_state = slot_state(s);
-        s->announced_process_state = s->process_state;
         *ret = s;
         return 0;
 }

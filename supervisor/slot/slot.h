@@ -160,9 +160,6 @@ typedef struct Slot {
         uint64_t high_events;     /* its "high" count at the last check */
         bool throttled;           /* over memory.high at the last check */
 
-        SlotState announced_state;
-        ProcessState announced_process_state;
-
         /* The allocation as the game server heard of it (manager-events.c). */
         bool ready_for_players;   /* ReadyForPlayers: the server said so for this allocation */
         uint64_t events;          /* allocation events announced, the offset of the latest */
