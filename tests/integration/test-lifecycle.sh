@@ -37,9 +37,10 @@ wait_until 10 "restart of slot 0" bash -c "p=\$(busctl --address='$BUS' get-prop
 wait_prop 0 ProcessState running
 
 # A server that ignores SIGTERM and has forked children: after stop_timeout the whole
-# cgroup is killed, children included.
-control 1 "fork 2"
+# cgroup is killed, children included. The server runs its control lines in order, so once
+# the children are there it ignores SIGTERM too (the other order raced the Stop below).
 control 1 "ignore-term on"
+control 1 "fork 2"
 wait_until 10 "slot 1 has its keeper, server and 2 children" bash -c "[ \$(wc -l < '$CG/game/slot-1/cgroup.procs') -ge 4 ]"
 kids=$(cat "$CG/game/slot-1/cgroup.procs")
 start=$(date +%s%N)
