@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The fleet view: every slot document, machine document and claim under the prefix, read
- * once (a range) and kept by a watch from the revision after it. Each key keeps the
- * mod_revision it was seen at, so that what a transaction's answer tells (newer) and what
- * the watch tells later (older, or the same) agree. A watch that breaks (-ECONNRESET) or
- * whose revision was compacted (-ESTALE) is read anew: what the new range does not show is
- * gone. Every change feeds placement (placement.h) at once: a pick never walks the view. */
+ * once (a range) and kept by a watch from the revision after it. A transaction's answer
+ * tells sooner what the watch will tell; view-rule.h says which of the three wins, whatever
+ * order they come in: each key keeps the mod_revision it was seen at, and an answer the
+ * watch has reached is dropped (the claim it wrote may be deleted already). A watch that
+ * breaks (-ECONNRESET) or whose revision was compacted (-ESTALE) is read anew: what the new
+ * range does not show is gone, but for what an answer newer than the range put. Every
+ * change feeds placement (placement.h) at once: a pick never walks the view. */
 #include <inttypes.h>
 
 #include "allocator-cache.h"
@@ -162,14 +164,40 @@ static void slot_seen_allocation(CacheSlot *s) {
         s->seen_allocation_revision = s->seen_allocation_id ? s->mod_revision : 0;
 }
 
-static void slot_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
+/* Whether a kv told one of the three ways (view-rule.h) is the entry's new value; an entry
+ * seen again is stamped so here. mod_revision and generation: the entry's, NULL for none. */
+static bool put_wins(const CacheWatch *w, ViewFrom from, int64_t answer_revision,
+                     int64_t *mod_revision, unsigned *generation, int64_t kv_revision) {
+        ViewStamp st = { .mod_revision = mod_revision ? *mod_revision : 0,
+                         .generation = generation ? *generation : 0 };
+        ViewAction act = view_put(&w->clock, from, answer_revision,
+                                  mod_revision ? &st : NULL, kv_revision);
+
+        if (act == VIEW_SEEN && generation) {
+                view_stamp_seen(&w->clock, from, &st);
+                *generation = st.generation;
+        }
+        return act == VIEW_SET;
+}
+
+/* The entry's stamp, its value made from the kv told. */
+static void set_stamp(const CacheWatch *w, ViewFrom from, int64_t *mod_revision,
+                      unsigned *generation, int64_t kv_revision) {
+        ViewStamp st = { .mod_revision = *mod_revision, .generation = *generation };
+
+        view_stamp_set(&w->clock, from, &st, kv_revision);
+        *mod_revision = st.mod_revision;
+        *generation = st.generation;
+}
+
+static void slot_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t answer_revision) {
+        const CacheWatch *w = &a->cache.watches[CACHE_SLOTS];
         CacheSlot *s = hashmap_get(&a->cache.slots, kv->key);
         SlotDoc doc;
 
-        if (s && kv->mod_revision <= s->mod_revision) {
-                s->generation = generation; /* seen (again): not newer than the view's */
+        if (!put_wins(w, from, answer_revision, s ? &s->mod_revision : NULL,
+                      s ? &s->generation : NULL, kv->mod_revision))
                 return;
-        }
         if (slot_doc_parse(kv->value, kv->value_len, &doc) < 0) {
                 log_debug("Ignoring %s: not a slot document", kv->key);
                 if (s)
@@ -185,10 +213,9 @@ static void slot_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         slot_unindex_allocation(a, s);
         slot_doc_done(&s->doc);
         s->doc = doc;
-        s->mod_revision = kv->mod_revision;
+        set_stamp(w, from, &s->mod_revision, &s->generation, kv->mod_revision);
         slot_seen_allocation(s);
         a->cache.listener->slot_showed(a, s);
-        s->generation = generation;
         slot_index_allocation(a, s);
         slot_feed(a, s);
 }
@@ -204,7 +231,9 @@ static void machine_free(Allocator *a, CacheMachine *m) {
         free(m);
 }
 
-static void machine_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
+static void machine_put(Allocator *a, const EtcdKv *kv, ViewFrom from,
+                        int64_t answer_revision) {
+        const CacheWatch *w = &a->cache.watches[CACHE_MACHINES];
         _cleanup_free_ char *id = NULL;
         CacheMachine *m;
         MachineDoc doc;
@@ -212,10 +241,9 @@ static void machine_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         if (fleet_key_parse_machine(a->config->prefix, kv->key, &id) < 0)
                 return;
         m = hashmap_get(&a->cache.machines, id);
-        if (m && kv->mod_revision <= m->mod_revision) {
-                m->generation = generation;
+        if (!put_wins(w, from, answer_revision, m ? &m->mod_revision : NULL,
+                      m ? &m->generation : NULL, kv->mod_revision))
                 return;
-        }
         if (machine_doc_parse(kv->value, kv->value_len, &doc) < 0) {
                 log_debug("Ignoring %s: not a machine document", kv->key);
                 if (m)
@@ -234,8 +262,7 @@ static void machine_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         }
         machine_doc_done(&m->doc);
         m->doc = doc;
-        m->mod_revision = kv->mod_revision;
-        m->generation = generation;
+        set_stamp(w, from, &m->mod_revision, &m->generation, kv->mod_revision);
         if (placement_machine_set(a->placement, m->machine_id, true, doc.draining) < 0)
                 log_debug("Machine %s is not offered: out of memory", m->machine_id);
 }
@@ -299,7 +326,8 @@ static CacheClaim *claim_new(Allocator *a, const char *key, char *machine, uint3
         return c;
 }
 
-static void claim_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
+static void claim_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t answer_revision) {
+        const CacheWatch *w = &a->cache.watches[CACHE_HOSTS];
         _cleanup_free_ char *machine = NULL;
         FleetHostKeyKind kind;
         CacheClaim *c;
@@ -310,10 +338,9 @@ static void claim_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
             kind != FLEET_HOST_KEY_CLAIM)
                 return; /* deallocations are the registries' */
         c = hashmap_get(&a->cache.claims, kv->key);
-        if (c && kv->mod_revision <= c->mod_revision) {
-                c->generation = generation;
+        if (!put_wins(w, from, answer_revision, c ? &c->mod_revision : NULL,
+                      c ? &c->generation : NULL, kv->mod_revision))
                 return;
-        }
         /* A claim that does not parse still takes its slot: the transactions see the key. */
         if (claim_doc_parse(kv->value, kv->value_len, &doc) < 0)
                 log_debug("Claim %s is not a claim document; its slot is taken all the same",
@@ -329,8 +356,7 @@ static void claim_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
         claim_unindex_allocation(a, c);
         claim_doc_done(&c->doc);
         c->doc = doc;
-        c->mod_revision = kv->mod_revision;
-        c->generation = generation;
+        set_stamp(w, from, &c->mod_revision, &c->generation, kv->mod_revision);
         if (c->doc.allocation_id)
                 (void) hashmap_put(&a->cache.claims_by_allocation, c->doc.allocation_id, c);
         claim_set_slot(a, c, true);
@@ -341,20 +367,32 @@ static void claim_put(Allocator *a, const EtcdKv *kv, unsigned generation) {
 
 /* ---- applying what etcd tells ---- */
 
-static void apply_put(Allocator *a, CacheKind kind, const EtcdKv *kv, unsigned generation) {
+/* answer_revision: an answer's (VIEW_FROM_ANSWER), else unused. */
+static void apply_put(Allocator *a, CacheKind kind, const EtcdKv *kv, ViewFrom from,
+                      int64_t answer_revision) {
         switch (kind) {
         case CACHE_SLOTS:
-                slot_put(a, kv, generation);
+                slot_put(a, kv, from, answer_revision);
                 break;
         case CACHE_MACHINES:
-                machine_put(a, kv, generation);
+                machine_put(a, kv, from, answer_revision);
                 break;
         default:
-                claim_put(a, kv, generation);
+                claim_put(a, kv, from, answer_revision);
         }
 }
 
-static void apply_delete(Allocator *a, CacheKind kind, const char *key, int64_t revision) {
+/* Whether the entry goes: told absent at revision (view-rule.h). */
+static bool delete_wins(const CacheWatch *w, ViewFrom from, int64_t revision,
+                        int64_t mod_revision) {
+        return view_delete(&w->clock, from, revision,
+                           &(ViewStamp){ .mod_revision = mod_revision }) == VIEW_DROP;
+}
+
+/* The key deleted at revision (the watch), or absent at revision (an answer: a slot only). */
+static void apply_delete(Allocator *a, CacheKind kind, const char *key, ViewFrom from,
+                         int64_t revision) {
+        const CacheWatch *w = &a->cache.watches[kind];
         _cleanup_free_ char *id = NULL;
         CacheSlot *s;
         CacheMachine *m;
@@ -363,19 +401,19 @@ static void apply_delete(Allocator *a, CacheKind kind, const char *key, int64_t 
         switch (kind) {
         case CACHE_SLOTS:
                 s = hashmap_get(&a->cache.slots, key);
-                if (s && s->mod_revision <= revision)
+                if (s && delete_wins(w, from, revision, s->mod_revision))
                         slot_free(a, s);
                 break;
         case CACHE_MACHINES:
                 if (fleet_key_parse_machine(a->config->prefix, key, &id) < 0)
                         break;
                 m = hashmap_get(&a->cache.machines, id);
-                if (m && m->mod_revision <= revision)
+                if (m && delete_wins(w, from, revision, m->mod_revision))
                         machine_free(a, m);
                 break;
         default:
                 c = hashmap_get(&a->cache.claims, key);
-                if (!c || c->mod_revision > revision)
+                if (!c || !delete_wins(w, from, revision, c->mod_revision))
                         break;
                 s = cache_slot_by_index(a, c->machine_id, c->slot_id);
                 if (s && c->doc.allocation_id &&
@@ -393,47 +431,52 @@ static CacheKind kind_of_key(const Allocator *a, const char *key) {
         return _CACHE_KIND_MAX;
 }
 
-void cache_apply_kv(Allocator *a, const char *key, const EtcdKv *kv) {
+void cache_apply_kv(Allocator *a, const char *key, const EtcdKv *kv, int64_t revision) {
         CacheKind kind = kind_of_key(a, key);
-        CacheSlot *s;
 
         if (kind == _CACHE_KIND_MAX)
                 return;
         if (kv) {
-                apply_put(a, kind, kv, a->cache.watches[kind].generation);
+                apply_put(a, kind, kv, VIEW_FROM_ANSWER, revision);
                 return;
         }
         /* Absent at the answer's revision: only a slot document is dropped here (so that it
-         * is not picked again in vain); the watch tells the rest. */
-        s = kind == CACHE_SLOTS ? hashmap_get(&a->cache.slots, key) : NULL;
-        if (s)
-                slot_free(a, s);
+         * is not picked again in vain); the watch tells the rest (a claim's deletion, with
+         * the revision it was deleted at: claim_gone_revision). */
+        if (kind == CACHE_SLOTS)
+                apply_delete(a, kind, key, VIEW_FROM_ANSWER, revision);
 }
 
-/* What the range of a resync did not show is gone. */
-static void sweep(Allocator *a, CacheKind kind, unsigned generation) {
+/* What the range of a resync did not show is gone, but for what an answer newer than the
+ * range put (view_swept). */
+static void sweep(Allocator *a, CacheKind kind) {
+        const ViewClock *clock = &a->cache.watches[kind].clock;
+
+#define SWEPT(e) view_swept(clock, &(ViewStamp){ .mod_revision = (e)->mod_revision, \
+                                                 .generation = (e)->generation })
         switch (kind) {
         case CACHE_SLOTS:
                 for (CacheSlot *s = a->cache.all_slots, *n; s; s = n) {
                         n = s->all_next;
-                        if (s->generation != generation)
+                        if (SWEPT(s))
                                 slot_free(a, s);
                 }
                 break;
         case CACHE_MACHINES:
                 for (CacheMachine *m = a->cache.all_machines, *n; m; m = n) {
                         n = m->all_next;
-                        if (m->generation != generation)
+                        if (SWEPT(m))
                                 machine_free(a, m);
                 }
                 break;
         default:
                 for (CacheClaim *c = a->cache.all_claims, *n; c; c = n) {
                         n = c->all_next;
-                        if (c->generation != generation)
+                        if (SWEPT(c))
                                 claim_free(a, c, true);
                 }
         }
+#undef SWEPT
 }
 
 /* ---- range and watch ---- */
@@ -480,11 +523,12 @@ static void on_watch(Etcd *e, EtcdWatch *watch, const EtcdEvent *events, size_t 
         }
         for (size_t i = 0; i < n; i++) {
                 if (events[i].type == ETCD_EVENT_PUT)
-                        apply_put(a, w->kind, &events[i].kv, w->generation);
+                        apply_put(a, w->kind, &events[i].kv, VIEW_FROM_WATCH, 0);
                 else
-                        apply_delete(a, w->kind, events[i].kv.key, events[i].kv.mod_revision);
+                        apply_delete(a, w->kind, events[i].kv.key, VIEW_FROM_WATCH,
+                                     events[i].kv.mod_revision);
                 /* In revision order, and a revision's events all in one message. */
-                w->revision = MAX(w->revision, events[i].kv.mod_revision);
+                view_watch_advanced(&w->clock, events[i].kv.mod_revision);
         }
 }
 
@@ -500,9 +544,10 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 watch_retry_later(w);
                 return;
         }
+        view_range_read(&w->clock, resp->revision);
         for (size_t i = 0; i < resp->n_kvs; i++)
-                apply_put(a, w->kind, &resp->kvs[i], w->generation);
-        sweep(a, w->kind, w->generation);
+                apply_put(a, w->kind, &resp->kvs[i], VIEW_FROM_RANGE, 0);
+        sweep(a, w->kind);
         r = etcd_watch(a->etcd, w->prefix, w->range_end, resp->revision + 1, on_watch, w,
                        &w->watch);
         if (r < 0) {
@@ -512,7 +557,6 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
         }
         w->ready = w->read_once = true;
         w->backoff = 0;
-        w->revision = resp->revision;
         log_debug("Read %zu keys of %s at revision %" PRId64 ", watching", resp->n_kvs,
                   w->prefix, resp->revision);
         a->cache.listener->view_read(a, w->kind);
@@ -521,7 +565,7 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
 static void watch_resync(CacheWatch *w) {
         int r;
 
-        w->generation++;
+        view_range_asked(&w->clock);
         w->ready = false;
         r = etcd_range(w->allocator->etcd, w->prefix, w->range_end, 0, on_range, w, &w->range);
         if (r < 0) {

@@ -203,7 +203,7 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                                   .value_len = strlen(op->claim_value),
                                   .create_revision = resp->revision,
                                   .mod_revision = resp->revision, .version = 1 };
-                cache_apply_kv(a, op->claim_key, &claim);
+                cache_apply_kv(a, op->claim_key, &claim, resp->revision);
                 claim_op_created(op, ALLOC_CLAIMED);
                 return;
         }
@@ -218,9 +218,11 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         a->metrics.txn_conflicts++;
         if (resp->n_responses >= 3) {
                 cache_apply_kv(a, op->slot_key,
-                               resp->responses[1].n_kvs > 0 ? &resp->responses[1].kvs[0] : NULL);
+                               resp->responses[1].n_kvs > 0 ? &resp->responses[1].kvs[0] : NULL,
+                               resp->revision);
                 if (resp->responses[2].n_kvs > 0)
-                        cache_apply_kv(a, op->claim_key, &resp->responses[2].kvs[0]);
+                        cache_apply_kv(a, op->claim_key, &resp->responses[2].kvs[0],
+                                       resp->revision);
         }
         if (op->attempts >= CLAIM_ATTEMPTS_MAX) {
                 claim_op_finish(op, ALLOC_CONTENDED, NULL);

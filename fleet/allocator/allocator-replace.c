@@ -267,7 +267,7 @@ static void on_moved(Etcd *e, const EtcdResponse *resp, void *userdata) {
                           .value_len = strlen(op->new_claim_value),
                           .create_revision = resp->revision, .mod_revision = resp->revision,
                           .version = 1 };
-        cache_apply_kv(a, op->new_claim_key, &claim);
+        cache_apply_kv(a, op->new_claim_key, &claim, resp->revision);
         a->metrics.claims_replaced[op->reason]++;
         log_info("Allocation %s: %s on slot %" PRIu32 " of %s, placed again on slot %" PRIu32
                  " of %s", op->allocation_id, reason_words(op->reason), op->old_slot,

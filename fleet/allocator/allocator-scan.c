@@ -26,7 +26,7 @@ OrphanView scan_orphan_view(const Allocator *a, const AllocationRecord *rec) {
                 rec->machine_id ? cache_claim_by_index(a, rec->machine_id, rec->slot_id) : NULL;
 
         return (OrphanView){
-                .claims_revision = a->cache.watches[CACHE_HOSTS].revision,
+                .claims_revision = a->cache.watches[CACHE_HOSTS].clock.revision,
                 .claim_present = c != NULL,
                 .claim_allocation = c ? c->doc.allocation_id : NULL,
                 .now = now_usec(CLOCK_REALTIME),

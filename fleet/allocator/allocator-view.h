@@ -14,6 +14,7 @@
 #include "hashmap.h"
 #include "list.h"
 #include "time-util.h"
+#include "view-rule.h"
 
 typedef struct Allocator Allocator;
 
@@ -86,11 +87,11 @@ typedef struct CacheWatch {
         EtcdWatch *watch;
         sd_event_source *retry;
         usec_t backoff;
-        unsigned generation;
         bool ready;     /* read and watched */
         bool read_once; /* read at least once: the view serves while it is read anew */
-        /* Every event up to it is in the view: its range's revision, then each event's. */
-        int64_t revision;
+        /* clock.revision: every event up to it is in the view (its range's revision, then
+         * each event's); the entries' mod_revision and generation are view-rule.h's too */
+        ViewClock clock;
 } CacheWatch;
 
 /* What the view tells of its changes, to the modules above it (allocator-replace.c's and
