@@ -141,7 +141,8 @@ static bool record_failed_http(const RecordAnswer *answer, unsigned *ret_status,
 }
 
 static json_t *shown_json(const RecordShown *s) {
-        return api_allocation_json(&s->record, record_shown_status(s), s->ready);
+        return api_allocation_json(&s->record, record_shown_status(s), s->readiness,
+                                   s->ready_at);
 }
 
 unsigned record_get_answer_http(const RecordAnswer *answer, json_t **ret_body) {
@@ -175,7 +176,11 @@ unsigned record_list_answer_http(const RecordAnswer *answer, json_t **ret_body) 
                 *ret_body = api_error_json("out of memory");
                 return 500;
         }
-        *ret_body = json_pack("{s:o}", "allocations", list);
+        /* Unity's ListAllocationsResponse: both required; pagination's limit and offset
+         * as asked (the defaults when not) */
+        *ret_body = json_pack("{s:o, s:{s:I, s:I}}", "allocations", list, "pagination",
+                              "limit", (json_int_t) answer->limit, "offset",
+                              (json_int_t) answer->offset);
         return 200;
 }
 
