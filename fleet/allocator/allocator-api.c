@@ -69,6 +69,11 @@ static void api_allocate(Allocator *a, ApiRequest *req) {
                 return;
         }
         r.allocation_id = body.allocation_id;
+        if (cache_ready(a) && !alloc_fleet_known(a, r.fleet)) {
+                allocate_answered(&(AllocAnswer){ .outcome = ALLOC_UNKNOWN_FLEET, .request = &r },
+                                  req);
+                return;
+        }
         r.build_configuration_id = body.build_configuration_id;
         r.region_id = body.region_id;
         r.payload = body.payload;

@@ -24,6 +24,7 @@ typedef enum AllocOutcome {
         ALLOC_EXISTING,        /* the allocationId had its record already (idempotent) */
         ALLOC_INVALID,         /* the request is malformed: detail says how (NULL: no memory) */
         ALLOC_VIEW_NOT_READY,  /* the fleet view is not read from etcd yet */
+        ALLOC_UNKNOWN_FLEET,   /* the fleet view has no slot of the fleet */
         ALLOC_FLEET_ELSEWHERE, /* the allocationId is of another fleet: detail names it */
         ALLOC_INDEX_ORPHANED,  /* its allocationId's index has no record beside it: detail, the
                                 * index's key (written by hand: it blocks the ID until deleted) */
@@ -154,6 +155,7 @@ void alloc_record_cancel(RecordOp *op);
 typedef enum CapacityOutcome {
         CAPACITY_TALLIED,
         CAPACITY_VIEW_NOT_READY, /* the fleet view is not read from etcd yet */
+        CAPACITY_UNKNOWN_FLEET,  /* the fleet view has no slot of the fleet */
         CAPACITY_NO_MEMORY,
         _CAPACITY_OUTCOME_MAX,
 } CapacityOutcome;
@@ -187,7 +189,10 @@ typedef struct FleetCapacity {
         usec_t hold_until; /* the latest of the slots' holdUntil (0: none) */
 } FleetCapacity;
 
-/* The fleet's slots tallied (an unknown fleet: none), at once. Its strings are the view's:
+/* Whether the fleet view (read) has a slot of the fleet: a fleet it lacks is unknown. */
+bool alloc_fleet_known(Allocator *a, const char *fleet);
+
+/* The fleet's slots tallied, at once. Its strings are the view's:
  * they live until the loop runs again. */
 void alloc_capacity(Allocator *a, const char *fleet, FleetCapacity *ret);
 void fleet_capacity_done(FleetCapacity *c);

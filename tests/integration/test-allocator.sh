@@ -496,6 +496,12 @@ alloc_start 12 $P
 assert_eq "$(status_of "$(post 12 game "$(uuid)" '"regionId":"eu"')")" 200 "a claim"
 cap=$(fleet_get 12 /v1/fleets/game/capacity)
 assert_eq "$(status_of "$cap")" 200 "GET capacity"
+# an unknown fleet: 404 at POST and capacity (issue 25.2)
+out=$(post 12 nofleet "$(uuid)")
+assert_eq "$(status_of "$out")" 404 "POST to a fleet the view lacks ($out)"
+assert_eq "$(body_of "$out" | json error | cut -d' ' -f1-3)" "fleet nofleet not" "its error"
+out=$(fleet_get 12 /v1/fleets/nofleet/capacity)
+assert_eq "$(status_of "$out")" 404 "capacity of a fleet the view lacks ($out)"
 assert_eq "$(body_of "$cap" | python3 -c 'import json, sys
 c = json.load(sys.stdin)
 t, eu, us = c["total"], c["regions"]["eu"], c["regions"]["us"]

@@ -104,6 +104,12 @@ static void test_no_capacity(void **state) {
         assert_int_equal(alloc_outcome_result(ALLOC_NO_CAPACITY), ALLOC_RESULT_NO_CAPACITY);
 }
 
+static void test_unknown_fleet(void **state) {
+        expect(ALLOC_UNKNOWN_FLEET, &request, NULL, 0, 404,
+               "{\"error\":\"fleet game not found (allocation " ID ")\"}");
+        assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_FLEET), ALLOC_RESULT_INVALID);
+}
+
 static void test_contended(void **state) {
         expect(ALLOC_CONTENDED, &request, NULL, 16, 503,
                "{\"error\":\"allocation " ID ": each of 16 slots tried was taken by another "
@@ -132,7 +138,8 @@ static void test_every_outcome(void **state) {
                 char *text = NULL;
                 unsigned status = answer(o, &request, "x", 1, &text);
 
-                assert_true(status == 200 || status == 400 || status == 409 || status == 503);
+                assert_true(status == 200 || status == 400 || status == 404 || status == 409 ||
+                            status == 503);
                 assert_true((status == 200) == (o == ALLOC_CLAIMED || o == ALLOC_EXISTING));
                 if (status != 200)
                         assert_non_null(strstr(text, "{\"error\":\""));
@@ -438,6 +445,8 @@ static void test_capacity_failures(void **state) {
         expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_VIEW_NOT_READY, .fleet = "game" },
                         503, "{\"error\":\"etcd unavailable: the fleet view is not read from "
                              "etcd yet (capacity of fleet game)\"}");
+        expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_UNKNOWN_FLEET, .fleet = "nofleet" },
+                        404, "{\"error\":\"fleet nofleet not found\"}");
         expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_NO_MEMORY, .fleet = "game" },
                         500, "{\"error\":\"out of memory (capacity of fleet game)\"}");
         expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_TALLIED, .fleet = "game",
@@ -450,7 +459,8 @@ static void test_capacity_failures(void **state) {
 
                 assert_non_null(body);
                 assert_int_equal(status, o == CAPACITY_TALLIED ? 200
-                                         : o == CAPACITY_VIEW_NOT_READY ? 503 : 500);
+                                         : o == CAPACITY_VIEW_NOT_READY ? 503
+                                         : o == CAPACITY_UNKNOWN_FLEET ? 404 : 500);
                 json_decref(body);
         }
 }
@@ -570,6 +580,7 @@ int main(void) {
                 cmocka_unit_test(test_view_not_read),
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_no_capacity),
+                cmocka_unit_test(test_unknown_fleet),
                 cmocka_unit_test(test_contended),
                 cmocka_unit_test(test_etcd_failed),
                 cmocka_unit_test(test_no_memory),
