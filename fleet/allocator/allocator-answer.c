@@ -35,6 +35,7 @@ AllocResult alloc_outcome_result(AllocOutcome outcome) {
         case ALLOC_EXISTING:
                 return ALLOC_RESULT_EXISTING;
         case ALLOC_INVALID:
+        case ALLOC_UNKNOWN_FLEET:
                 return ALLOC_RESULT_INVALID;
         case ALLOC_FLEET_ELSEWHERE:
         case ALLOC_INDEX_ORPHANED:
@@ -74,6 +75,10 @@ unsigned alloc_answer_http(const AllocAnswer *answer, json_t **ret_body) {
                 *ret_body = api_error_json("etcd unavailable: the fleet view is not read from "
                                            "etcd yet (allocation %s)", r->allocation_id);
                 return 503;
+        case ALLOC_UNKNOWN_FLEET:
+                *ret_body = api_error_json("fleet %s not found (allocation %s)", r->fleet,
+                                           r->allocation_id);
+                return 404;
         case ALLOC_FLEET_ELSEWHERE:
                 *ret_body = api_error_json("allocation %s is of fleet %s, not %s",
                                            r->allocation_id, answer->detail, r->fleet);
@@ -141,7 +146,8 @@ static bool record_failed_http(const RecordAnswer *answer, unsigned *ret_status,
 }
 
 static json_t *shown_json(const RecordShown *s) {
-        return api_allocation_json(&s->record, record_shown_status(s), s->ready);
+        return api_allocation_json(&s->record, record_shown_status(s), s->readiness,
+                                   s->ready_at);
 }
 
 unsigned record_get_answer_http(const RecordAnswer *answer, json_t **ret_body) {
@@ -175,7 +181,11 @@ unsigned record_list_answer_http(const RecordAnswer *answer, json_t **ret_body) 
                 *ret_body = api_error_json("out of memory");
                 return 500;
         }
-        *ret_body = json_pack("{s:o}", "allocations", list);
+        /* Unity's ListAllocationsResponse: both required; pagination's limit and offset
+         * as asked (the defaults when not) */
+        *ret_body = json_pack("{s:o, s:{s:I, s:I}}", "allocations", list, "pagination",
+                              "limit", (json_int_t) answer->limit, "offset",
+                              (json_int_t) answer->offset);
         return 200;
 }
 
@@ -251,6 +261,10 @@ unsigned capacity_answer_http(const FleetCapacity *c, json_t **ret_body) {
                 *ret_body = api_error_json("etcd unavailable: the fleet view is not read from "
                                            "etcd yet (capacity of fleet %s)", c->fleet);
                 return 503;
+        }
+        if (c->outcome == CAPACITY_UNKNOWN_FLEET) {
+                *ret_body = api_error_json("fleet %s not found", c->fleet);
+                return 404;
         }
         *ret_body = c->outcome == CAPACITY_TALLIED ? capacity_json(c) : NULL;
         if (*ret_body)

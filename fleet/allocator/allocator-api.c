@@ -2,6 +2,8 @@
 /* The API (SPEC §13), the door's side: a request's route and body handed to the operations
  * (allocator-ops.h): POST of an allocation, GET of one and of the list, DELETE, the fleet's
  * capacity; their outcome answered (allocator-answer.h). The metrics, from the fleet view. */
+#include <sys/random.h>
+
 #include "allocator-answer.h"
 #include "allocator-api.h"
 #include "allocator-cache.h"
@@ -54,6 +56,8 @@ static void api_allocate(Allocator *a, ApiRequest *req) {
         AllocRequest r = { .project = rt->project, .environment = rt->environment,
                            .fleet = rt->fleet };
         const char *error = NULL, *text;
+        char request_id[37];
+        uint8_t random[16];
         size_t size;
         ClaimOp *op;
 
@@ -65,9 +69,23 @@ static void api_allocate(Allocator *a, ApiRequest *req) {
                 return;
         }
         r.allocation_id = body.allocation_id;
+        if (cache_ready(a) && !alloc_fleet_known(a, r.fleet)) {
+                allocate_answered(&(AllocAnswer){ .outcome = ALLOC_UNKNOWN_FLEET, .request = &r },
+                                  req);
+                return;
+        }
         r.build_configuration_id = body.build_configuration_id;
         r.region_id = body.region_id;
         r.payload = body.payload;
+        /* The POST's own ID (Unity's requestId), random: the kernel's pool is ready long
+         * before a request comes (the allocator starts after the network). */
+        if (getrandom(random, sizeof(random), GRND_NONBLOCK) != (ssize_t) sizeof(random)) {
+                allocate_answered(&(AllocAnswer){ .outcome = ALLOC_NO_MEMORY, .request = &r },
+                                  req);
+                return;
+        }
+        api_request_id_format(random, request_id);
+        r.request_id = request_id;
         /* Answered, perhaps at once (then NULL), through allocate_answered. */
         op = alloc_claim(a, &r, allocate_answered, req);
         if (op)
@@ -117,7 +135,8 @@ static void api_record(Allocator *a, ApiRequest *req) {
 static void list_request(const ApiRoute *rt, ListRequest *ret) {
         *ret = (ListRequest){ .project = rt->project, .environment = rt->environment,
                               .fleet = rt->fleet, .status = rt->status,
-                              .status_lost = rt->status_lost };
+                              .status_lost = rt->status_lost, .age = rt->age,
+                              .ids = rt->ids, .limit = rt->limit, .offset = rt->offset };
 }
 
 static void api_list(Allocator *a, ApiRequest *req) {

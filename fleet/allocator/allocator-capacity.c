@@ -152,10 +152,20 @@ static int capacity_tally(const Allocator *a, FleetCapacity *c) {
         return 0;
 }
 
+bool alloc_fleet_known(Allocator *a, const char *fleet) {
+        const CacheFleet *f = hashmap_get(&a->cache.fleets, fleet);
+
+        return f && f->n_slots > 0;
+}
+
 void alloc_capacity(Allocator *a, const char *fleet, FleetCapacity *ret) {
         *ret = (FleetCapacity){ .fleet = fleet };
         if (!cache_ready(a)) {
                 ret->outcome = CAPACITY_VIEW_NOT_READY;
+                return;
+        }
+        if (!alloc_fleet_known(a, fleet)) {
+                ret->outcome = CAPACITY_UNKNOWN_FLEET;
                 return;
         }
         if (capacity_tally(a, ret) < 0) {

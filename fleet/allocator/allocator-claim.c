@@ -357,13 +357,14 @@ static ClaimOp *claim_op_new(Allocator *a, const AllocRequest *r, AllocDone done
                 .build_configuration_id = strdup(r->build_configuration_id),
                 .region_id = strdup(r->region_id),
                 .payload = strdup(r->payload),
+                .request_id = r->request_id ? strdup(r->request_id) : NULL,
                 .status = ALLOCATION_CLAIMED,
                 .requested = now_usec(CLOCK_REALTIME),
                 .attempts = 1,
         };
         if (!op->rec.allocation_id || !op->rec.project_id || !op->rec.environment_id ||
             !op->rec.fleet_id || !op->rec.build_configuration_id || !op->rec.region_id ||
-            !op->rec.payload) {
+            !op->rec.payload || (r->request_id && !op->rec.request_id)) {
                 claim_op_free(op);
                 return NULL;
         }

@@ -283,10 +283,14 @@ static ApiRequest *request_new(Allocator *a, struct MHD_Connection *connection,
         *req = (ApiRequest){ .allocator = a, .connection = connection,
                              .started = now_usec(CLOCK_MONOTONIC) };
         LIST_PREPEND(requests, a->requests, req);
+#define ARG(name) MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, name)
         req->route_r = api_route(method, url,
-                                 MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND,
-                                                             "status"),
+                                 &(const ApiQuery){ .status = ARG("status"), .age = ARG("age"),
+                                                    .limit = ARG("limit"),
+                                                    .offset = ARG("offset"),
+                                                    .ids = ARG("ids") },
                                  &req->route, &req->route_error);
+#undef ARG
         a->requests_in_flight++;
         return req;
 }

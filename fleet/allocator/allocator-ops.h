@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "docs.h"
 
@@ -23,6 +24,7 @@ typedef enum AllocOutcome {
         ALLOC_EXISTING,        /* the allocationId had its record already (idempotent) */
         ALLOC_INVALID,         /* the request is malformed: detail says how (NULL: no memory) */
         ALLOC_VIEW_NOT_READY,  /* the fleet view is not read from etcd yet */
+        ALLOC_UNKNOWN_FLEET,   /* the fleet view has no slot of the fleet */
         ALLOC_FLEET_ELSEWHERE, /* the allocationId is of another fleet: detail names it */
         ALLOC_INDEX_ORPHANED,  /* its allocationId's index has no record beside it: detail, the
                                 * index's key (written by hand: it blocks the ID until deleted) */
@@ -38,6 +40,7 @@ typedef struct AllocRequest {
         const char *project, *environment, *fleet;
         const char *allocation_id;
         const char *build_configuration_id, *region_id, *payload;
+        const char *request_id; /* the POST's own UUID, kept in a new record */
 } AllocRequest;
 
 typedef struct AllocAnswer {
@@ -84,13 +87,35 @@ typedef struct ListRequest {
         const char *project, *environment, *fleet;
         AllocationStatus status; /* those of this status only; -1: of every status */
         bool status_lost;        /* those lost only (RecordShown.lost) */
+        usec_t age;              /* those requested at least this long ago; 0: every one */
+        const char *ids;         /* those of these allocationIds (comma-separated); NULL or "":
+                                  * every one */
+        unsigned limit, offset;  /* the page: at most limit, after the first offset that match
+                                  * (in the order of their allocationIds) */
 } ListRequest;
+
+/* Whether id is one of ids (comma-separated, as ListRequest.ids). */
+static inline bool list_ids_contain(const char *ids, const char *id) {
+        size_t n = strlen(id);
+
+        for (const char *p = ids; p && *p;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+
+                if (len == n && strncmp(p, id, n) == 0)
+                        return true;
+                p = comma ? comma + 1 : NULL;
+        }
+        return false;
+}
 
 /* A record as GET shows it. */
 typedef struct RecordShown {
         AllocationRecord record; /* machine_number: the view's machine's, for a record without */
         bool lost;               /* claimed or fulfilled on a machine gone from the fleet view */
-        bool ready;              /* its slot shows this allocation, ready */
+        bool readiness;          /* its slot shows this allocation, ready for players */
+        usec_t ready_at;         /* readiness: since when, as the slot's document says (0:
+                                  * unknown) */
 } RecordShown;
 
 /* claimed, fulfilled, or lost. */
@@ -105,6 +130,7 @@ typedef struct RecordAnswer {
         unsigned attempts;            /* RECORD_CHANGED: the deletions tried */
         const RecordShown *shown;     /* RECORD_FOUND: GET's one, the list's n_shown */
         size_t n_shown;
+        unsigned limit, offset;       /* the list's page, as asked */
 } RecordAnswer;
 
 /* The answer's strings live until done returns. */
@@ -129,6 +155,7 @@ void alloc_record_cancel(RecordOp *op);
 typedef enum CapacityOutcome {
         CAPACITY_TALLIED,
         CAPACITY_VIEW_NOT_READY, /* the fleet view is not read from etcd yet */
+        CAPACITY_UNKNOWN_FLEET,  /* the fleet view has no slot of the fleet */
         CAPACITY_NO_MEMORY,
         _CAPACITY_OUTCOME_MAX,
 } CapacityOutcome;
@@ -162,7 +189,10 @@ typedef struct FleetCapacity {
         usec_t hold_until; /* the latest of the slots' holdUntil (0: none) */
 } FleetCapacity;
 
-/* The fleet's slots tallied (an unknown fleet: none), at once. Its strings are the view's:
+/* Whether the fleet view (read) has a slot of the fleet: a fleet it lacks is unknown. */
+bool alloc_fleet_known(Allocator *a, const char *fleet);
+
+/* The fleet's slots tallied, at once. Its strings are the view's:
  * they live until the loop runs again. */
 void alloc_capacity(Allocator *a, const char *fleet, FleetCapacity *ret);
 void fleet_capacity_done(FleetCapacity *c);

@@ -26,7 +26,7 @@ struct RecordOp {
         bool starting; /* in alloc_get() & co.: done then, the op is freed there */
         bool finished;
         RecordRequest request; /* its strings, owned */
-        ListRequest list;      /* the list's: its strings request's */
+        ListRequest list;      /* the list's: its strings request's, or owned (ids) */
         EtcdRequest *etcd;
         EtcdBatchTxn *txn; /* DELETE's read and transaction, in a batch */
         char *key;
@@ -42,6 +42,7 @@ static void record_op_free(RecordOp *op) {
         free((char *) op->request.environment);
         free((char *) op->request.fleet);
         free((char *) op->request.allocation_id);
+        free((char *) op->list.ids);
         free(op->key);
         free(op);
 }
@@ -55,7 +56,8 @@ static void record_op_finish_with(RecordOp *op, RecordOutcome outcome, const cha
                                   const RecordShown *shown, size_t n_shown) {
         op->done(&(RecordAnswer){ .outcome = outcome, .request = &op->request, .detail = detail,
                                   .attempts = op->attempts, .shown = shown,
-                                  .n_shown = n_shown },
+                                  .n_shown = n_shown, .limit = op->list.limit,
+                                  .offset = op->list.offset },
                  op->userdata);
         if (op->starting)
                 op->finished = true;
@@ -116,12 +118,19 @@ static RecordOp *record_op_start(RecordOp *op, void (*start)(RecordOp *op)) {
 
 /* ---- what GET shows ---- */
 
-static bool record_ready(const Allocator *a, const AllocationRecord *rec) {
+/* Whether rec's slot is ready for players for it (the slot's readyForPlayers, not the
+ * process's ready), and since when. */
+static bool record_readiness(const Allocator *a, const AllocationRecord *rec,
+                             usec_t *ret_since) {
         const CacheSlot *s = rec->machine_id ? cache_slot_by_index(a, rec->machine_id,
                                                                     rec->slot_id)
                                              : NULL;
 
-        return s && s->doc.ready && streq_ptr(s->doc.allocation_id, rec->allocation_id);
+        if (!s || !s->doc.ready_for_players ||
+            !streq_ptr(s->doc.allocation_id, rec->allocation_id))
+                return false;
+        *ret_since = s->doc.ready_for_players_at;
+        return true;
 }
 
 /* The record of kv, if it parses and is of the request's project and environment. */
@@ -146,7 +155,7 @@ static RecordShown record_shown(const Allocator *a, AllocationRecord *rec) {
         *rec = (AllocationRecord){};
         shown.lost = cache_ready(a) && !str_isempty(shown.record.machine_id) &&
                      !cache_machine(a, shown.record.machine_id);
-        shown.ready = record_ready(a, &shown.record);
+        shown.readiness = record_readiness(a, &shown.record, &shown.ready_at);
         /* A record written before machineNumber was: its machine's, as the view shows it. */
         if (shown.record.machine_number == 0 && (m = cache_machine(a, shown.record.machine_id)))
                 shown.record.machine_number = m->doc.machine_number;
@@ -213,7 +222,11 @@ RecordOp *alloc_get(Allocator *a, const RecordRequest *request, RecordDone done,
 
 /* ---- the list ---- */
 
-static bool list_wants(const ListRequest *l, const RecordShown *s) {
+static bool list_wants(const ListRequest *l, const RecordShown *s, usec_t now) {
+        if (l->ids && l->ids[0] != '\0' && !list_ids_contain(l->ids, s->record.allocation_id))
+                return false;
+        if (l->age > 0 && (s->record.requested > now || now - s->record.requested < l->age))
+                return false;
         if (l->status_lost)
                 return s->lost;
         return l->status < 0 ||
@@ -229,21 +242,23 @@ static void shown_free_many(RecordShown *shown, size_t n) {
 static void on_list(Etcd *e, const EtcdResponse *resp, void *userdata) {
         RecordOp *op = userdata;
         RecordShown *shown = NULL, *grown;
-        size_t n = 0;
+        usec_t now = now_usec(CLOCK_REALTIME);
+        size_t n = 0, skipped = 0;
 
         op->etcd = NULL;
         if (allocator_etcd_failed(op->allocator, resp)) {
                 record_op_etcd_failed(op, resp);
                 return;
         }
-        for (size_t i = 0; i < resp->n_kvs; i++) {
+        /* etcd's range is in the order of the keys: of the allocationIds */
+        for (size_t i = 0; i < resp->n_kvs && n < op->list.limit; i++) {
                 _cleanup_(allocation_record_done) AllocationRecord rec = {};
                 RecordShown s;
 
                 if (record_of(&op->request, &resp->kvs[i], &rec) < 0)
                         continue;
                 s = record_shown(op->allocator, &rec);
-                if (!list_wants(&op->list, &s)) {
+                if (!list_wants(&op->list, &s, now) || skipped++ < op->list.offset) {
                         allocation_record_done(&s.record);
                         continue;
                 }
@@ -288,7 +303,13 @@ RecordOp *alloc_list(Allocator *a, const ListRequest *request, RecordDone done,
         op->list = (ListRequest){ .project = op->request.project,
                                   .environment = op->request.environment,
                                   .fleet = op->request.fleet, .status = request->status,
-                                  .status_lost = request->status_lost };
+                                  .status_lost = request->status_lost, .age = request->age,
+                                  .ids = request->ids ? strdup(request->ids) : NULL,
+                                  .limit = request->limit, .offset = request->offset };
+        if (request->ids && !op->list.ids) {
+                record_op_free(op);
+                return record_refuse(&r, RECORD_NO_MEMORY, done, userdata);
+        }
         return record_op_start(op, list_start);
 }
 

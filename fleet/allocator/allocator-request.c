@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "allocator-request.h"
 #include "macro.h"
@@ -101,15 +103,126 @@ static int route_allocations(const char *method, char **seg, size_t n, ApiRoute 
         return q;
 }
 
-int api_route(const char *method, const char *path, const char *status, ApiRoute *ret,
+/* ---- the list's query ---- */
+
+int api_parse_duration(const char *s, usec_t *ret) {
+        static const struct {
+                const char *unit;
+                usec_t ns;
+        } units[] = {
+                /* longest first: "ms" before "m" */
+                { "ns", 1 }, { "us", 1000 }, { "\u00b5s", 1000 }, { "ms", 1000000 },
+                { "h", 3600 * UINT64_C(1000000000) }, { "m", 60 * UINT64_C(1000000000) },
+                { "s", UINT64_C(1000000000) },
+        };
+        uint64_t total = 0; /* ns */
+
+        if (!s || s[0] == '\0')
+                return -EINVAL;
+        if (streq(s, "0")) {
+                *ret = 0;
+                return 0;
+        }
+        while (*s) {
+                uint64_t n = 0;
+                size_t i, digits = 0;
+
+                for (; *s >= '0' && *s <= '9'; s++, digits++) {
+                        if (n > (UINT64_MAX - 9) / 10)
+                                return -EINVAL;
+                        n = n * 10 + (uint64_t) (*s - '0');
+                }
+                if (digits == 0)
+                        return -EINVAL;
+                for (i = 0; i < ELEMENTSOF(units); i++)
+                        if (strncmp(s, units[i].unit, strlen(units[i].unit)) == 0)
+                                break;
+                if (i == ELEMENTSOF(units) || n > (UINT64_MAX - total) / units[i].ns)
+                        return -EINVAL;
+                total += n * units[i].ns;
+                s += strlen(units[i].unit);
+        }
+        *ret = total / 1000;
+        return 0;
+}
+
+/* ?ids=: UUIDs, comma-separated, at most API_LIST_IDS_MAX, lowercased into ret. */
+static int parse_ids(const char *s, char ret[static API_LIST_IDS_BUF]) {
+        size_t n = 0, len = strlen(s);
+
+        if (len == 0 || len >= API_LIST_IDS_BUF)
+                return -EINVAL;
+        memcpy(ret, s, len + 1);
+        for (char *p = ret; p;) {
+                char *comma = strchr(p, ',');
+
+                if (comma)
+                        *comma = '\0';
+                if (!api_is_uuid(p) || ++n > API_LIST_IDS_MAX)
+                        return -EINVAL;
+                for (char *c = p; *c; c++)
+                        *c = (char) tolower((unsigned char) *c);
+                if (comma)
+                        *comma = ',';
+                p = comma ? comma + 1 : NULL;
+        }
+        return 0;
+}
+
+/* A decimal from min to max, without sign or leading zero. */
+static int parse_unsigned(const char *s, unsigned min, unsigned max, unsigned *ret) {
+        unsigned long v;
+        char *end;
+
+        if (!s || s[0] < '0' || s[0] > '9' || (s[0] == '0' && s[1] != '\0'))
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v < min || v > max)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+static int route_list_query(const ApiQuery *q, ApiRoute *r, const char **ret_error) {
+        r->limit = API_LIST_LIMIT_DEFAULT;
+        if (q->status) {
+                r->status_lost = streq(q->status, "lost");
+                r->status = allocation_status_from_string(q->status);
+                if (!r->status_lost && r->status < 0) {
+                        *ret_error = "status must be claimed, fulfilled or lost";
+                        return -EINVAL;
+                }
+        }
+        if (q->age && api_parse_duration(q->age, &r->age) < 0) {
+                *ret_error = "age must be a duration such as 90s, 30m or 24h";
+                return -EINVAL;
+        }
+        if (q->limit && parse_unsigned(q->limit, 1, API_LIST_LIMIT_MAX, &r->limit) < 0) {
+                *ret_error = "limit must be a number from 1 to 1000";
+                return -EINVAL;
+        }
+        if (q->offset && parse_unsigned(q->offset, 0, INT32_MAX, &r->offset) < 0) {
+                *ret_error = "offset must be a number from 0 to 2147483647";
+                return -EINVAL;
+        }
+        if (q->ids && parse_ids(q->ids, r->ids) < 0) {
+                *ret_error = "ids must be at most 100 allocation UUIDs, comma-separated";
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int api_route(const char *method, const char *path, const ApiQuery *query, ApiRoute *ret,
               const char **ret_error) {
         char buf[1024], *seg[SEGMENTS_MAX];
-        ApiRoute r = { .status = -1 };
+        static ApiRoute r; /* ~4 KiB of ids: off the stack (one thread) */
         size_t n;
         int q;
 
         if (!method || !path || split_path(path, buf, sizeof(buf), seg, &n) < 0)
                 return -ENOENT;
+        r = (ApiRoute){ .status = -1 };
         if (n == 1 && streq(seg[0], "metrics")) {
                 r.op = API_METRICS;
                 r.allow = "GET";
@@ -132,13 +245,10 @@ int api_route(const char *method, const char *path, const char *status, ApiRoute
                 ret->allow = r.allow;
                 return -EOPNOTSUPP;
         }
-        if (r.op == API_LIST && status) {
-                r.status_lost = streq(status, "lost");
-                r.status = allocation_status_from_string(status);
-                if (!r.status_lost && r.status < 0) {
-                        *ret_error = "status must be claimed, fulfilled or lost";
-                        return -EINVAL;
-                }
+        if (r.op == API_LIST) {
+                q = route_list_query(query ?: &(const ApiQuery){}, &r, ret_error);
+                if (q < 0)
+                        return q;
         }
         *ret = r;
         return 0;
@@ -264,24 +374,63 @@ char *api_allocation_href(const char *project, const char *environment, const ch
         return s;
 }
 
-json_t *api_allocation_json(const AllocationRecord *rec, const char *status_word, bool ready) {
-        char requested[RFC3339_MAX], created[RFC3339_MAX], fulfilled[RFC3339_MAX];
+void api_request_id_format(const uint8_t b[static 16], char ret[static 37]) {
+        snprintf(ret, 37,
+                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                 b[1], b[2], b[3], b[4], b[5], (b[6] & 0x0f) | 0x40, b[7], (b[8] & 0x3f) | 0x80,
+                 b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
 
-        /* machineId is Multiplay's machine ID, an integer (int64 in Unity's clients): the
-         * machine number. The record's machineID (the hex ID of the etcd keys) stays inside. */
-        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:i, s:s, s:s, s:s, s:b, s:s}",
-                         "allocationId", strempty(rec->allocation_id),
-                         "buildConfigurationId", strempty(rec->build_configuration_id),
-                         "fleetId", strempty(rec->fleet_id),
-                         "regionId", strempty(rec->region_id),
-                         "machineId", (json_int_t) rec->machine_number, /* <= INT64_MAX */
-                         "serverId", (json_int_t) rec->slot_id,
-                         "ipv4", strempty(rec->ipv4),
-                         "ipv6", strempty(rec->ipv6),
-                         "gamePort", (int) rec->game_port,
-                         "requested", rfc3339_format(rec->requested, requested),
-                         "created", rfc3339_format(rec->claimed, created),
-                         "fulfilled", rfc3339_format(rec->fulfilled, fulfilled),
-                         "ready", ready,
-                         "status", status_word);
+json_t *api_build_configuration_json(const char *id) {
+        size_t n = strlen(strempty(id));
+
+        if (n == 0 || n > 15 || strspn(id, "0123456789") != n || (id[0] == '0' && n > 1))
+                return json_integer(0);
+        return json_integer((json_int_t) strtoll(id, NULL, 10));
+}
+
+/* o[name] = the time t in RFC 3339, unless t is 0 (not yet): Unity's DateTime fields are not
+ * nullable, so a time that has not happened is left out, never "" or null. */
+static int set_time(json_t *o, const char *name, usec_t t) {
+        char buf[RFC3339_MAX];
+
+        if (t == 0)
+                return 0;
+        return json_object_set_new(o, name, json_string(rfc3339_format(t, buf)));
+}
+
+json_t *api_allocation_json(const AllocationRecord *rec, const char *status_word,
+                            bool readiness, usec_t ready_at) {
+        json_t *o;
+
+        /* Unity's MultiplayAllocationsAllocation: the IDs Multiplay numbers are JSON integers
+         * (machineId the machine number; serverId the slot id); the record's machineID (the
+         * hex ID of the etcd keys) stays inside. status is slotd's own (Unity's clients ignore
+         * it). */
+        o = json_pack("{s:s, s:o, s:s, s:s, s:I, s:I, s:s, s:s, s:i, s:b, s:s}",
+                      "allocationId", strempty(rec->allocation_id),
+                      "buildConfigurationId",
+                      api_build_configuration_json(rec->build_configuration_id),
+                      "fleetId", strempty(rec->fleet_id),
+                      "regionId", strempty(rec->region_id),
+                      "machineId", (json_int_t) rec->machine_number, /* <= INT64_MAX */
+                      "serverId", (json_int_t) rec->slot_id,
+                      "ipv4", strempty(rec->ipv4),
+                      "ipv6", strempty(rec->ipv6),
+                      "gamePort", (int) rec->game_port,
+                      "readiness", readiness,
+                      "status", status_word);
+        if (o && rec->request_id && rec->request_id[0] != '\0' &&
+            json_object_set_new(o, "requestId", json_string(rec->request_id)) < 0) {
+                json_decref(o);
+                o = NULL;
+        }
+        if (o && (set_time(o, "requested", rec->requested) < 0 ||
+                  set_time(o, "created", rec->claimed) < 0 ||
+                  set_time(o, "fulfilled", rec->fulfilled) < 0 ||
+                  set_time(o, "ready", readiness ? ready_at : 0) < 0)) {
+                json_decref(o);
+                o = NULL;
+        }
+        return o;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -29,6 +30,18 @@ typedef enum ApiOp {
 
 const char *api_op_to_string(ApiOp op);
 
+/* The list's query (Unity's ListAllocations): at most this many allocations a page, this many
+ * by default, at most this many IDs in ?ids=. */
+#define API_LIST_LIMIT_MAX 1000U
+#define API_LIST_LIMIT_DEFAULT 100U
+#define API_LIST_IDS_MAX 100U
+#define API_LIST_IDS_BUF (API_LIST_IDS_MAX * 37U)
+
+/* The query string's values the routes read, NULL for those absent. */
+typedef struct ApiQuery {
+        const char *status, *age, *limit, *offset, *ids;
+} ApiQuery;
+
 typedef struct ApiRoute {
         ApiOp op;
         char project[API_ID_MAX + 1];
@@ -37,15 +50,24 @@ typedef struct ApiRoute {
         char allocation[API_ID_MAX + 1]; /* a UUID is lowercased */
         AllocationStatus status;         /* LIST's ?status=: a status, or -1 for every one */
         bool status_lost;                /* ?status=lost */
+        usec_t age;                      /* LIST's ?age= (a Go duration): 0 for none */
+        unsigned limit, offset;          /* LIST's ?limit= (1..API_LIST_LIMIT_MAX), ?offset= */
+        char ids[API_LIST_IDS_BUF];      /* LIST's ?ids=: UUIDs, lowercased, comma-separated;
+                                          * "" for every allocation */
         const char *allow;               /* the methods of the path (for 405's Allow) */
 } ApiRoute;
 
-/* path without the query; status: the value of ?status= or NULL. 0, or -ENOENT (no such
- * path), -EOPNOTSUPP (not this method: ret->allow is set), -EINVAL (an ID in the path, or
- * status, that is malformed: *ret_error says which). On failure other than -EOPNOTSUPP, *ret
- * is untouched. */
-int api_route(const char *method, const char *path, const char *status, ApiRoute *ret,
+/* path without the query; query: the values of its parameters (NULL: none). 0, or -ENOENT
+ * (no such path), -EOPNOTSUPP (not this method: ret->allow is set), -EINVAL (an ID in the
+ * path, or a parameter of the list, that is malformed: *ret_error says which). On failure
+ * other than -EOPNOTSUPP, *ret is untouched. */
+int api_route(const char *method, const char *path, const ApiQuery *query, ApiRoute *ret,
               const char **ret_error);
+
+/* A Go time.Duration of h, m, s, ms, us (or µs) and ns parts ("24h", "1h30m", "90s", "0"),
+ * none negative, to µs: 0, or -EINVAL. */
+int api_parse_duration(const char *s, usec_t *ret);
+
 
 /* "8-4-4-4-12" hexadecimal digits. */
 bool api_is_uuid(const char *s);
@@ -67,5 +89,15 @@ void api_allocate_body_done(ApiAllocateBody *b);
 char *api_allocation_href(const char *project, const char *environment, const char *fleet,
                           const char *allocation_id);
 
-/* What GET shows of a record: status_word is claimed, fulfilled or lost; ready the slot's. */
-json_t *api_allocation_json(const AllocationRecord *rec, const char *status_word, bool ready);
+/* A POST's requestId from 16 random bytes: a version 4 UUID. */
+void api_request_id_format(const uint8_t b[static 16], char ret[static 37]);
+
+/* A build configuration ID as Unity's clients read it, a JSON integer (C# long): the ID when it
+ * is decimal digits without a leading zero, at most 15 (exact in a double), else 0. */
+json_t *api_build_configuration_json(const char *id);
+
+/* What GET shows of a record, Unity's MultiplayAllocationsAllocation (SPEC §13): status_word
+ * is claimed, fulfilled or lost; readiness whether its slot is ready for players for it, since
+ * ready_at (0: unknown). Times are RFC 3339, left out while 0. */
+json_t *api_allocation_json(const AllocationRecord *rec, const char *status_word,
+                            bool readiness, usec_t ready_at);

@@ -91,6 +91,7 @@ typedef struct SlotDoc {
         char *process_state; /* §5 ProcessState */
         bool ready;
         bool ready_for_players;
+        usec_t ready_for_players_at; /* when readyForPlayers last became true (0: it is not) */
         char *build_configuration_id;
         char *ipv4;
         char *ipv6;
@@ -146,6 +147,7 @@ typedef struct AllocationRecord {
         char *allocation_id; /* required */
         char *project_id;
         char *environment_id;
+        char *request_id; /* the POST that made it: a UUID (absent: written before it) */
         char *fleet_id; /* required */
         char *build_configuration_id;
         char *region_id;

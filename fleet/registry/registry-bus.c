@@ -122,6 +122,12 @@ static int apply_properties(Registry *r, sd_bus_message *m, RegSlot *s, Applied 
                         k = s ? reg_slot_set(s, name, &v) : reg_machine_set(&r->machine, name, &v);
                 if (k < 0)
                         return k;
+                if (k > 0 && s && streq(name, "ReadyForPlayers"))
+                        /* slotd keeps no time of it: the registry's, as it sees the change
+                         * (a registry started later sees it later) */
+                        s->ready_for_players_at = s->ready_for_players
+                                                          ? now_usec(CLOCK_REALTIME)
+                                                          : 0;
                 if (k > 0) {
                         ret->changed = true;
                         ret->in_slots |= !s && reg_machine_property_in_slots(name);

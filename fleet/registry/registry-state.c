@@ -144,6 +144,7 @@ void reg_slot_doc(const RegMachine *m, const RegSlot *s, SlotDoc *ret) {
                 .process_state = s->process_state,
                 .ready = s->ready,
                 .ready_for_players = s->ready_for_players,
+                .ready_for_players_at = s->ready_for_players ? s->ready_for_players_at : 0,
                 .build_configuration_id = s->build_configuration,
                 .ipv4 = m->ipv4,
                 .ipv6 = m->ipv6,

@@ -58,6 +58,7 @@ typedef struct RegSlot {
         char *build_configuration;
         bool ready;
         bool ready_for_players;
+        usec_t ready_for_players_at; /* when the registry saw it become true; 0 while false */
         uint16_t port;
         uint16_t query_port;
         usec_t hold_until;     /* CLOCK_REALTIME µs, 0 = none */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* slotd-allocator's requests (fleet/allocator/allocator-request.c). The input is "METHOD PATH[?status]\n"
+/* slotd-allocator's requests (fleet/allocator/allocator-request.c). The input is "METHOD PATH[?query]\n"
  * then a body: the route parser gets the first line, the allocation body parser the rest.
  * Properties: a refused route or body writes nothing; what is accepted is within the bounds
  * the header promises (IDs are key components, a UUID lowercased, strings bounded); the
@@ -10,6 +10,7 @@
 
 #include "allocator-request.h"
 #include "fuzz.h"
+#include "macro.h"
 
 static bool id_ok(const char *s) {
         return fleet_key_component_valid(s) && strlen(s) <= API_ID_MAX;
@@ -24,10 +25,35 @@ static bool lower_if_uuid(const char *s) {
         return true;
 }
 
+/* The query "k=v&k=v…" (in place) as the route's parameters: status, age, limit, offset,
+ * ids; a part without "=" is status (the corpus's older "?claimed"). */
+static const ApiQuery *query_of(char *s, ApiQuery *q) {
+        *q = (ApiQuery){};
+        for (char *part = strtok(s, "&"); part; part = strtok(NULL, "&")) {
+                char *eq = strchr(part, '=');
+                const char *v = eq ? eq + 1 : part;
+
+                if (eq)
+                        *eq = '\0';
+                if (!eq || streq(part, "status"))
+                        q->status = v;
+                else if (streq(part, "age"))
+                        q->age = v;
+                else if (streq(part, "limit"))
+                        q->limit = v;
+                else if (streq(part, "offset"))
+                        q->offset = v;
+                else if (streq(part, "ids"))
+                        q->ids = v;
+        }
+        return q;
+}
+
 static void fuzz_route(const char *line) {
         const char *space = strchr(line, ' '), *q, *error = NULL;
-        char method[16], path[2048], status[64];
-        ApiRoute r, sentinel;
+        char method[16], path[2048], status[8192];
+        static ApiRoute r, sentinel;
+        ApiQuery query;
         size_t n;
         int ret;
 
@@ -45,7 +71,7 @@ static void fuzz_route(const char *line) {
                 strcpy(status, q + 1);
         memset(&r, 0x5a, sizeof(r));
         sentinel = r;
-        ret = api_route(method, path, q ? status : NULL, &r, &error);
+        ret = api_route(method, path, q ? query_of(status, &query) : NULL, &r, &error);
         FUZZ_ASSERT(ret == 0 || ret == -ENOENT || ret == -EOPNOTSUPP || ret == -EINVAL);
         if (ret == -EINVAL)
                 FUZZ_ASSERT(error && *error);
@@ -64,6 +90,10 @@ static void fuzz_route(const char *line) {
         if (r.op == API_CAPACITY)
                 return;
         FUZZ_ASSERT(id_ok(r.project) && id_ok(r.environment));
+        if (r.op == API_LIST)
+                FUZZ_ASSERT(r.limit >= 1 && r.limit <= API_LIST_LIMIT_MAX &&
+                            r.offset <= INT32_MAX && strlen(r.ids) < API_LIST_IDS_BUF &&
+                            lower_if_uuid(r.ids));
         if (r.op == API_GET || r.op == API_DELETE)
                 FUZZ_ASSERT(id_ok(r.allocation) && lower_if_uuid(r.allocation));
 }
@@ -90,7 +120,7 @@ static void fuzz_body(const char *body, size_t size) {
         rec = (AllocationRecord){ .allocation_id = b.allocation_id, .fleet_id = (char *) "f",
                                   .build_configuration_id = b.build_configuration_id,
                                   .region_id = b.region_id, .payload = b.payload };
-        j = api_allocation_json(&rec, "claimed", false);
+        j = api_allocation_json(&rec, "claimed", size % 2 == 0, size);
         FUZZ_ASSERT(j);
         json_decref(j);
         api_allocate_body_done(&b);

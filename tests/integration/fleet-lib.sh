@@ -14,6 +14,7 @@
 #   seconds), FLEET_STRATEGY (packed), FLEET_PORT_BASE (41000), FLEET_REGION_OF (a function
 #   K -> region id; default one region), FLEET_BUILD_CONFIGURATION (fleet.build_configuration),
 #   FLEET_LOG_LEVEL (SLOTD_LOG_LEVEL of every daemon started here: debug; benchmarks: info).
+FLEET_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 FLEET_NAME=${FLEET_NAME:-game}
 FLEET_SLOTS=${FLEET_SLOTS:-4}
@@ -322,8 +323,33 @@ fleet_http() {
                 -w '%{http_code}' -X "$method" -H "Authorization: Bearer $FLEET_TOKEN")
         [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
         out=$(curl "${args[@]}" "$(fleet_url "$r" "$path")" 2>/dev/null) || true
+        [ -n "${FLEET_UNITY_SCHEMA:-}" ] && fleet_unity_check "$method" "$path" "${out:-000}" "$file"
         printf '%s %s\n' "${out:-000}" "$(tr -d '\n' < "$file" 2>/dev/null)"
         rm -f "$file"
+}
+# With FLEET_UNITY_SCHEMA set, every 200 of the Allocations API is checked against Unity's
+# client classes (unity_schema.py); a body that is not of its class is written to
+# $T/unity-schema.errors, each check counted in $T/unity-schema.checked (fleet_http runs in
+# command substitutions: a test asserts on the files, fleet_unity_checked).
+fleet_unity_check() {
+        local method=$1 path=${2%%\?*} status=$3 file=$4 kind
+        [ "$status" = 200 ] && [[ $path == /v1/allocations/* ]] || return 0
+        if [ "$method" = POST ]; then kind=AllocateResponse
+        elif [[ $path == */allocations ]]; then kind=ListAllocationsResponse
+        else kind=Allocation
+        fi
+        echo "$kind" >>"$T/unity-schema.checked"
+        python3 "$FLEET_LIB_DIR/unity_schema.py" "$kind" <"$file" >>"$T/unity-schema.errors" ||
+                echo "  ($method $2: $(tr -d '\n' <"$file"))" >>"$T/unity-schema.errors"
+}
+# fleet_unity_checked MIN: at least MIN answers were checked, and each was of Unity's class.
+fleet_unity_checked() {
+        local n
+        n=$(sort "$T/unity-schema.checked" 2>/dev/null | uniq -c | tr -s ' \n' ' ')
+        assert_eq "$(cat "$T/unity-schema.errors" 2>/dev/null)" "" \
+                "every answer of the Allocations API decodes as Unity's classes (checked:$n)"
+        assert_ok "at least $1 answers checked against Unity's classes (checked:$n)" \
+                [ "$(wc -l <"$T/unity-schema.checked" 2>/dev/null || echo 0)" -ge "$1" ]
 }
 fleet_post() { fleet_http "$1" POST "$2" "$3"; }
 fleet_get() { fleet_http "$1" GET "$2"; }

@@ -85,7 +85,8 @@ def slot_doc(fleet, machine, slot, state, process, ready, build, region, alloc="
     return {"machineID": machine, "machineNumber": machine_number(machine), "slotID": int(slot),
             "fleetId": fleet, "regionId": region,
             "state": state, "processState": process, "ready": ready == "true",
-            "readyForPlayers": False, "buildConfigurationId": build, "ipv4": "192.0.2.1",
+            "readyForPlayers": False, "readyForPlayersAt": "", "buildConfigurationId": build,
+            "ipv4": "192.0.2.1",
             "ipv6": "", "gamePort": 7000 + int(slot), "queryPort": 7100 + int(slot),
             "allocationId": alloc, "draining": False, "holdUntil": "", "reservedUntil": ""}
 
@@ -173,6 +174,12 @@ def run(etcd, prefix, cmd, args):
         etcd.put("%s/slots/%s/%s/%s" % (prefix, fleet, machine, slot), doc)
     elif cmd == "confirm":
         sys.exit(0 if confirm(etcd, prefix, args[0], args[1]) else "the claim changed")
+    elif cmd == "players-ready":
+        # the game server said it is ready for players: the registry's document then
+        skey = "%s/slots/%s/%s/%s" % (prefix, args[0], args[1], args[2])
+        sdoc, _ = etcd.get(skey)
+        sdoc.update(readyForPlayers=True, readyForPlayersAt=now_rfc3339())
+        etcd.put(skey, sdoc)
     elif cmd == "refuse":
         sys.exit(0 if refuse(etcd, prefix, args[0], args[1]) else "the claim changed")
     elif cmd == "confirmer":

@@ -15,6 +15,7 @@ command -v etcdctl >/dev/null || skip "etcdctl is not installed (Debian's etcd-c
 [ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
 
 SIM="python3 $(dirname "$0")/fleet_sim.py"
+FLEET_UNITY_SCHEMA=1 # every 200 of the API checked against Unity's classes (fleet-lib.sh)
 FLEET_PROJECT=p-test
 FLEET_ENVIRONMENT=e-test
 ETCD_TIMEOUT=$((2 * TIME_SCALE))
@@ -150,7 +151,8 @@ assert_eq "$(status_of "$out")" 200 "POST of the same allocationId again ($out)"
 assert_eq "$(body_of "$out" | json href)" "$(fleet_allocations)/$U1" "href of the repeated POST"
 out=$(get_alloc 2 game "$U1")
 assert_eq "$(status_of "$out")" 200 "GET ($out)"
-for f in allocationId buildConfigurationId fleetId machineId serverId gamePort status fulfilled ready; do
+for f in allocationId buildConfigurationId fleetId machineId serverId gamePort status fulfilled ready \
+        readiness requestId; do
         v=$(body_of "$out" | json $f)
         case $f in
         allocationId) assert_eq "$v" "$U1" $f ;;
@@ -161,10 +163,14 @@ for f in allocationId buildConfigurationId fleetId machineId serverId gamePort s
         serverId) assert_eq "$v" 0 $f ;;
         gamePort) assert_eq "$v" 7000 $f ;;
         status) assert_eq "$v" claimed $f ;;
-        fulfilled) assert_eq "$v" "" "$f before the host confirmed" ;;
-        ready) assert_eq "$v" false "$f before the host confirmed" ;;
+        fulfilled) assert_eq "$(body_of "$out" | jq 'has("fulfilled")')" false \
+                "$f left out before the host confirmed (Unity's DateTime: never \"\")" ;;
+        ready) assert_eq "$(body_of "$out" | jq 'has("ready")')" false "$f left out before it" ;;
+        readiness) assert_eq "$v" false "$f before the host confirmed" ;;
+        requestId) assert_ok "$f a UUID ($v)" grep -qE '^[0-9a-f]{8}-[0-9a-f]{4}-4' <<<"$v" ;;
         esac
 done
+REQ1=$(body_of "$out" | json requestId)
 assert_eq "$(count_keys $P/hosts/m1/claims/)" 1 \
         "claims in etcd after two POSTs of one allocationId"
 claim=$(ectl get $P/hosts/m1/claims/0 --print-value-only)
@@ -175,7 +181,16 @@ sim $P confirm m1 0
 out=$(get_alloc 1 game "$U1")
 assert_eq "$(body_of "$out" | json status)" fulfilled "status once confirmed"
 assert_ok "fulfilled is a time once confirmed" test -n "$(body_of "$out" | json fulfilled)"
-assert_eq "$(body_of "$out" | json ready)" true "ready: the slot's"
+assert_eq "$(body_of "$out" | json readiness)" false \
+        "readiness: the slot's readyForPlayers (not its process's ready) once confirmed"
+assert_eq "$(body_of "$out" | jq 'has("ready")')" false "no ready time before readyForPlayers"
+assert_eq "$(body_of "$out" | json requestId)" "$REQ1" \
+        "requestId: the first POST's (the second of the same allocationId made none)"
+sim $P players-ready game m1 0
+out=$(get_alloc 2 game "$U1")
+assert_eq "$(body_of "$out" | json readiness)" true "readiness once the slot is ready for players"
+assert_ok "ready: the time it became so ($(body_of "$out" | json ready))" \
+        test -n "$(body_of "$out" | json ready)"
 
 U2=$(uuid)
 assert_eq "$(status_of "$(post 1 game "$U2")")" 200 "a second allocation"
@@ -186,6 +201,21 @@ out=$(fleet_get 1 "$(fleet_allocations)?status=claimed")
 assert_eq "$(body_of "$out" | python3 -c 'import json,sys; print([a["allocationId"] for a in json.load(sys.stdin)["allocations"]])')" \
         "['$U2']" "the list of claimed allocations"
 assert_eq "$(status_of "$(fleet_get 1 "$(fleet_allocations)?status=bogus")")" 400 "?status=bogus"
+ids() { python3 -c 'import json,sys; print(" ".join(a["allocationId"] for a in json.load(sys.stdin)["allocations"]))'; }
+out=$(fleet_get 1 "$(fleet_allocations)")
+assert_eq "$(body_of "$out" | jq -c .pagination)" '{"limit":100,"offset":0}' "the list's pagination"
+all=$(body_of "$out" | ids)
+out=$(fleet_get 1 "$(fleet_allocations)?limit=1&offset=1")
+assert_eq "$(body_of "$out" | ids)" "${all#* }" "limit=1&offset=1: the second of the list"
+assert_eq "$(body_of "$out" | jq -c .pagination)" '{"limit":1,"offset":1}' "pagination as asked"
+assert_eq "$(body_of "$(fleet_get 1 "$(fleet_allocations)?ids=${U2^^}")" | ids)" "$U2" "ids="
+assert_eq "$(body_of "$(fleet_get 1 "$(fleet_allocations)?ids=$U1,$U2")" | ids)" "$all" "ids=A,B"
+assert_eq "$(body_of "$(fleet_get 1 "$(fleet_allocations)?age=1h")" | ids)" "" \
+        "age=1h: none requested that long ago"
+assert_eq "$(body_of "$(fleet_get 1 "$(fleet_allocations)?age=0s")" | ids)" "$all" "age=0s: all"
+for q in limit=0 limit=x offset=-1 age=1d ids=nope; do
+        assert_eq "$(status_of "$(fleet_get 1 "$(fleet_allocations)?$q")")" 400 "?$q"
+done
 assert_eq "$(status_of "$(post 1 game not-a-uuid)")" 400 "POST of an allocationId that is no UUID"
 assert_eq "$(status_of "$(post 1 game "$(uuid)" '"payload":{"an":"object"}')")" 400 \
         "POST with a payload that is no string"
@@ -466,6 +496,12 @@ alloc_start 12 $P
 assert_eq "$(status_of "$(post 12 game "$(uuid)" '"regionId":"eu"')")" 200 "a claim"
 cap=$(fleet_get 12 /v1/fleets/game/capacity)
 assert_eq "$(status_of "$cap")" 200 "GET capacity"
+# an unknown fleet: 404 at POST and capacity (issue 25.2)
+out=$(post 12 nofleet "$(uuid)")
+assert_eq "$(status_of "$out")" 404 "POST to a fleet the view lacks ($out)"
+assert_eq "$(body_of "$out" | json error | cut -d' ' -f1-3)" "fleet nofleet not" "its error"
+out=$(fleet_get 12 /v1/fleets/nofleet/capacity)
+assert_eq "$(status_of "$out")" 404 "capacity of a fleet the view lacks ($out)"
 assert_eq "$(body_of "$cap" | python3 -c 'import json, sys
 c = json.load(sys.stdin)
 t, eu, us = c["total"], c["regions"]["eu"], c["regions"]["us"]
@@ -602,5 +638,8 @@ assert_eq "$(on_host 1 mprop Draining)" true "host 1 still draining"
 assert_eq "$(json attempts <<<"$(fleet_etcd_get "allocations/game/$U")")" 1 \
         "fulfilled at the first claim (not refused, placed again)"
 assert_eq "$(metric 21 slotd_allocator_claims_dropped_total)" 0 "no claim dropped"
+
+note "every answer of the API was of Unity's classes"
+fleet_unity_checked 20
 
 finish

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "allocator-answer.h"
+#include "allocator-request.h"
 #include "macro.h"
 
 #define ID "0b6f4c8e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
@@ -103,6 +104,12 @@ static void test_no_capacity(void **state) {
         assert_int_equal(alloc_outcome_result(ALLOC_NO_CAPACITY), ALLOC_RESULT_NO_CAPACITY);
 }
 
+static void test_unknown_fleet(void **state) {
+        expect(ALLOC_UNKNOWN_FLEET, &request, NULL, 0, 404,
+               "{\"error\":\"fleet game not found (allocation " ID ")\"}");
+        assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_FLEET), ALLOC_RESULT_INVALID);
+}
+
 static void test_contended(void **state) {
         expect(ALLOC_CONTENDED, &request, NULL, 16, 503,
                "{\"error\":\"allocation " ID ": each of 16 slots tried was taken by another "
@@ -131,7 +138,8 @@ static void test_every_outcome(void **state) {
                 char *text = NULL;
                 unsigned status = answer(o, &request, "x", 1, &text);
 
-                assert_true(status == 200 || status == 400 || status == 409 || status == 503);
+                assert_true(status == 200 || status == 400 || status == 404 || status == 409 ||
+                            status == 503);
                 assert_true((status == 200) == (o == ALLOC_CLAIMED || o == ALLOC_EXISTING));
                 if (status != 200)
                         assert_non_null(strstr(text, "{\"error\":\""));
@@ -188,33 +196,44 @@ static RecordShown shown_fulfilled(void) {
                             .machine_id = (char *) "9f1c", .machine_number = 7,
                             .slot_id = 3, .ipv4 = (char *) "192.0.2.7",
                             .ipv6 = (char *) "2001:db8::7", .game_port = 7777,
-                            .requested = T0, .claimed = T0 + 1000, .fulfilled = T0 + 2000 },
-                .ready = true,
+                            .requested = T0, .claimed = T0 + 1000, .fulfilled = T0 + 2000,
+                            .request_id = (char *) "5b0e64f1-2c71-4d2e-9a43-0f6e1c2d3b4a" },
+                .readiness = true,
+                .ready_at = T0 + 3000,
         };
 }
 
+/* Unity's MultiplayAllocationsAllocation: IDs Multiplay numbers as JSON integers, readiness a
+ * bool, every time RFC 3339 */
 #define FULFILLED_JSON                                                                         \
-        "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":\"42\",\"fleetId\":\"game\","   \
+        "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":42,\"fleetId\":\"game\","     \
         "\"regionId\":\"eu-west\",\"machineId\":7,\"serverId\":3,\"ipv4\":\"192.0.2.7\","       \
-        "\"ipv6\":\"2001:db8::7\",\"gamePort\":7777,\"requested\":\"2023-11-14T22:13:20.250Z\"," \
-        "\"created\":\"2023-11-14T22:13:20.251Z\",\"fulfilled\":\"2023-11-14T22:13:20.252Z\","   \
-        "\"ready\":true,\"status\":\"fulfilled\"}"
+        "\"ipv6\":\"2001:db8::7\",\"gamePort\":7777,\"readiness\":true,"                      \
+        "\"status\":\"fulfilled\",\"requestId\":\"5b0e64f1-2c71-4d2e-9a43-0f6e1c2d3b4a\","        \
+        "\"requested\":\"2023-11-14T22:13:20.250Z\",\"created\":\"2023-11-14T22:13:20.251Z\","   \
+        "\"fulfilled\":\"2023-11-14T22:13:20.252Z\",\"ready\":\"2023-11-14T22:13:20.253Z\"}"
 
 /* A claimed record whose machine has left the view: lost, not ready, no address yet. */
 static RecordShown shown_lost(void) {
         return (RecordShown){
                 .record = { .allocation_id = (char *) ID, .fleet_id = (char *) "game",
                             .status = ALLOCATION_CLAIMED, .machine_id = (char *) "9f1c",
-                            .slot_id = 0, .requested = T0 },
+                            .build_configuration_id = (char *) "blue.v2", .slot_id = 0,
+                            .requested = T0 },
+                /* readiness false: a ready time is not shown */
+                .ready_at = T0 + 5000,
                 .lost = true,
         };
 }
 
+/* A time not yet come is left out (Unity's DateTime is not nullable: "" or null would fail
+ * its client), as is a requestId the record lacks (written before it); a build
+ * configuration that is no number reads 0. */
 #define LOST_JSON                                                                              \
-        "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":\"\",\"fleetId\":\"game\","     \
+        "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":0,\"fleetId\":\"game\","      \
         "\"regionId\":\"\",\"machineId\":0,\"serverId\":0,\"ipv4\":\"\",\"ipv6\":\"\","         \
-        "\"gamePort\":0,\"requested\":\"2023-11-14T22:13:20.250Z\",\"created\":\"\","          \
-        "\"fulfilled\":\"\",\"ready\":false,\"status\":\"lost\"}"
+        "\"gamePort\":0,\"readiness\":false,\"status\":\"lost\","                              \
+        "\"requested\":\"2023-11-14T22:13:20.250Z\"}"
 
 static void test_record_get(void **state) {
         RecordShown s = shown_fulfilled();
@@ -237,11 +256,13 @@ static void test_record_list(void **state) {
 
         expect_record(record_list_answer_http,
                       &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &many, .shown = s,
-                                       .n_shown = 2 },
-                      200, "{\"allocations\":[" FULFILLED_JSON "," LOST_JSON "]}");
+                                       .n_shown = 2, .limit = 100 },
+                      200, "{\"allocations\":[" FULFILLED_JSON "," LOST_JSON "],"
+                           "\"pagination\":{\"limit\":100,\"offset\":0}}");
         expect_record(record_list_answer_http,
-                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &many }, 200,
-                      "{\"allocations\":[]}");
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &many, .limit = 10,
+                                       .offset = 20 },
+                      200, "{\"allocations\":[],\"pagination\":{\"limit\":10,\"offset\":20}}");
 }
 
 static void test_record_delete(void **state) {
@@ -424,6 +445,8 @@ static void test_capacity_failures(void **state) {
         expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_VIEW_NOT_READY, .fleet = "game" },
                         503, "{\"error\":\"etcd unavailable: the fleet view is not read from "
                              "etcd yet (capacity of fleet game)\"}");
+        expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_UNKNOWN_FLEET, .fleet = "nofleet" },
+                        404, "{\"error\":\"fleet nofleet not found\"}");
         expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_NO_MEMORY, .fleet = "game" },
                         500, "{\"error\":\"out of memory (capacity of fleet game)\"}");
         expect_capacity(&(FleetCapacity){ .outcome = CAPACITY_TALLIED, .fleet = "game",
@@ -436,9 +459,118 @@ static void test_capacity_failures(void **state) {
 
                 assert_non_null(body);
                 assert_int_equal(status, o == CAPACITY_TALLIED ? 200
-                                         : o == CAPACITY_VIEW_NOT_READY ? 503 : 500);
+                                         : o == CAPACITY_VIEW_NOT_READY ? 503
+                                         : o == CAPACITY_UNKNOWN_FLEET ? 404 : 500);
                 json_decref(body);
         }
+}
+
+/* ---- the list's query (allocator-request.h), and the IDs Unity reads as numbers ---- */
+
+#define LIST_PATH "/v1/allocations/projects/p1/environments/prod/fleets/game/allocations"
+
+static int route_list(const ApiQuery *q, ApiRoute *r, const char **error) {
+        return api_route("GET", LIST_PATH, q, r, error);
+}
+
+static void test_list_query(void **state) {
+        static ApiRoute r;
+        const char *error = NULL;
+
+        assert_int_equal(route_list(NULL, &r, &error), 0);
+        assert_int_equal(r.op, API_LIST);
+        assert_int_equal(r.limit, API_LIST_LIMIT_DEFAULT);
+        assert_int_equal(r.offset, 0);
+        assert_int_equal(r.age, 0);
+        assert_string_equal(r.ids, "");
+        assert_int_equal(r.status, -1);
+
+        assert_int_equal(route_list(&(ApiQuery){ .age = "1h30m", .limit = "10", .offset = "20",
+                                                 .ids = ID ",5B0E64F1-2C71-4D2E-9A43-0F6E1C2D3B4A",
+                                                 .status = "fulfilled" },
+                                    &r, &error),
+                         0);
+        assert_int_equal(r.age, 5400ULL * 1000000ULL);
+        assert_int_equal(r.limit, 10);
+        assert_int_equal(r.offset, 20);
+        assert_int_equal(r.status, ALLOCATION_FULFILLED);
+        assert_string_equal(r.ids, ID ",5b0e64f1-2c71-4d2e-9a43-0f6e1c2d3b4a");
+        assert_true(list_ids_contain(r.ids, "5b0e64f1-2c71-4d2e-9a43-0f6e1c2d3b4a"));
+        assert_true(list_ids_contain(r.ids, ID));
+        assert_false(list_ids_contain(r.ids, "5b0e64f1-2c71-4d2e-9a43-0f6e1c2d3b4"));
+        assert_false(list_ids_contain("", ID));
+
+        static const struct {
+                ApiQuery q;
+                const char *error;
+        } bad[] = {
+                { { .limit = "0" }, "limit must be a number from 1 to 1000" },
+                { { .limit = "1001" }, "limit must be a number from 1 to 1000" },
+                { { .limit = "-1" }, "limit must be a number from 1 to 1000" },
+                { { .limit = "" }, "limit must be a number from 1 to 1000" },
+                { { .offset = "x" }, "offset must be a number from 0 to 2147483647" },
+                { { .offset = "01" }, "offset must be a number from 0 to 2147483647" },
+                { { .age = "24" }, "age must be a duration such as 90s, 30m or 24h" },
+                { { .age = "-1h" }, "age must be a duration such as 90s, 30m or 24h" },
+                { { .age = "1d" }, "age must be a duration such as 90s, 30m or 24h" },
+                { { .ids = "abc" }, "ids must be at most 100 allocation UUIDs, comma-separated" },
+                { { .ids = ID "," }, "ids must be at most 100 allocation UUIDs, comma-separated" },
+                { { .status = "ready" }, "status must be claimed, fulfilled or lost" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                error = NULL;
+                assert_int_equal(route_list(&bad[i].q, &r, &error), -EINVAL);
+                assert_string_equal(error, bad[i].error);
+        }
+}
+
+static void test_duration(void **state) {
+        usec_t t;
+
+        assert_int_equal(api_parse_duration("0", &t), 0);
+        assert_int_equal(t, 0);
+        assert_int_equal(api_parse_duration("24h", &t), 0);
+        assert_int_equal(t, 86400ULL * 1000000ULL);
+        assert_int_equal(api_parse_duration("2m3s", &t), 0);
+        assert_int_equal(t, 123ULL * 1000000ULL);
+        assert_int_equal(api_parse_duration("1500ms", &t), 0);
+        assert_int_equal(t, 1500000ULL);
+        assert_int_equal(api_parse_duration("7us", &t), 0);
+        assert_int_equal(t, 7);
+        assert_int_equal(api_parse_duration("", &t), -EINVAL);
+        assert_int_equal(api_parse_duration("h", &t), -EINVAL);
+        assert_int_equal(api_parse_duration("1.5h", &t), -EINVAL);
+        assert_int_equal(api_parse_duration("99999999999999999999h", &t), -EINVAL);
+}
+
+static void test_build_configuration_number(void **state) {
+        static const struct {
+                const char *id;
+                json_int_t n;
+        } cases[] = {
+                { "42", 42 }, { "1212", 1212 }, { "999999999999999", 999999999999999LL },
+                { "1000000000000000", 0 }, /* 16 digits: not exact in a double */
+                { "042", 0 }, { "0", 0 }, { "", 0 }, { NULL, 0 }, { "blue.v2", 0 },
+                { "-1", 0 }, { "default", 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_t *j = api_build_configuration_json(cases[i].id);
+
+                assert_true(json_is_integer(j));
+                assert_int_equal(json_integer_value(j), cases[i].n);
+                json_decref(j);
+        }
+}
+
+static void test_request_id(void **state) {
+        static const uint8_t b[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+        char id[37];
+
+        api_request_id_format(b, id);
+        assert_string_equal(id, "ffffffff-ffff-4fff-bfff-ffffffffffff");
+        assert_true(api_is_uuid(id));
 }
 
 int main(void) {
@@ -448,6 +580,7 @@ int main(void) {
                 cmocka_unit_test(test_view_not_read),
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_no_capacity),
+                cmocka_unit_test(test_unknown_fleet),
                 cmocka_unit_test(test_contended),
                 cmocka_unit_test(test_etcd_failed),
                 cmocka_unit_test(test_no_memory),
@@ -461,6 +594,10 @@ int main(void) {
                 cmocka_unit_test(test_capacity),
                 cmocka_unit_test(test_capacity_empty),
                 cmocka_unit_test(test_capacity_failures),
+                cmocka_unit_test(test_list_query),
+                cmocka_unit_test(test_duration),
+                cmocka_unit_test(test_build_configuration_number),
+                cmocka_unit_test(test_request_id),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

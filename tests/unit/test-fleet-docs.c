@@ -145,7 +145,7 @@ static void test_slot_doc(_unused_ void **state) {
                 "{\"machineID\":\"m1\",\"machineNumber\":9223372036854775807,\"slotID\":3,"
                 "\"fleetId\":\"shooter\",\"regionId\":\"eu\","
                 "\"state\":\"online\",\"processState\":\"running\",\"ready\":true,"
-                "\"readyForPlayers\":false,\"buildConfigurationId\":\"b1\",\"ipv4\":\"10.0.0.1\","
+                "\"readyForPlayers\":false,\"readyForPlayersAt\":\"\",\"buildConfigurationId\":\"b1\",\"ipv4\":\"10.0.0.1\","
                 "\"ipv6\":\"\",\"gamePort\":7000,\"queryPort\":7100,\"allocationId\":\"\","
                 "\"draining\":false,\"holdUntil\":\"2026-11-24T10:00:00.123Z\","
                 "\"reservedUntil\":\"\"}");
