@@ -44,7 +44,12 @@ stopped() { [ "$(sed -E 's/^.*\) (.) .*$/\1/' "/proc/$1/stat")" = T ]; }
 pids=()
 for id in 0 1 2 3; do pids+=("$(sprop $id MainPID)"); done
 kill -STOP "${pids[@]}"
-for p in "${pids[@]}"; do assert_ok "server $p stopped" stopped "$p"; done
+# A SIGSTOP takes effect when its target next runs, which on a busy machine can be after kill
+# has returned (run 2 of docs/test-time.md read one still running): wait for it, then assert.
+for p in "${pids[@]}"; do
+        wait_until 10 "server $p stopped by SIGSTOP" stopped "$p"
+        assert_ok "server $p stopped" stopped "$p"
+done
 wait_until "$D" "MachineFault(mf, query, 4, 4)" has_sig "$SIGS" MachineFault "mf query 4 4"
 wait_until "$D" "MachineFault(mf, heartbeat, ...)" \
         bash -c "grep -q '\"member\":\"MachineFault\".*\"mf\",\"heartbeat\"' '$SIGS'"
