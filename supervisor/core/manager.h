@@ -44,7 +44,7 @@ typedef struct Manager {
         char *cgroup_root;           /* absolute path of the slot tree */
         char *cgroup_root_relative;  /* the same below the mount, as /proc/PID/cgroup says */
         unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
-        bool killed_cgroup_bug;      /* see spawn_probe_killed_cgroup_bug() */
+        int killed_cgroup_bug;       /* spawn_probe_killed_cgroup_bug()'s answer; -1: not asked yet */
         unsigned long nofile_default; /* the soft RLIMIT_NOFILE slotd started with */
 
         Fleet **fleets;
