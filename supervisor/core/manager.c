@@ -44,7 +44,7 @@ static void on_slot_crashed(Slot *s, const char *reason, void *userdata) {
 }
 
 static void on_slot_details_changed(Slot *s, unsigned changes, void *userdata) {
-        manager_hook((Manager *) userdata, slot_changed, s, changes);
+        manager_announce_slot(userdata, s, changes);
 }
 
 static void on_slot_misbehaved(Slot *s, CheckKind check, unsigned strikes, void *userdata) {
@@ -928,6 +928,7 @@ int manager_startup(Manager *m) {
                 return r;
         /* An idle machine counts towards its TTL from start-up, not from its first event. */
         manager_update_ttl(m);
+        m->unseen = false;
         log_info("slotd " SLOTD_VERSION " running %zu slots in %zu fleets", m->n_live_slots, m->n_fleets);
         (void) sd_notify(false, "READY=1\nSTATUS=Supervising slots");
         return 0;

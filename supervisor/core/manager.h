@@ -85,6 +85,9 @@ typedef struct Manager {
         size_t n_pending_allocated;
 
         bool reexecute;              /* leave the loop to exec the binary anew */
+        /* A start without a state file, until READY=1: no slot has been seen by anyone, so
+         * their changes are not announced on the doors (manager_announce_slot()). */
+        bool unseen;
         gid_t config_admin_gid;      /* supervisor.admin_group, resolved at (re)load */
         bool config_has_admin_gid;
         sd_bus_message *authorized_msg; /* the call being re-run after an admin check */
@@ -161,6 +164,7 @@ Fleet *manager_find_fleet(Manager *m, const char *name);
 /* On every change of a slot (its SlotHooks.changed): allocation index, idle count, durable
  * state, the doors (ManagerHooks.slot_changed). */
 void manager_slot_changed(Manager *m, Slot *s, bool durable);
+void manager_announce_slot(Manager *m, Slot *s, unsigned changes);
 int manager_uuid_link(Manager *m, const char *uuid, Slot *s);
 void manager_uuid_unlink(Manager *m, const char *uuid, Slot *s);
 Slot *manager_slot_by_uuid(Manager *m, const char *uuid);
