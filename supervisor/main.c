@@ -427,12 +427,13 @@ static int open_keeper(Manager *m) {
         return 0;
 }
 
-/* The doors over the core (manager-hooks.h): the D-Bus door (bus/) and the local proxy's
- * (proxy/). The bus opens first: the proxy's requests may answer over it. */
+/* The doors over the core (manager-hooks.h): the D-Bus door (bus/), on the connection main()
+ * opened early ('userdata'), and the local proxy's (proxy/). The bus opens first: the proxy's
+ * requests may answer over it. */
 static int open_doors(Manager *m, void *userdata) {
         int r;
 
-        r = manager_bus_setup(m, arg_bus ?: m->config->bus);
+        r = manager_bus_setup(m, arg_bus ?: m->config->bus, userdata);
         if (r < 0)
                 return r;
         return proxy_new(m, &m->proxy);
@@ -473,6 +474,7 @@ static int reexecute(Manager *m, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
+        _cleanup_(bus_early_done) BusEarly early_bus = {};
         _cleanup_(manager_freep) Manager *m = NULL;
         Config *config = NULL;
         MachineResources detected;
@@ -497,6 +499,12 @@ int main(int argc, char *argv[]) {
                 goto finish;
         }
         setup_signals();
+        /* The bus daemon authenticates us and answers Hello and RequestName while we set up. */
+        r = bus_connect(arg_bus ?: config->bus, &early_bus);
+        if (r < 0) {
+                config_free(config);
+                goto finish;
+        }
 
         r = manager_new(config, &m);
         if (r < 0) {
@@ -509,7 +517,7 @@ int main(int argc, char *argv[]) {
                 goto finish;
         m->resources.cpus = config->cpus > 0 ? config->cpus : detected.cpus;
         m->resources.memory = config->memory > 0 ? config->memory : detected.memory;
-        manager_set_hooks(m, &door_hooks, NULL);
+        manager_set_hooks(m, &door_hooks, &early_bus);
         r = manager_startup(m);
         if (r < 0)
                 goto finish;
