@@ -697,8 +697,15 @@ int manager_add_fleet(Manager *m, const FleetConfig *fc, Fleet **ret, char **ret
         return 0;
 }
 
-/* New slots take new ids: an id once handed out always names the same slot. */
+/* New slots take new ids: an id once handed out always names the same slot. Each takes the
+ * lowest index no live slot of the fleet uses, so that ports stay within the range the
+ * config validated; the lowest free index is at most the number of live slots, so a map of
+ * that many finds them all in one pass (not a scan of the fleet per index tried: cubic, some
+ * milliseconds at start-up for 200 slots). */
 int manager_add_slots(Manager *m, Fleet *f, unsigned count) {
+        _cleanup_free_ bool *used = NULL;
+        size_t n_used = f->n_slots + count + 1;
+        unsigned index = 0;
         Slot **fs, **ms;
         int r;
 
@@ -710,20 +717,21 @@ int manager_add_slots(Manager *m, Fleet *f, unsigned count) {
         if (!ms)
                 return -ENOMEM;
         m->slots = ms;
+        used = calloc(n_used, sizeof(bool));
+        if (!used)
+                return -ENOMEM;
+        for (size_t k = 0; k < f->n_slots; k++)
+                if (!f->slots[k]->retired && f->slots[k]->index < n_used)
+                        used[f->slots[k]->index] = true;
         for (unsigned j = 0; j < count; j++) {
                 Slot *s;
-                unsigned index = 0;
 
-                /* The lowest index no slot of the fleet uses: ports stay within the range
-                 * the config validated. */
-                for (bool used = true; used; index += used) {
-                        used = false;
-                        for (size_t k = 0; k < f->n_slots && !used; k++)
-                                used = f->slots[k]->index == index && !f->slots[k]->retired;
-                }
+                while (used[index])
+                        index++;
                 r = slot_new(&m->slot_host, f, (unsigned) m->n_slots, index, &s);
                 if (r < 0)
                         return r;
+                used[index] = true;
                 f->slots[f->n_slots++] = s;
                 m->slots[m->n_slots++] = s;
                 m->n_live_slots++;
