@@ -427,10 +427,12 @@ static int open_keeper(Manager *m) {
         return 0;
 }
 
-/* The doors over the core (manager-hooks.h): the D-Bus door (bus/) and the local proxy's
- * (proxy/), each with its own state; the core's hooks get both as their userdata, and each
- * hook goes to its door. They outlive the manager, which closes them as it goes. */
+/* The doors over the core (manager-hooks.h): the D-Bus door (bus/), on the connection main()
+ * opened early (bus_connect()), and the local proxy's (proxy/), each with its own state; the
+ * core's hooks get them as their userdata, and each hook goes to its door. They outlive the
+ * manager, which closes them as it goes. */
 typedef struct Doors {
+        BusEarly early;
         BusDoor bus;
         ProxyDoor proxy;
 } Doors;
@@ -443,7 +445,7 @@ static int open_doors(Manager *m, void *userdata) {
         int r;
 
         d->bus.manager = d->proxy.manager = m;
-        r = bus_door_setup(&d->bus, arg_bus ?: m->config->bus);
+        r = bus_door_setup(&d->bus, arg_bus ?: m->config->bus, &d->early);
         if (r < 0)
                 return r;
         return proxy_door_open(&d->proxy);
@@ -535,6 +537,12 @@ int main(int argc, char *argv[]) {
                 goto finish;
         }
         setup_signals();
+        /* The bus daemon authenticates us and answers Hello and RequestName while we set up. */
+        r = bus_connect(arg_bus ?: config->bus, &doors.early);
+        if (r < 0) {
+                config_free(config);
+                goto finish;
+        }
 
         r = manager_new(config, &m);
         if (r < 0) {
@@ -557,6 +565,8 @@ int main(int argc, char *argv[]) {
         if (r >= 0 && m->reexecute)
                 return reexecute(TAKE_PTR(m), argv);
 finish:
+        m = manager_free(m);
+        bus_early_done(&doors.early); /* taken by the bus door once it is set up */
         free(arg_fleets);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

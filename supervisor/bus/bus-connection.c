@@ -16,6 +16,8 @@
 
 /* org.freedesktop.DBus.RequestName's answers. */
 #define NAME_PRIMARY_OWNER 1
+#define NAME_IN_QUEUE 2
+#define NAME_EXISTS 3
 #define NAME_ALREADY_OWNER 4
 
 static int bus_open(const char *bus, sd_bus **ret) {
@@ -196,28 +198,76 @@ static void bus_door_schedule_retry(BusDoor *d) {
                                 "off the bus: %m", d->address);
 }
 
+/* The start-up RequestName's answer, read as sd_bus_request_name() reads it. */
+static int on_early_name_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusEarly *e = userdata;
+        uint32_t answer = 0;
+
+        e->answered = true;
+        if (sd_bus_message_is_method_error(reply, NULL))
+                e->answer = -(sd_bus_message_get_errno(reply) ?: EIO);
+        else if (sd_bus_message_read(reply, "u", &answer) < 0)
+                e->answer = -EBADMSG;
+        else
+                e->answer = answer == NAME_PRIMARY_OWNER ? 1
+                            : answer == NAME_IN_QUEUE    ? 0
+                            : answer == NAME_EXISTS      ? -EEXIST
+                            : answer == NAME_ALREADY_OWNER ? -EALREADY
+                                                           : -EIO;
+        return 0;
+}
+
+int bus_connect(const char *bus, BusEarly *ret) {
+        int r;
+
+        *ret = (BusEarly){};
+        r = bus_open(bus, &ret->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the D-Bus bus '%s': %m", bus);
+        r = sd_bus_request_name_async(ret->bus, NULL, BUS_NAME,
+                                      getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0,
+                                      on_early_name_reply, ret);
+        (void) unsetenv("SLOTD_REEXECUTED");
+        if (r < 0)
+                return log_error_errno(r, "Failed to acquire %s on bus '%s': %m", BUS_NAME, bus);
+        return 0;
+}
+
+void bus_early_done(BusEarly *e) {
+        e->bus = sd_bus_close_unref(e->bus);
+}
+
+/* Until RequestName is answered, one message at a time: what comes after the answer (calls
+ * to the name) stays queued for the event loop. sd-bus times the call out (25 s). */
+static int bus_early_wait(BusEarly *e) {
+        int r;
+
+        while (!e->answered) {
+                r = sd_bus_process(e->bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r == 0 && (r = sd_bus_wait(e->bus, UINT64_MAX)) < 0 && r != -EINTR)
+                        return r;
+        }
+        return e->answer;
+}
+
 /* At start-up: a bus that cannot be reached, or a name that is taken, ends slotd (nothing
  * runs yet, and READY=1 promises the name). */
-int bus_door_setup(BusDoor *d, const char *bus) {
+int bus_door_setup(BusDoor *d, const char *bus, BusEarly *early) {
         int r;
 
         d->address = strdup(bus);
         if (!d->address)
                 return log_oom();
-        r = bus_open(bus, &d->bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to the D-Bus bus '%s': %m", bus);
-        r = bus_door_register(d);
-        if (r < 0)
-                return r;
-        r = sd_bus_request_name(d->bus, BUS_NAME, getenv("SLOTD_REEXECUTED") ? SD_BUS_NAME_QUEUE : 0);
-        (void) unsetenv("SLOTD_REEXECUTED");
+        r = bus_early_wait(early);
+        d->bus = TAKE_PTR(early->bus);
         if (r == -EEXIST)
                 return log_error_errno(r, "The name %s is taken on bus '%s': is another slotd "
                                           "running?", BUS_NAME, bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to acquire %s on bus '%s': %m", BUS_NAME, bus);
-        return 0;
+        return bus_door_register(d);
 }
 
 void bus_door_done(BusDoor *d) {

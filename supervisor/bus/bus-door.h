@@ -56,9 +56,20 @@ Slot *bus_slot_get(const BusSlot *bs);
 const char *bus_slot_path(char buf[static BUS_SLOT_PATH_MAX], unsigned id);
 #define BUS_SLOT_PATH(id) bus_slot_path((char[BUS_SLOT_PATH_MAX]){}, (id))
 
-/* The connection (bus-connection.c): connects to 'bus', registers the objects and takes the
- * name; then keeps the connection, reconnecting with back-off while the bus is away. */
-int bus_door_setup(BusDoor *d, const char *bus);
+/* The connection (bus-connection.c). bus_connect() opens one to 'bus' and asks for the name
+ * without waiting (authentication, Hello and RequestName go out at once), so that main.c
+ * opens it first thing and the bus daemon answers while slotd sets up. bus_door_setup()
+ * waits for the answer, takes the connection and registers the objects (nothing is
+ * dispatched before the event loop runs), then keeps it, reconnecting with back-off while
+ * the bus is away. */
+typedef struct BusEarly {
+        sd_bus *bus;
+        bool answered;
+        int answer; /* as sd_bus_request_name() returns: 1 ours, 0 queued, -EEXIST taken… */
+} BusEarly;
+int bus_connect(const char *bus, BusEarly *ret);
+void bus_early_done(BusEarly *e);
+int bus_door_setup(BusDoor *d, const char *bus, BusEarly *early);
 /* The connection, the callers and the slots' records: d may be set up again. */
 void bus_door_done(BusDoor *d);
 

@@ -103,7 +103,17 @@ void manager_slot_changed(Manager *m, Slot *s, bool durable) {
         manager_track_allocation(m, s);
         if (durable)
                 manager_state_slot_changed(m, s);
-        manager_hook(m, slot_changed, s, 0);
+        manager_announce_slot(m, s, 0);
+}
+
+/* The doors hear of a slot's change (0: of its state as a whole; else a SlotChange mask), but
+ * not during a fresh start's provisioning: no one can have seen the slots before (the loop,
+ * which answers calls, has not run), and each start would otherwise build every property of
+ * its slot into a PropertiesChanged that no one needs (about half of provisioning). As with
+ * any new owner of the name, a client reads the slots when slotd appears. */
+void manager_announce_slot(Manager *m, Slot *s, unsigned changes) {
+        if (!m->unseen)
+                manager_hook(m, slot_changed, s, changes);
 }
 
 void manager_hold_started(Manager *m, usec_t until) {

@@ -357,6 +357,7 @@ int manager_restore_state(Manager *m) {
         m->state_snapshot_needed = true;
         r = state_read(m->state_dir_fd, STATE_FILE, &text, &size);
         if (r == -ENOENT) {
+                m->unseen = true; /* a fresh start: no slot was ever seen (manager_announce_slot()) */
                 m->state_space.journal_broken = true;
                 m->idle_since = now_usec(CLOCK_BOOTTIME);
                 return manager_ensure_epoch(m);

@@ -36,7 +36,7 @@ typedef struct Manager {
         char *cgroup_root;           /* absolute path of the slot tree */
         char *cgroup_root_relative;  /* the same below the mount, as /proc/PID/cgroup says */
         unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
-        bool killed_cgroup_bug;      /* see spawn_probe_killed_cgroup_bug() */
+        int killed_cgroup_bug;       /* spawn_probe_killed_cgroup_bug()'s answer; -1: not asked yet */
         unsigned long nofile_default; /* the soft RLIMIT_NOFILE slotd started with */
 
         Fleet **fleets;
@@ -76,6 +76,9 @@ typedef struct Manager {
         size_t n_pending_allocated;
 
         bool reexecute;              /* leave the loop to exec the binary anew */
+        /* A start without a state file, until READY=1: no slot has been seen by anyone, so
+         * their changes are not announced on the doors (manager_announce_slot()). */
+        bool unseen;
         gid_t config_admin_gid;      /* supervisor.admin_group, resolved at (re)load */
         bool config_has_admin_gid;
 
@@ -146,6 +149,7 @@ Fleet *manager_find_fleet(Manager *m, const char *name);
 /* On every change of a slot (its SlotHooks.changed): allocation index, idle count, durable
  * state, the doors (ManagerHooks.slot_changed). */
 void manager_slot_changed(Manager *m, Slot *s, bool durable);
+void manager_announce_slot(Manager *m, Slot *s, unsigned changes);
 int manager_uuid_link(Manager *m, const char *uuid, Slot *s);
 void manager_uuid_unlink(Manager *m, const char *uuid, Slot *s);
 Slot *manager_slot_by_uuid(Manager *m, const char *uuid);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <grp.h>
+#include <string.h>
 #include <linux/capability.h>
 #include <linux/sched.h>
 #include <sys/prctl.h>
@@ -267,6 +268,35 @@ int confine_seccomp_program(scmp_filter_ctx ctx, struct sock_fprog **ret) {
         prog->filter = (struct sock_filter *) (prog + 1);
         if (pread(fd, prog->filter, (size_t) size, 0) != size)
                 return -EIO;
+        *ret = TAKE_PTR(prog);
+        return 0;
+}
+
+int confine_seccomp_default(bool kill, struct sock_fprog **ret, bool *ret_keeper_allowed) {
+        _cleanup_free_ struct sock_fprog *prog = NULL;
+        size_t size = confine_default_eperm_len * sizeof(struct sock_filter);
+        scmp_filter_ctx ctx = NULL;
+        uint32_t seen = 0;
+        int r;
+
+        if (kill || confine_default_eperm_len == 0) {
+                r = confine_seccomp_new(NULL, kill, &ctx, ret_keeper_allowed, NULL);
+                if (r < 0)
+                        return r;
+                r = confine_seccomp_program(ctx, ret);
+                seccomp_release(ctx);
+                return r;
+        }
+        prog = calloc(1, sizeof(struct sock_fprog) + size);
+        if (!prog)
+                return -ENOMEM;
+        prog->len = confine_default_eperm_len;
+        prog->filter = (struct sock_filter *) (prog + 1);
+        memcpy(prog->filter, confine_default_eperm, size);
+        for (size_t i = 0; confine_default_allow[i]; i++)
+                keeper_need_seen(confine_default_allow[i], &seen);
+        if (ret_keeper_allowed)
+                *ret_keeper_allowed = keeper_needs_all_seen(seen);
         *ret = TAKE_PTR(prog);
         return 0;
 }

@@ -30,6 +30,14 @@ int confine_seccomp_new(const char *list_path, bool kill, scmp_filter_ctx *ret,
 int confine_seccomp_program(scmp_filter_ctx ctx, struct sock_fprog **ret);
 struct sock_fprog *confine_seccomp_program_free(struct sock_fprog *p);
 
+/* The default allow-list's program, as confine_seccomp_new(NULL, kill, …) and
+ * confine_seccomp_program() make it: with EPERM the one the build compiled
+ * (confine_default_eperm[], by confine-gen), copied; with kill, or in a cross build, compiled
+ * now. Free with confine_seccomp_program_free(). */
+int confine_seccomp_default(bool kill, struct sock_fprog **ret, bool *ret_keeper_allowed);
+extern const struct sock_filter confine_default_eperm[];
+extern const unsigned short confine_default_eperm_len; /* 0: none was built */
+
 /* In the child, after the fork and before exec: identity, capabilities, no_new_privs,
  * rlimits, and the seccomp filter last. On failure errno is set and the step is named. */
 int confine_apply(const ConfineParams *p, const char **ret_step);

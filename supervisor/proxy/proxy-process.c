@@ -290,17 +290,12 @@ static int proxy_connected(Proxy *p, int fd, pid_t pid, int pidfd) {
 /* The filter of a game server with the default settings; built at the first spawn, which
  * start-up leaves to the event loop (proxy_start()). */
 static int proxy_seccomp(Proxy *p) {
-        scmp_filter_ctx ctx = NULL;
         bool keeper;
         int r;
 
         if (p->seccomp)
                 return 0;
-        r = confine_seccomp_new(NULL, false, &ctx, &keeper, NULL);
-        if (r >= 0) {
-                r = confine_seccomp_program(ctx, &p->seccomp);
-                seccomp_release(ctx);
-        }
+        r = confine_seccomp_default(false, &p->seccomp, &keeper);
         if (r < 0)
                 return log_error_errno(r, "Failed to build the local proxy's seccomp filter: %m");
         return 0;

@@ -63,6 +63,10 @@ typedef struct SlotHooks {
          * slot_handle_notify() if its sender is a process of this slot; false when there
          * was none to read. */
         bool (*receive_notify)(Slot *s, int fd, void *userdata);
+        /* Whether a child cloned into a cgroup emptied by cgroup.kill dies at once
+         * (spawn_probe_killed_cgroup_bug()): asked only before such a start, so the host
+         * probes on first need, not at start-up. NULL: it does not. */
+        bool (*killed_cgroup_bug)(Slot *s, void *userdata);
 } SlotHooks;
 
 /* What slots need from above: the loop, the machine's facts, the keeper, and the hooks. The
@@ -75,7 +79,6 @@ typedef struct SlotHost {
         int exit_dir_fd;             /* <state_dir>/exit: the keepers' status files */
         int keeper_fd;               /* slotd-keeper, O_PATH (spawn_open_keeper()) */
         unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
-        bool killed_cgroup_bug;      /* see spawn_probe_killed_cgroup_bug() */
         const char *machine_number;  /* server.json's machineID: the machine number */
         const char *ip;
         const char *ipv6;

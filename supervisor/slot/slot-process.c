@@ -215,6 +215,8 @@ static int slot_watch_child(Slot *s, pid_t pid, int pidfd) {
 static int slot_spawn(Slot *s) {
         _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
         _cleanup_close_ int log_fd = -EBADF, pidfd = -EBADF;
+        bool attach = s->cgroup_killed && s->host->hooks->killed_cgroup_bug &&
+                      s->host->hooks->killed_cgroup_bug(s, s->host->userdata);
         pid_t pid;
         int r;
 
@@ -239,8 +241,7 @@ static int slot_spawn(Slot *s) {
                                   .notify_fd = s->notify_fd,
                                   .keeper_fd = s->host->keeper_fd,
                                   .token_fd = s->token_fd >= 0 ? s->token_fd : -1,
-                                  .fork_and_attach = s->cgroup_killed &&
-                                                     s->host->killed_cgroup_bug,
+                                  .fork_and_attach = attach,
                           },
                           &pid, &pidfd);
         /* pids.max or the kernel's own limits: the machine's shortage, not the build's. */
