@@ -40,6 +40,7 @@ alloc_start() {
                 echo "listen = 127.0.0.1:${FA_PORT[$r]}"
                 echo "token_file = $T/fleet-token"
                 echo "claim_timeout = ${CLAIM_TIMEOUT:-600}s"
+                echo "environments = $FLEET_PROJECT/$FLEET_ENVIRONMENT $FLEET_PROJECT/e-other"
                 for line in "$@"; do echo "$line"; done
                 echo "[etcd]"
                 echo "endpoints = $ETCD_ENDPOINTS"
@@ -219,8 +220,38 @@ done
 assert_eq "$(status_of "$(post 1 game not-a-uuid)")" 400 "POST of an allocationId that is no UUID"
 assert_eq "$(status_of "$(post 1 game "$(uuid)" '"payload":{"an":"object"}')")" 400 \
         "POST with a payload that is no string"
-out=$(fleet_get 1 "/v1/allocations/projects/other/environments/$FLEET_ENVIRONMENT/fleets/game/allocations/$U1")
-assert_eq "$(status_of "$out")" 404 "GET of an allocation under another project"
+
+note "projects and environments: only those of allocator.environments; each sees its own"
+under() { echo "/v1/allocations/projects/$1/environments/$2/fleets/game/allocations${3:+/$3}"; }
+out=$(fleet_get 1 "$(under other $FLEET_ENVIRONMENT "$U1")")
+assert_eq "$(status_of "$out")" 404 "GET of an allocation under a project not served"
+assert_eq "$(body_of "$out" | json error)" "project other not found" "the 404 names the project"
+out=$(fleet_post 1 "$(under $FLEET_PROJECT e-nope)" "{\"allocationId\":\"$(uuid)\"}")
+assert_eq "$(status_of "$out")" 404 "POST under an environment not served"
+assert_eq "$(body_of "$out" | json error)" "environment e-nope of project $FLEET_PROJECT not found" \
+        "the 404 names the environment"
+assert_eq "$(status_of "$(fleet_post 1 "$(under nope $FLEET_ENVIRONMENT)" "{\"allocationId\":\"$(uuid)\"}")")" \
+        404 "POST under a project not served"
+assert_eq "$(status_of "$(fleet_get 1 "$(under $FLEET_PROJECT e-nope)")")" 404 \
+        "the list under an environment not served"
+assert_eq "$(status_of "$(fleet_delete 1 "$(under $FLEET_PROJECT e-nope "$U1")")")" 404 \
+        "DELETE under an environment not served"
+out=$(fleet_get 1 "$(under $FLEET_PROJECT e-other "$U1")")
+assert_eq "$(status_of "$out")" 404 "GET under another served environment of an allocation made in e-test"
+assert_eq "$(body_of "$(fleet_get 2 "$(under $FLEET_PROJECT e-other)")" | ids)" "" \
+        "the list of e-other holds none of e-test's allocations"
+assert_eq "$(status_of "$(fleet_delete 1 "$(under $FLEET_PROJECT e-other "$U1")")")" 404 \
+        "DELETE under e-other of an allocation of e-test"
+U3=$(uuid)
+assert_eq "$(status_of "$(fleet_post 2 "$(under $FLEET_PROJECT e-other)" "{\"allocationId\":\"$U3\"}")")" \
+        200 "POST under e-other"
+assert_eq "$(body_of "$(fleet_get 1 "$(under $FLEET_PROJECT e-other)")" | ids)" "$U3" \
+        "the list of e-other holds its allocation"
+assert_eq "$(body_of "$(fleet_get 1 "$(fleet_allocations)?ids=$U3")" | ids)" "" \
+        "the list of e-test does not"
+assert_eq "$(status_of "$(get_alloc 1 game "$U3")")" 404 "GET under e-test of e-other's allocation"
+assert_eq "$(status_of "$(fleet_delete 1 "$(under $FLEET_PROJECT e-other "$U3")")")" 204 \
+        "DELETE under e-other of its allocation"
 
 note "delete: the record and the claim go; a fulfilled one's host is told"
 assert_eq "$(status_of "$(fleet_delete 2 "$(fleet_allocations)/$U1")")" 204 "DELETE of a fulfilled allocation"

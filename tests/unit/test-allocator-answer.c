@@ -110,6 +110,22 @@ static void test_unknown_fleet(void **state) {
         assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_FLEET), ALLOC_RESULT_INVALID);
 }
 
+static void test_unknown_environment(void **state) {
+        json_t *body = NULL;
+        char *text;
+
+        assert_int_equal(environment_unknown_answer_http("p1", "staging", true, &body), 404);
+        text = json_dumps(body, JSON_COMPACT);
+        assert_string_equal(text, "{\"error\":\"environment staging of project p1 not found\"}");
+        free(text);
+        json_decref(body);
+        assert_int_equal(environment_unknown_answer_http("p9", "prod", false, &body), 404);
+        text = json_dumps(body, JSON_COMPACT);
+        assert_string_equal(text, "{\"error\":\"project p9 not found\"}");
+        free(text);
+        json_decref(body);
+}
+
 static void test_contended(void **state) {
         expect(ALLOC_CONTENDED, &request, NULL, 16, 503,
                "{\"error\":\"allocation " ID ": each of 16 slots tried was taken by another "
@@ -581,6 +597,7 @@ int main(void) {
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_no_capacity),
                 cmocka_unit_test(test_unknown_fleet),
+                cmocka_unit_test(test_unknown_environment),
                 cmocka_unit_test(test_contended),
                 cmocka_unit_test(test_etcd_failed),
                 cmocka_unit_test(test_no_memory),
