@@ -267,6 +267,43 @@ static void test_record_get(void **state) {
         assert_string_equal(record_shown_status(&s), "claimed");
 }
 
+/* A failed record (every host refused it, no other slot free): status failed, the host's
+ * reason in error, its time in failed; no slot (serverId 0). */
+static void test_record_failed(void **state) {
+        RecordShown s = {
+                .record = { .allocation_id = (char *) ID, .fleet_id = (char *) "demo",
+                            .build_configuration_id = (char *) "9999",
+                            .status = ALLOCATION_FAILED, .requested = T0,
+                            .claimed = T0 + 1000, .failed = T0 + 4000,
+                            .error = (char *) "Fleet 'demo' has no build configuration '9999'" },
+        };
+
+        expect_record(record_get_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &one, .shown = &s,
+                                       .n_shown = 1 },
+                      200,
+                      "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":9999,"
+                      "\"fleetId\":\"demo\",\"regionId\":\"\",\"machineId\":0,\"serverId\":0,"
+                      "\"ipv4\":\"\",\"ipv6\":\"\",\"gamePort\":0,\"readiness\":false,"
+                      "\"status\":\"failed\",\"requested\":\"2023-11-14T22:13:20.250Z\","
+                      "\"created\":\"2023-11-14T22:13:20.251Z\","
+                      "\"error\":\"Fleet 'demo' has no build configuration '9999'\","
+                      "\"failed\":\"2023-11-14T22:13:20.254Z\"}");
+        assert_string_equal(record_shown_status(&s), "failed");
+        /* an error kept on a record not failed (a host refused it; placed again) is not shown */
+        s.record.status = ALLOCATION_CLAIMED;
+        s.record.failed = 0;
+        expect_record(record_get_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &one, .shown = &s,
+                                       .n_shown = 1 },
+                      200,
+                      "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":9999,"
+                      "\"fleetId\":\"demo\",\"regionId\":\"\",\"machineId\":0,\"serverId\":0,"
+                      "\"ipv4\":\"\",\"ipv6\":\"\",\"gamePort\":0,\"readiness\":false,"
+                      "\"status\":\"claimed\",\"requested\":\"2023-11-14T22:13:20.250Z\","
+                      "\"created\":\"2023-11-14T22:13:20.251Z\"}");
+}
+
 static void test_record_list(void **state) {
         RecordShown s[2] = { shown_fulfilled(), shown_lost() };
 
@@ -531,7 +568,7 @@ static void test_list_query(void **state) {
                 { { .age = "1d" }, "age must be a duration such as 90s, 30m or 24h" },
                 { { .ids = "abc" }, "ids must be at most 100 allocation UUIDs, comma-separated" },
                 { { .ids = ID "," }, "ids must be at most 100 allocation UUIDs, comma-separated" },
-                { { .status = "ready" }, "status must be claimed, fulfilled or lost" },
+                { { .status = "ready" }, "status must be claimed, fulfilled, failed or lost" },
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 error = NULL;
@@ -604,6 +641,7 @@ int main(void) {
                 cmocka_unit_test(test_every_outcome),
                 cmocka_unit_test(test_error_json),
                 cmocka_unit_test(test_record_get),
+                cmocka_unit_test(test_record_failed),
                 cmocka_unit_test(test_record_list),
                 cmocka_unit_test(test_record_delete),
                 cmocka_unit_test(test_record_failures),
