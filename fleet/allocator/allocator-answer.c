@@ -273,3 +273,13 @@ unsigned capacity_answer_http(const FleetCapacity *c, json_t **ret_body) {
         *ret_body = api_error_json("out of memory (capacity of fleet %s)", c->fleet);
         return 500;
 }
+
+unsigned environment_unknown_answer_http(const char *project, const char *environment,
+                                         bool project_known, json_t **ret_body) {
+        if (project_known)
+                *ret_body = api_error_json("environment %s of project %s not found",
+                                           environment, project);
+        else
+                *ret_body = api_error_json("project %s not found", project);
+        return 404;
+}

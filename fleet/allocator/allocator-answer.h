@@ -32,5 +32,10 @@ unsigned alloc_answer_http(const AllocAnswer *answer, json_t **ret_body);
 unsigned record_get_answer_http(const RecordAnswer *answer, json_t **ret_body);
 unsigned record_list_answer_http(const RecordAnswer *answer, json_t **ret_body);
 unsigned record_delete_answer_http(const RecordAnswer *answer, json_t **ret_body);
+/* The answer to any request under a project, or an environment of it, the allocator does not
+ * serve (allocator.environments): 404 naming the project, if none of its environments is
+ * served, else the environment. */
+unsigned environment_unknown_answer_http(const char *project, const char *environment,
+                                         bool project_known, json_t **ret_body);
 /* The answer to GET /v1/fleets/{fleetId}/capacity. */
 unsigned capacity_answer_http(const FleetCapacity *c, json_t **ret_body);

@@ -161,7 +161,33 @@ static void api_capacity(Allocator *a, ApiRequest *req) {
         api_request_answer(req, status, body);
 }
 
+/* Whether the route's project and environment are served; if not, answered 404. */
+static bool api_environment_served(Allocator *a, ApiRequest *req) {
+        const ApiRoute *rt = api_request_route(req);
+        json_t *body = NULL;
+        unsigned status;
+
+        if (allocator_serves(a->config, rt->project, rt->environment))
+                return true;
+        status = environment_unknown_answer_http(rt->project, rt->environment,
+                                                 allocator_serves(a->config, rt->project, NULL),
+                                                 &body);
+        api_request_answer(req, status, body);
+        return false;
+}
+
 void api_dispatch(Allocator *a, ApiRequest *req) {
+        switch (api_request_route(req)->op) {
+        case API_ALLOCATE:
+        case API_GET:
+        case API_DELETE:
+        case API_LIST:
+                if (!api_environment_served(a, req))
+                        return;
+                break;
+        default:
+                break;
+        }
         switch (api_request_route(req)->op) {
         case API_ALLOCATE:
                 api_allocate(a, req);

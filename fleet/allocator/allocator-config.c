@@ -6,6 +6,7 @@
 #include <inttypes.h>
 
 #include "allocator-config.h"
+#include "allocator-request.h"
 #include "config-internal.h"
 #include "docs.h"
 #include "fileio.h"
@@ -14,6 +15,8 @@
 #define CLAIM_TIMEOUT_MIN (100 * USEC_PER_MSEC)
 #define CLAIM_TIMEOUT_MAX (10 * USEC_PER_MINUTE)
 #define ETCD_TIMEOUT_MAX (60 * USEC_PER_SEC)
+#define FAILED_TTL_MIN (2 * USEC_PER_SEC) /* etcd's shortest lease */
+#define FAILED_TTL_MAX (7 * 24 * USEC_PER_HOUR)
 
 static int parse_allocator_listen_key(ParseContext *ctx, const ConfigKey *k, const char *value,
                                       void *data) {
@@ -66,6 +69,55 @@ static int parse_etcd_timeout_key(ParseContext *ctx, const ConfigKey *k, const c
         return parse_timeout_key(ctx, k, value, data, 10 * USEC_PER_MSEC, ETCD_TIMEOUT_MAX);
 }
 
+/* "<projectId>/<environmentId>", separated by spaces or commas: the project environments the
+ * allocator serves. */
+static int parse_environments_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                  void *data) {
+        _cleanup_strv_free_ char **list = NULL;
+        char ***p = data;
+        const char *w = value;
+
+        for (;;) {
+                _cleanup_free_ char *word = NULL, *project = NULL;
+                const char *slash;
+                size_t n;
+
+                w += strspn(w, " \t,");
+                if (*w == '\0')
+                        break;
+                n = strcspn(w, " \t,");
+                word = strndup(w, n);
+                if (!word)
+                        return ctx_oom(ctx);
+                w += n;
+                slash = strchr(word, '/');
+                project = slash ? strndup(word, slash - word) : NULL;
+                if (slash && !project)
+                        return ctx_oom(ctx);
+                if (!slash || !fleet_key_component_valid(project) ||
+                    !fleet_key_component_valid(slash + 1) || strlen(project) > API_ID_MAX ||
+                    strlen(slash + 1) > API_ID_MAX)
+                        return key_error(ctx, k, value, -EINVAL,
+                                         "expected <projectId>/<environmentId> entries, "
+                                         "separated by spaces; '%s' is not one", word);
+                if (strv_contains(list, word))
+                        return key_error(ctx, k, value, -EINVAL, "%s is listed twice", word);
+                if (strv_extend(&list, word) < 0)
+                        return ctx_oom(ctx);
+        }
+        if (!list)
+                return key_error(ctx, k, value, -EINVAL,
+                                 "expected at least one <projectId>/<environmentId>");
+        strv_free(*p);
+        *p = TAKE_PTR(list);
+        return 0;
+}
+
+static int parse_failed_ttl_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                void *data) {
+        return parse_timeout_key(ctx, k, value, data, FAILED_TTL_MIN, FAILED_TTL_MAX);
+}
+
 #define KEY(s, n, parser, field) { s, n, parser, offsetof(AllocatorConfig, field), false }
 
 static const ConfigKey allocator_keys[] = {
@@ -77,6 +129,8 @@ static const ConfigKey allocator_keys[] = {
         KEY("allocator", "tls_client_ca", parse_path_key, tls_client_ca),
         KEY("allocator", "claim_timeout", parse_claim_timeout_key, claim_timeout),
         KEY("allocator", "strategy", parse_strategy_key, strategy),
+        KEY("allocator", "environments", parse_environments_key, environments),
+        KEY("allocator", "failed_ttl", parse_failed_ttl_key, failed_ttl),
         KEY("etcd", "endpoints", parse_etcd_endpoints_key, etcd_endpoints),
         KEY("etcd", "prefix", parse_etcd_prefix_key, prefix),
         KEY("etcd", "timeout", parse_etcd_timeout_key, etcd_timeout),
@@ -103,6 +157,7 @@ AllocatorConfig *allocator_config_free(AllocatorConfig *c) {
         free(c->tls_cert);
         free(c->tls_key);
         free(c->tls_client_ca);
+        strv_free(c->environments);
         strv_free(c->etcd_endpoints);
         free(c->prefix);
         free(c->etcd_ca);
@@ -119,12 +174,25 @@ static AllocatorConfig *allocator_config_new(void) {
         c->claim_timeout = 5 * USEC_PER_SEC;
         c->etcd_timeout = 2 * USEC_PER_SEC;
         c->strategy = PLACEMENT_PACKED;
+        c->failed_ttl = 10 * USEC_PER_MINUTE;
         c->user = strdup("slotd-allocator");
         c->prefix = strdup(FLEET_PREFIX_DEFAULT);
         if (!c->user || !c->prefix || proxy_listen_from_string(ALLOCATOR_LISTEN_DEFAULT,
                                                               &c->listen) < 0)
                 return NULL;
         return TAKE_PTR(c);
+}
+
+bool allocator_serves(const AllocatorConfig *c, const char *project, const char *environment) {
+        size_t n = strlen(project);
+
+        if (!c->environments)
+                return true;
+        STRV_FOREACH(e, c->environments)
+                if (strncasecmp(*e, project, n) == 0 && (*e)[n] == '/' &&
+                    (!environment || strcasecmp(*e + n + 1, environment) == 0))
+                        return true;
+        return false;
 }
 
 bool allocator_listen_is_loopback(const ProxyListen *l) {

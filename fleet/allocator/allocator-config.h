@@ -25,6 +25,8 @@ typedef struct AllocatorConfig {
         char *tls_client_ca;       /* mutual TLS: clients must present a certificate of it */
         usec_t claim_timeout;      /* default 5 s */
         PlacementStrategy strategy; /* default packed */
+        char **environments;       /* "<projectId>/<environmentId>" served; NULL = every one */
+        usec_t failed_ttl;         /* a failed allocation's record kept so long; default 10 min */
 
         /* [etcd] */
         char **etcd_endpoints;     /* required */
@@ -44,6 +46,10 @@ int allocator_config_parse(const char *name, const char *text, size_t size,
                            AllocatorConfig **ret, char **ret_error);
 /* The same, from a file. */
 int allocator_config_load(const char *path, AllocatorConfig **ret, char **ret_error);
+
+/* Whether the allocator serves the project's environment (IDs compared without case: a UUID
+ * is lowercased on the way in); environment NULL: whether it serves any of the project's. */
+bool allocator_serves(const AllocatorConfig *c, const char *project, const char *environment);
 
 /* Whether the listen address is loopback (127.0.0.0/8, ::1). */
 bool allocator_listen_is_loopback(const ProxyListen *l);

@@ -12,6 +12,7 @@
 #include "allocator-scan.h"
 #include "allocator.h"
 #include "log.h"
+#include "strv.h"
 
 #define DELETE_ATTEMPTS_MAX 4
 /* A deletion whose answer was lost with its etcd member is read and sent again at most this
@@ -418,13 +419,17 @@ static void delete_read(RecordOp *op) {
  * no claim of it is left; the only transaction that deletes a claim and writes its record at
  * R, the slot then showing the allocation, is its host's confirmation: the record is
  * fulfilled there. Compared (the record's mod_revision R): if it is not so, the transaction
- * fails and the record is read as usual. */
+ * fails and the record is read as usual. Only when the allocator serves one project
+ * environment (allocator.environments), which the door checked: else the record's own tells
+ * whether it is the request's, and it is read. */
 static bool delete_direct(RecordOp *op) {
         Allocator *a = op->allocator;
         const char *id = op->request.allocation_id, *fleet = op->request.fleet;
         CacheSlot *s = cache_ready(a) ? hashmap_get(&a->cache.slots_by_allocation, id) : NULL;
         AllocationRecord rec;
 
+        if (strv_length(a->config->environments) != 1)
+                return false;
         if (!s || !streq_ptr(s->claim_gone_allocation_id, id) || s->claim_gone_revision <= 0 ||
             !streq_ptr(s->fleet, fleet) || hashmap_get(&a->cache.claims_by_allocation, id))
                 return false;

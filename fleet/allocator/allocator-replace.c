@@ -41,6 +41,7 @@ struct ReplaceOp {
         uint32_t new_slot;
         bool pending;
         char *new_claim_key, *new_claim_value, *new_slot_key;
+        char *failed_record, *failed_index; /* a refused claim with nowhere to go */
         unsigned attempts;
         EtcdRequest *etcd;
         sd_event_source *timer;
@@ -68,6 +69,8 @@ static void op_free(ReplaceOp *op) {
         free(op->new_claim_key);
         free(op->new_claim_value);
         free(op->new_slot_key);
+        free(op->failed_record);
+        free(op->failed_index);
         free(op);
 }
 
@@ -195,9 +198,9 @@ static bool old_claim_there(const ReplaceOp *op, const EtcdResponse *resp) {
         return true;
 }
 
-/* ---- a refused claim with nowhere to go ---- */
+/* ---- a refused claim with nowhere to go: its record failed ---- */
 
-static void on_dropped(Etcd *e, const EtcdResponse *resp, void *userdata) {
+static void on_failed(Etcd *e, const EtcdResponse *resp, void *userdata) {
         ReplaceOp *op = userdata;
 
         op->etcd = NULL;
@@ -208,9 +211,10 @@ static void on_dropped(Etcd *e, const EtcdResponse *resp, void *userdata) {
         if (resp->succeeded) {
                 op->allocator->metrics.claims_dropped++;
                 log_warning("Allocation %s: %s on slot %" PRIu32 " of %s, and no other slot of "
-                            "fleet %s is free: its record is deleted", op->allocation_id,
-                            reason_words(op->reason), op->old_slot, op->old_machine,
-                            op->fleet);
+                            "fleet %s is free: it failed (its record is kept %" PRIu64 "s)",
+                            op->allocation_id, reason_words(op->reason), op->old_slot,
+                            op->old_machine, op->fleet,
+                            (op->allocator->config->failed_ttl + USEC_PER_SEC - 1) / USEC_PER_SEC);
                 op_free(op);
                 return;
         }
@@ -220,7 +224,10 @@ static void on_dropped(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 op_read(op); /* the record changed meanwhile */
 }
 
-static void drop_record(ReplaceOp *op) {
+/* The record failed and its index, both on a lease of allocator.failed_ttl: etcd deletes them
+ * then, whichever replica is up (or none). */
+static void on_failed_lease(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        ReplaceOp *op = userdata;
         const EtcdCompare cmp[2] = {
                 { .key = op->record_key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
                   .number = op->record_revision },
@@ -228,14 +235,61 @@ static void drop_record(ReplaceOp *op) {
         };
         _cleanup_free_ char *ikey = fleet_key_allocation_id(op->allocator->config->prefix,
                                                            op->allocation_id);
-        const EtcdOp del[2] = { { .type = ETCD_OP_DELETE, .key = op->record_key },
-                                { .type = ETCD_OP_DELETE, .key = ikey } };
+        EtcdOp put[2] = {
+                { .type = ETCD_OP_PUT, .key = op->record_key, .value = op->failed_record },
+                { .type = ETCD_OP_PUT, .key = ikey, .value = op->failed_index },
+        };
         const EtcdOp fail = { .type = ETCD_OP_RANGE, .key = op->old_claim_key };
 
-        if (++op->attempts > REPLACE_ATTEMPTS_MAX || !ikey ||
-            etcd_txn(op->allocator->etcd, cmp, 2, del, 2, &fail, 1, on_dropped, op,
-                     &op->etcd) < 0)
-                op_give_up(op, "its record cannot be deleted");
+        op->etcd = NULL;
+        if (allocator_etcd_failed(op->allocator, resp)) {
+                op_etcd_failed(op, resp);
+                return;
+        }
+        put[0].lease = put[1].lease = resp->lease_id;
+        if (!ikey || etcd_txn(op->allocator->etcd, cmp, 2, put, 2, &fail, 1, on_failed, op,
+                              &op->etcd) < 0)
+                op_give_up(op, "its record cannot be marked failed");
+}
+
+/* rec failed: why (the last host's refusal, or what the allocator saw) kept beside it. */
+static int fail_prepare(ReplaceOp *op, AllocationRecord *rec) {
+        AllocationIdDoc index = { .allocation_id = rec->allocation_id,
+                                  .fleet_id = rec->fleet_id };
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (str_isempty(rec->error) &&
+            asprintf(&why, "%s on slot %" PRIu32 " of %s, and no other slot of fleet %s is "
+                     "free", reason_words(op->reason), op->old_slot, op->old_machine,
+                     op->fleet) < 0)
+                return -ENOMEM;
+        if (why) {
+                free(rec->error);
+                rec->error = TAKE_PTR(why);
+        }
+        rec->status = ALLOCATION_FAILED;
+        rec->failed = now_usec(CLOCK_REALTIME);
+        /* no slot holds it: Unity's serverId 0, "not allocated" */
+        rec->machine_id = mfree(rec->machine_id);
+        rec->ipv4 = mfree(rec->ipv4);
+        rec->ipv6 = mfree(rec->ipv6);
+        rec->machine_number = 0;
+        rec->slot_id = 0;
+        rec->game_port = 0;
+        op->failed_record = mfree(op->failed_record);
+        op->failed_index = mfree(op->failed_index);
+        r = allocation_record_format(rec, &op->failed_record);
+        return r < 0 ? r : allocation_id_doc_format(&index, &op->failed_index);
+}
+
+static void fail_record(ReplaceOp *op, AllocationRecord *rec) {
+        Allocator *a = op->allocator;
+        int64_t ttl = (int64_t) ((a->config->failed_ttl + USEC_PER_SEC - 1) / USEC_PER_SEC);
+
+        if (++op->attempts > REPLACE_ATTEMPTS_MAX || fail_prepare(op, rec) < 0 ||
+            etcd_lease_grant(a->etcd, ttl, on_failed_lease, op, &op->etcd) < 0)
+                op_give_up(op, "its record cannot be marked failed");
 }
 
 /* ---- the move ---- */
@@ -365,7 +419,7 @@ static void move(ReplaceOp *op, AllocationRecord *rec) {
                 s = cache_slot_by_index(a, machine, id);
         if (!s) {
                 if (op->reason != REPLACE_DEADLINE)
-                        drop_record(op);
+                        fail_record(op, rec);
                 else
                         op_give_up(op, "no other slot is free");
                 return;

@@ -190,7 +190,7 @@ static int route_list_query(const ApiQuery *q, ApiRoute *r, const char **ret_err
                 r->status_lost = streq(q->status, "lost");
                 r->status = allocation_status_from_string(q->status);
                 if (!r->status_lost && r->status < 0) {
-                        *ret_error = "status must be claimed, fulfilled or lost";
+                        *ret_error = "status must be claimed, fulfilled, failed or lost";
                         return -EINVAL;
                 }
         }
@@ -429,6 +429,13 @@ json_t *api_allocation_json(const AllocationRecord *rec, const char *status_word
                   set_time(o, "created", rec->claimed) < 0 ||
                   set_time(o, "fulfilled", rec->fulfilled) < 0 ||
                   set_time(o, "ready", readiness ? ready_at : 0) < 0)) {
+                json_decref(o);
+                o = NULL;
+        }
+        /* slotd's too: why and when it failed (a record kept allocator.failed_ttl) */
+        if (o && rec->status == ALLOCATION_FAILED &&
+            (json_object_set_new(o, "error", json_string(strempty(rec->error))) < 0 ||
+             set_time(o, "failed", rec->failed) < 0)) {
                 json_decref(o);
                 o = NULL;
         }

@@ -95,6 +95,8 @@ static const Field record_fields[] = {
         FIELD(AllocationRecord, "fulfilled", FIELD_TIME, fulfilled),
         FIELD(AllocationRecord, "attempts", FIELD_U32, attempts),
         FIELD(AllocationRecord, "excluded", FIELD_STRV, excluded),
+        FIELD(AllocationRecord, "error", FIELD_STRING, error),
+        FIELD(AllocationRecord, "failed", FIELD_TIME, failed),
 };
 
 static const Field claim_fields[] = {
@@ -120,6 +122,7 @@ static const Field allocation_id_fields[] = {
 static const char *const status_names[_ALLOCATION_STATUS_MAX] = {
         [ALLOCATION_CLAIMED] = "claimed",
         [ALLOCATION_FULFILLED] = "fulfilled",
+        [ALLOCATION_FAILED] = "failed",
 };
 
 const char *allocation_status_to_string(AllocationStatus s) {

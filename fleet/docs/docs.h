@@ -136,6 +136,8 @@ void machine_doc_done(MachineDoc *d);
 typedef enum AllocationStatus {
         ALLOCATION_CLAIMED,
         ALLOCATION_FULFILLED,
+        ALLOCATION_FAILED, /* refused by every host, or no other slot free: kept for
+                            * allocator.failed_ttl (the record's lease), with its error */
         _ALLOCATION_STATUS_MAX,
         _ALLOCATION_STATUS_INVALID = -EINVAL,
 } AllocationStatus;
@@ -165,6 +167,8 @@ typedef struct AllocationRecord {
         usec_t fulfilled;
         uint32_t attempts;
         char **excluded; /* machines that failed it */
+        char *error;     /* the last host's refusal; failed: why it failed */
+        usec_t failed;   /* failed: when */
 } AllocationRecord;
 
 int allocation_record_format(const AllocationRecord *d, char **ret);

@@ -355,6 +355,8 @@ static int refuse_send(RegHostKey *k, const EtcdResponse *resp) {
                 q = claim_record_key(k, &record_key);
                 if (q >= 0)
                         q = reg_record_exclude(&rec, k->registry->machine.machine_id);
+                if (q >= 0 && k->refusal)
+                        q = free_and_strdup(&rec.error, k->refusal);
                 if (q >= 0)
                         q = allocation_record_format(&rec, &value);
                 if (q < 0)
@@ -376,9 +378,13 @@ static void on_refuse_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
 
 /* why NULL: another attempt after the record changed under the last one. */
 static void claim_refuse(RegHostKey *k, const char *why) {
-        if (why)
+        if (why) {
                 log_warning("Refusing the claim %s (allocation %s): %s", k->key,
                             strempty(k->claim.allocation_id), why);
+                /* kept in the record: GET shows it once no host would take the allocation */
+                if (free_and_strdup(&k->refusal, why) < 0)
+                        k->refusal = mfree(k->refusal);
+        }
         if (!k->claim.allocation_id || read_record(k, on_refuse_read) < 0) {
                 /* not a claim at all: deleted, with no record to tell */
                 if (refuse_send(k, NULL) < 0)

@@ -24,6 +24,7 @@ RegHostKey *reg_host_key_free(RegHostKey *k) {
         free(k->key);
         free(k->allocation_id);
         free(k->value);
+        free(k->refusal);
         free(k);
         return NULL;
 }

@@ -235,6 +235,7 @@ struct RegHostKey {
         int64_t record_revision; /* mod_revision of the allocation record read */
         bool carries_doc;        /* the confirmation in the batch puts the slot's document */
         ClaimDoc claim;          /* of working_revision */
+        char *refusal;           /* slotd's reason for refusing it, written into its record */
         sd_bus_slot *call;
         EtcdRequest *req;
         EtcdBatchTxn *txn;

@@ -29,6 +29,10 @@ FLEET_PORT_BASE=${FLEET_PORT_BASE:-41000}
 FLEET_PROJECT=${FLEET_PROJECT:-5c5a9c63-6b53-4a6e-9b7c-2f5c1e0d0a01}
 FLEET_ENVIRONMENT=${FLEET_ENVIRONMENT:-8e2d7f51-3c44-4d8e-a1f0-6b9e2c7d4e02}
 FLEET_ADMIN_GROUP=${FLEET_ADMIN_GROUP:-adm}
+# allocator.environments: this test's project environment, and FLEET_MORE_ENVIRONMENTS
+# ("<projectId>/<environmentId> ..."); allocator.failed_ttl (seconds).
+FLEET_MORE_ENVIRONMENTS=${FLEET_MORE_ENVIRONMENTS:-}
+FLEET_FAILED_TTL=${FLEET_FAILED_TTL:-600}
 declare -f FLEET_REGION_OF >/dev/null || FLEET_REGION_OF() { echo "0f8a6b3e-2d1c-4e5f-9a7b-1c2d3e4f5a6b"; }
 
 command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
@@ -285,6 +289,8 @@ listen = 127.0.0.1:${FA_PORT[$r]}
 token_file = $T/fleet-token
 claim_timeout = $FLEET_CLAIM_TIMEOUT
 strategy = $FLEET_STRATEGY
+environments = $FLEET_PROJECT/$FLEET_ENVIRONMENT $FLEET_MORE_ENVIRONMENTS
+failed_ttl = ${FLEET_FAILED_TTL}s
 
 [etcd]
 endpoints = ${ETCD_ENDPOINTS:?etcd-lib.sh sets ETCD_ENDPOINTS}

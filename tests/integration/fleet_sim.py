@@ -116,6 +116,7 @@ def confirm(etcd, prefix, machine, slot):
 def refuse(etcd, prefix, machine, slot):
     ckey, crev, claim, rkey, rrev, rec = claim_and_record(etcd, prefix, machine, slot)
     rec["excluded"] = sorted(set(rec.get("excluded", []) + [machine]))
+    rec["error"] = "slotd on %s refused it (simulated)" % machine  # slotd's reason, as the registry keeps it
     return etcd.txn([mod_equal(ckey, crev), mod_equal(rkey, rrev)],
                     [put_op(rkey, rec), del_op(ckey)])
 

@@ -40,6 +40,7 @@ alloc_start() {
                 echo "listen = 127.0.0.1:${FA_PORT[$r]}"
                 echo "token_file = $T/fleet-token"
                 echo "claim_timeout = ${CLAIM_TIMEOUT:-600}s"
+                echo "environments = $FLEET_PROJECT/$FLEET_ENVIRONMENT $FLEET_PROJECT/e-other"
                 for line in "$@"; do echo "$line"; done
                 echo "[etcd]"
                 echo "endpoints = $ETCD_ENDPOINTS"
@@ -219,8 +220,38 @@ done
 assert_eq "$(status_of "$(post 1 game not-a-uuid)")" 400 "POST of an allocationId that is no UUID"
 assert_eq "$(status_of "$(post 1 game "$(uuid)" '"payload":{"an":"object"}')")" 400 \
         "POST with a payload that is no string"
-out=$(fleet_get 1 "/v1/allocations/projects/other/environments/$FLEET_ENVIRONMENT/fleets/game/allocations/$U1")
-assert_eq "$(status_of "$out")" 404 "GET of an allocation under another project"
+
+note "projects and environments: only those of allocator.environments; each sees its own"
+under() { echo "/v1/allocations/projects/$1/environments/$2/fleets/game/allocations${3:+/$3}"; }
+out=$(fleet_get 1 "$(under other $FLEET_ENVIRONMENT "$U1")")
+assert_eq "$(status_of "$out")" 404 "GET of an allocation under a project not served"
+assert_eq "$(body_of "$out" | json error)" "project other not found" "the 404 names the project"
+out=$(fleet_post 1 "$(under $FLEET_PROJECT e-nope)" "{\"allocationId\":\"$(uuid)\"}")
+assert_eq "$(status_of "$out")" 404 "POST under an environment not served"
+assert_eq "$(body_of "$out" | json error)" "environment e-nope of project $FLEET_PROJECT not found" \
+        "the 404 names the environment"
+assert_eq "$(status_of "$(fleet_post 1 "$(under nope $FLEET_ENVIRONMENT)" "{\"allocationId\":\"$(uuid)\"}")")" \
+        404 "POST under a project not served"
+assert_eq "$(status_of "$(fleet_get 1 "$(under $FLEET_PROJECT e-nope)")")" 404 \
+        "the list under an environment not served"
+assert_eq "$(status_of "$(fleet_delete 1 "$(under $FLEET_PROJECT e-nope "$U1")")")" 404 \
+        "DELETE under an environment not served"
+out=$(fleet_get 1 "$(under $FLEET_PROJECT e-other "$U1")")
+assert_eq "$(status_of "$out")" 404 "GET under another served environment of an allocation made in e-test"
+assert_eq "$(body_of "$(fleet_get 2 "$(under $FLEET_PROJECT e-other)")" | ids)" "" \
+        "the list of e-other holds none of e-test's allocations"
+assert_eq "$(status_of "$(fleet_delete 1 "$(under $FLEET_PROJECT e-other "$U1")")")" 404 \
+        "DELETE under e-other of an allocation of e-test"
+U3=$(uuid)
+assert_eq "$(status_of "$(fleet_post 2 "$(under $FLEET_PROJECT e-other)" "{\"allocationId\":\"$U3\"}")")" \
+        200 "POST under e-other"
+assert_eq "$(body_of "$(fleet_get 1 "$(under $FLEET_PROJECT e-other)")" | ids)" "$U3" \
+        "the list of e-other holds its allocation"
+assert_eq "$(body_of "$(fleet_get 1 "$(fleet_allocations)?ids=$U3")" | ids)" "" \
+        "the list of e-test does not"
+assert_eq "$(status_of "$(get_alloc 1 game "$U3")")" 404 "GET under e-test of e-other's allocation"
+assert_eq "$(status_of "$(fleet_delete 1 "$(under $FLEET_PROJECT e-other "$U3")")")" 204 \
+        "DELETE under e-other of its allocation"
 
 note "delete: the record and the claim go; a fulfilled one's host is told"
 assert_eq "$(status_of "$(fleet_delete 2 "$(fleet_allocations)/$U1")")" 204 "DELETE of a fulfilled allocation"
@@ -366,7 +397,7 @@ assert_eq "$(fleet_get 9 "$(fleet_allocations)?status=lost" | cut -d' ' -f2- | p
 print([a["allocationId"] for a in json.load(sys.stdin)["allocations"]])')" "['$U']" "?status=lost"
 alloc_stop 8 9
 
-note "a claim refused by its host is placed elsewhere at once; with nowhere to go, dropped"
+note "a claim refused by its host is placed elsewhere at once; with nowhere to go, failed"
 P=/t/refuse
 printf '%s\n' "machine m1" "machine m2" "slot game m1 0 online running true 1001 eu" \
         "slot game m2 0 online running true 1001 eu" | sim $P -
@@ -379,10 +410,22 @@ on_m2() { [ "$(where 10 game "$U")" = m2/0 ]; }
 wait_until $((5 * TIME_SCALE)) "the refused claim moved to m2" on_m2
 assert_eq "$(metric 10 'slotd_allocator_claims_replaced_total{reason="refused"}')" 1 "claims re-placed (refused)"
 sim $P refuse m2 0
-gone() { [ "$(status_of "$(get_alloc 10 game "$U")")" = 404 ]; }
-wait_until $((5 * TIME_SCALE)) "the allocation refused everywhere is dropped" gone
+failed() { [ "$(get_alloc "$1" game "$U" | cut -d' ' -f2- | json status)" = failed ]; }
+wait_until $((5 * TIME_SCALE)) "the allocation refused everywhere reads failed" failed 10
+out=$(get_alloc 10 game "$U")
+assert_eq "$(status_of "$out")" 200 "GET of the failed allocation (not 404)"
+assert_eq "$(body_of "$out" | json error)" "slotd on m2 refused it (simulated)" \
+        "its error: the last host's refusal"
+assert_eq "$(body_of "$out" | json serverId)" 0 "no slot holds it"
 assert_eq "$(metric 10 slotd_allocator_claims_dropped_total)" 1 "claims dropped"
-assert_eq "$(count_keys $P/allocation-ids/)" 0 "the dropped allocation's index, deleted with it"
+assert_eq "$(count_keys $P/allocation-ids/)" 1 "the failed allocation's index, kept with it"
+# (etcd's lease IDs are 64-bit: read as text, not by jq, whose numbers are doubles)
+lease_of() { ectl get "$1" -w json | grep -o '"lease":[0-9]*' | cut -d: -f2 || echo 0; }
+L=$(lease_of $P/allocations/game/$U)
+assert_ok "the failed record on a lease ($L)" test "$L" != 0
+assert_eq "$(lease_of $P/allocation-ids/$U)" "$L" "its index on the same lease"
+ttl=$(ectl lease timetolive "$(printf '%x' "$L")" | grep -o 'granted with TTL([0-9]*s)' || true)
+assert_eq "$ttl" "granted with TTL(600s)" "the lease of allocator.failed_ttl (default 10 min)"
 alloc_stop 10
 
 note "a claim refused while no allocator runs: placed again by the next to start; or dropped"
@@ -418,11 +461,12 @@ assert_eq "$(where 14 game "$U")" m1/0 "the claim on the last slot"
 alloc_stop 14
 sim $P refuse m1 0
 alloc_start 14 $P
-no_record() { [ -z "$(ectl get $P/allocations/game/$U --print-value-only)" ]; }
-wait_until $((5 * TIME_SCALE)) "the stranded record with nowhere to go is dropped" no_record
-assert_eq "$(status_of "$(get_alloc 14 game "$U")")" 404 "GET of the dropped allocation"
+rec_failed() { [ "$(ectl get $P/allocations/game/$U --print-value-only | json status)" = failed ]; }
+wait_until $((5 * TIME_SCALE)) "the stranded record with nowhere to go fails" rec_failed
+assert_eq "$(get_alloc 14 game "$U" | cut -d' ' -f2- | json error)" \
+        "slotd on m1 refused it (simulated)" "GET of the failed allocation: its error"
 assert_eq "$(metric 14 slotd_allocator_claims_dropped_total)" 1 "claims dropped"
-assert_eq "$(count_keys $P/allocations/)" 1 "records in etcd"
+assert_eq "$(count_keys $P/allocations/)" 2 "records in etcd (the fulfilled one, the failed one)"
 # A record claimed whose claim is gone by other means (a crash between steps, a person),
 # written while a replica runs but without any claim event, its deadline passed: a GET finds
 # it. Its excluded is empty: the move adds m1, as for a refusal.

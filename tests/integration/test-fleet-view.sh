@@ -54,6 +54,7 @@ listen = 127.0.0.1:${FA_PORT[$r]}
 token_file = $T/fleet-token
 claim_timeout = ${FLEET_CLAIM_TIMEOUT}s
 strategy = packed
+environments = $FLEET_PROJECT/$FLEET_ENVIRONMENT
 
 [etcd]
 endpoints = $(IFS=,; echo "${eps[*]}")

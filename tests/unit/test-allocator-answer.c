@@ -110,6 +110,22 @@ static void test_unknown_fleet(void **state) {
         assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_FLEET), ALLOC_RESULT_INVALID);
 }
 
+static void test_unknown_environment(void **state) {
+        json_t *body = NULL;
+        char *text;
+
+        assert_int_equal(environment_unknown_answer_http("p1", "staging", true, &body), 404);
+        text = json_dumps(body, JSON_COMPACT);
+        assert_string_equal(text, "{\"error\":\"environment staging of project p1 not found\"}");
+        free(text);
+        json_decref(body);
+        assert_int_equal(environment_unknown_answer_http("p9", "prod", false, &body), 404);
+        text = json_dumps(body, JSON_COMPACT);
+        assert_string_equal(text, "{\"error\":\"project p9 not found\"}");
+        free(text);
+        json_decref(body);
+}
+
 static void test_contended(void **state) {
         expect(ALLOC_CONTENDED, &request, NULL, 16, 503,
                "{\"error\":\"allocation " ID ": each of 16 slots tried was taken by another "
@@ -249,6 +265,43 @@ static void test_record_get(void **state) {
                       200, LOST_JSON);
         s.lost = false;
         assert_string_equal(record_shown_status(&s), "claimed");
+}
+
+/* A failed record (every host refused it, no other slot free): status failed, the host's
+ * reason in error, its time in failed; no slot (serverId 0). */
+static void test_record_failed(void **state) {
+        RecordShown s = {
+                .record = { .allocation_id = (char *) ID, .fleet_id = (char *) "demo",
+                            .build_configuration_id = (char *) "9999",
+                            .status = ALLOCATION_FAILED, .requested = T0,
+                            .claimed = T0 + 1000, .failed = T0 + 4000,
+                            .error = (char *) "Fleet 'demo' has no build configuration '9999'" },
+        };
+
+        expect_record(record_get_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &one, .shown = &s,
+                                       .n_shown = 1 },
+                      200,
+                      "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":9999,"
+                      "\"fleetId\":\"demo\",\"regionId\":\"\",\"machineId\":0,\"serverId\":0,"
+                      "\"ipv4\":\"\",\"ipv6\":\"\",\"gamePort\":0,\"readiness\":false,"
+                      "\"status\":\"failed\",\"requested\":\"2023-11-14T22:13:20.250Z\","
+                      "\"created\":\"2023-11-14T22:13:20.251Z\","
+                      "\"error\":\"Fleet 'demo' has no build configuration '9999'\","
+                      "\"failed\":\"2023-11-14T22:13:20.254Z\"}");
+        assert_string_equal(record_shown_status(&s), "failed");
+        /* an error kept on a record not failed (a host refused it; placed again) is not shown */
+        s.record.status = ALLOCATION_CLAIMED;
+        s.record.failed = 0;
+        expect_record(record_get_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_FOUND, .request = &one, .shown = &s,
+                                       .n_shown = 1 },
+                      200,
+                      "{\"allocationId\":\"" ID "\",\"buildConfigurationId\":9999,"
+                      "\"fleetId\":\"demo\",\"regionId\":\"\",\"machineId\":0,\"serverId\":0,"
+                      "\"ipv4\":\"\",\"ipv6\":\"\",\"gamePort\":0,\"readiness\":false,"
+                      "\"status\":\"claimed\",\"requested\":\"2023-11-14T22:13:20.250Z\","
+                      "\"created\":\"2023-11-14T22:13:20.251Z\"}");
 }
 
 static void test_record_list(void **state) {
@@ -515,7 +568,7 @@ static void test_list_query(void **state) {
                 { { .age = "1d" }, "age must be a duration such as 90s, 30m or 24h" },
                 { { .ids = "abc" }, "ids must be at most 100 allocation UUIDs, comma-separated" },
                 { { .ids = ID "," }, "ids must be at most 100 allocation UUIDs, comma-separated" },
-                { { .status = "ready" }, "status must be claimed, fulfilled or lost" },
+                { { .status = "ready" }, "status must be claimed, fulfilled, failed or lost" },
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 error = NULL;
@@ -581,12 +634,14 @@ int main(void) {
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_no_capacity),
                 cmocka_unit_test(test_unknown_fleet),
+                cmocka_unit_test(test_unknown_environment),
                 cmocka_unit_test(test_contended),
                 cmocka_unit_test(test_etcd_failed),
                 cmocka_unit_test(test_no_memory),
                 cmocka_unit_test(test_every_outcome),
                 cmocka_unit_test(test_error_json),
                 cmocka_unit_test(test_record_get),
+                cmocka_unit_test(test_record_failed),
                 cmocka_unit_test(test_record_list),
                 cmocka_unit_test(test_record_delete),
                 cmocka_unit_test(test_record_failures),
