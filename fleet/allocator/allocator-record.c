@@ -117,6 +117,19 @@ static RecordOp *record_op_start(RecordOp *op, void (*start)(RecordOp *op)) {
         return op;
 }
 
+/* An op on the record of request's allocation, started by start(op). */
+static RecordOp *record_op_launch(Allocator *a, const RecordRequest *request,
+                                  void (*start)(RecordOp *op), RecordDone done, void *userdata) {
+        RecordOp *op = record_op_new(a, request,
+                                     allocator_record_key(a, request->fleet,
+                                                          request->allocation_id),
+                                     done, userdata);
+
+        if (!op)
+                return record_refuse(request, RECORD_NO_MEMORY, done, userdata);
+        return record_op_start(op, start);
+}
+
 /* ---- what GET shows ---- */
 
 /* Whether rec's slot is ready for players for it (the slot's readyForPlayers, not the
@@ -211,14 +224,7 @@ static void get_start(RecordOp *op) {
 
 RecordOp *alloc_get(Allocator *a, const RecordRequest *request, RecordDone done,
                     void *userdata) {
-        RecordOp *op = record_op_new(a, request,
-                                     allocator_record_key(a, request->fleet,
-                                                          request->allocation_id),
-                                     done, userdata);
-
-        if (!op)
-                return record_refuse(request, RECORD_NO_MEMORY, done, userdata);
-        return record_op_start(op, get_start);
+        return record_op_launch(a, request, get_start, done, userdata);
 }
 
 /* ---- the list ---- */
@@ -447,12 +453,5 @@ static void delete_start(RecordOp *op) {
 
 RecordOp *alloc_delete(Allocator *a, const RecordRequest *request, RecordDone done,
                        void *userdata) {
-        RecordOp *op = record_op_new(a, request,
-                                     allocator_record_key(a, request->fleet,
-                                                          request->allocation_id),
-                                     done, userdata);
-
-        if (!op)
-                return record_refuse(request, RECORD_NO_MEMORY, done, userdata);
-        return record_op_start(op, delete_start);
+        return record_op_launch(a, request, delete_start, done, userdata);
 }
