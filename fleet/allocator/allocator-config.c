@@ -118,6 +118,28 @@ static int parse_failed_ttl_key(ParseContext *ctx, const ConfigKey *k, const cha
         return parse_timeout_key(ctx, k, value, data, FAILED_TTL_MIN, FAILED_TTL_MAX);
 }
 
+static int parse_scaler_targets_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                    void *data) {
+        ScalerTargets *t = data, parsed = {};
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = scaler_targets_parse(value, &parsed.targets, &parsed.n, &error);
+        if (r == -ENOMEM)
+                return ctx_oom(ctx);
+        if (r < 0)
+                return key_error(ctx, k, value, r, "%s; expected FLEET[/REGION] buffer=N "
+                                 "floor=N ceiling=N; …", error ? error : "malformed");
+        scaler_targets_free(t->targets, t->n);
+        *t = parsed;
+        return 0;
+}
+
+static int parse_scaler_interval_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                     void *data) {
+        return parse_timeout_key(ctx, k, value, data, 10 * USEC_PER_MSEC, USEC_PER_MINUTE);
+}
+
 #define KEY(s, n, parser, field) { s, n, parser, offsetof(AllocatorConfig, field), false }
 
 static const ConfigKey allocator_keys[] = {
@@ -137,6 +159,8 @@ static const ConfigKey allocator_keys[] = {
         KEY("etcd", "ca_file", parse_path_key, etcd_ca),
         KEY("etcd", "cert_file", parse_path_key, etcd_cert),
         KEY("etcd", "key_file", parse_path_key, etcd_key),
+        KEY("scaler", "targets", parse_scaler_targets_key, scaler_targets),
+        KEY("scaler", "interval", parse_scaler_interval_key, scaler_interval),
 };
 
 _Static_assert(ELEMENTSOF(allocator_keys) <= KEYS_MAX, "raise KEYS_MAX");
@@ -163,6 +187,7 @@ AllocatorConfig *allocator_config_free(AllocatorConfig *c) {
         free(c->etcd_ca);
         free(c->etcd_cert);
         free(c->etcd_key);
+        scaler_targets_free(c->scaler_targets.targets, c->scaler_targets.n);
         return mfree(c);
 }
 
@@ -175,6 +200,7 @@ static AllocatorConfig *allocator_config_new(void) {
         c->etcd_timeout = 2 * USEC_PER_SEC;
         c->strategy = PLACEMENT_PACKED;
         c->failed_ttl = 10 * USEC_PER_MINUTE;
+        c->scaler_interval = USEC_PER_SEC;
         c->user = strdup("slotd-allocator");
         c->prefix = strdup(FLEET_PREFIX_DEFAULT);
         if (!c->user || !c->prefix || proxy_listen_from_string(ALLOCATOR_LISTEN_DEFAULT,

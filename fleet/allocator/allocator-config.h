@@ -7,11 +7,17 @@
 
 #include "config.h"
 #include "placement.h"
+#include "scaler-plan.h"
 #include "slotd-config.h"
 #include "time-util.h"
 
 #define ALLOCATOR_CONFIG_FILE SLOTD_SYSCONFDIR "/allocator.ini"
 #define ALLOCATOR_LISTEN_DEFAULT "127.0.0.1:8088"
+
+typedef struct ScalerTargets {
+        ScalerTarget *targets;
+        size_t n;
+} ScalerTargets;
 
 typedef struct AllocatorConfig {
         char *config_file;
@@ -35,6 +41,10 @@ typedef struct AllocatorConfig {
         char *etcd_ca;             /* TLS to etcd; NULL = none */
         char *etcd_cert;
         char *etcd_key;
+
+        /* [scaler] (SPEC §13, "The scaler") */
+        ScalerTargets scaler_targets; /* none: the replica does not stand for election */
+        usec_t scaler_interval;       /* the least time between two plans; default 1 s */
 } AllocatorConfig;
 
 AllocatorConfig *allocator_config_free(AllocatorConfig *c);

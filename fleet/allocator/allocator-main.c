@@ -14,6 +14,7 @@
 #include "allocator-cache.h"
 #include "allocator-http.h"
 #include "allocator-replace.h"
+#include "allocator-scaler.h"
 #include "allocator-scan.h"
 #include "allocator.h"
 #include "fileio.h"
@@ -161,7 +162,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         Allocator *a = userdata;
 
         log_info("Stopping on %s", strsignal((int) si->ssi_signo));
-        (void) sd_event_exit(a->event, 0);
+        if (scaler_resign(a) <= 0)
+                (void) sd_event_exit(a->event, 0);
         return 0;
 }
 
@@ -206,11 +208,16 @@ static int allocator_setup(Allocator *a, int listen_fd) {
         r = http_start(a, listen_fd, api_dispatch);
         if (r < 0)
                 return r;
-        return cache_start(a, &cache_listener);
+        r = cache_start(a, &cache_listener);
+        /* Only a replica with [scaler] targets stands for the scaler's election. */
+        if (r >= 0 && a->config->scaler_targets.n > 0)
+                r = scaler_start(a);
+        return r;
 }
 
 static void allocator_done(Allocator *a) {
         http_stop(a);
+        scaler_done(a);
         scan_done(a);
         replace_done(a);
         cache_done(a);

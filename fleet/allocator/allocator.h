@@ -18,6 +18,7 @@
  *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
  *   allocator-record.c   … an allocation's record read, the list, a deletion's transaction
  *   allocator-capacity.c … a fleet's capacity, tallied from the view
+ *   allocator-scaler.c   the scaler's election (etcd's Election service, on a lease)
  *   allocator-scan.c     claimed records without their claim, found
  *   allocator-replace.c  claims placed again: deadline passed, or refused by their host
  *   allocator-cache.c    the fleet view: range and watch of slots, machines and claims
@@ -44,6 +45,7 @@ static inline bool str_isempty(const char *s) {
 typedef struct Allocator Allocator;
 typedef struct ApiRequest ApiRequest;   /* allocator-http.c's */
 typedef struct ReplaceOp ReplaceOp;     /* allocator-replace.c's */
+typedef struct Scaler Scaler;           /* allocator-scaler.c's */
 typedef struct MhdEvent MhdEvent;       /* common/mhd-event.h */
 struct MHD_Daemon;
 
@@ -78,6 +80,7 @@ struct Allocator {
          * commit). */
         EtcdBatch *batch;
         RecordScan scan;
+        Scaler *scaler; /* the scaler's election (allocator-scaler.h) */
 };
 
 /* The record's key of an allocation: <prefix>/allocations/<fleet>/<allocationId>. */

@@ -46,6 +46,8 @@ void etcd_response_done(EtcdResponse *r) {
         if (!r)
                 return;
         etcd_kvs_free(r->kvs, r->n_kvs);
+        free(r->leader.name);
+        free(r->leader.key);
         for (size_t i = 0; i < r->n_responses; i++)
                 etcd_response_done(&r->responses[i]);
         free(r->responses);

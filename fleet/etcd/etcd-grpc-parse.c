@@ -26,6 +26,12 @@ const char *etcd_grpc_path(EtcdAnswerKind kind) {
                 return "/etcdserverpb.Lease/LeaseKeepAlive";
         case ETCD_ANSWER_LEASE_REVOKE:
                 return "/etcdserverpb.Lease/LeaseRevoke";
+        case ETCD_ANSWER_ELECTION_CAMPAIGN:
+                return "/v3electionpb.Election/Campaign";
+        case ETCD_ANSWER_ELECTION_LEADER:
+                return "/v3electionpb.Election/Leader";
+        case ETCD_ANSWER_ELECTION_RESIGN:
+                return "/v3electionpb.Election/Resign";
         default:
                 return NULL;
         }
@@ -238,6 +244,37 @@ static int from_txn(const Etcdserverpb__TxnResponse *m, EtcdResponse *resp, unsi
         return 0;
 }
 
+/* A campaign's leader key: every field etcd sends (a name and key, C strings; rev and lease
+ * > 0). */
+static int from_campaign(const Etcdserverpb__CampaignResponse *m, EtcdResponse *resp) {
+        const Etcdserverpb__LeaderKey *k = m->leader;
+
+        resp->revision = header_revision(m->header);
+        if (!k || k->name.len == 0 || k->key.len == 0 || k->rev <= 0 || k->lease <= 0 ||
+            memchr(k->name.data, '\0', k->name.len) || memchr(k->key.data, '\0', k->key.len))
+                return -EBADMSG;
+        resp->leader.name = strndup((const char *) k->name.data, k->name.len);
+        resp->leader.key = strndup((const char *) k->key.data, k->key.len);
+        if (!resp->leader.name || !resp->leader.key)
+                return -ENOMEM;
+        resp->leader.rev = k->rev;
+        resp->leader.lease = k->lease;
+        return 0;
+}
+
+/* The leader's key-value (etcd answers "election: no leader" as an error when there is none). */
+static int from_leader(const Etcdserverpb__LeaderResponse *m, EtcdResponse *resp) {
+        resp->revision = header_revision(m->header);
+        if (!m->kv)
+                return -EBADMSG;
+        resp->kvs = new0(EtcdKv, 1);
+        if (!resp->kvs)
+                return -ENOMEM;
+        resp->n_kvs = 1;
+        resp->count = 1;
+        return copy_kv(m->kv, &resp->kvs[0]);
+}
+
 static ProtobufCMessage *unpack(EtcdAnswerKind kind, const uint8_t *p, size_t n) {
         switch (kind) {
         case ETCD_ANSWER_RANGE:
@@ -261,6 +298,12 @@ static ProtobufCMessage *unpack(EtcdAnswerKind kind, const uint8_t *p, size_t n)
         case ETCD_ANSWER_LEASE_REVOKE:
                 return (ProtobufCMessage *) etcdserverpb__lease_revoke_response__unpack(NULL, n,
                                                                                        p);
+        case ETCD_ANSWER_ELECTION_CAMPAIGN:
+                return (ProtobufCMessage *) etcdserverpb__campaign_response__unpack(NULL, n, p);
+        case ETCD_ANSWER_ELECTION_LEADER:
+                return (ProtobufCMessage *) etcdserverpb__leader_response__unpack(NULL, n, p);
+        case ETCD_ANSWER_ELECTION_RESIGN:
+                return (ProtobufCMessage *) etcdserverpb__resign_response__unpack(NULL, n, p);
         default:
                 return NULL;
         }
@@ -305,6 +348,15 @@ static int from_message(EtcdAnswerKind kind, const uint8_t *p, size_t n, EtcdRes
         }
         case ETCD_ANSWER_LEASE_REVOKE:
                 resp->revision = header_revision(((Etcdserverpb__LeaseRevokeResponse *) m)->header);
+                break;
+        case ETCD_ANSWER_ELECTION_CAMPAIGN:
+                r = from_campaign((Etcdserverpb__CampaignResponse *) m, resp);
+                break;
+        case ETCD_ANSWER_ELECTION_LEADER:
+                r = from_leader((Etcdserverpb__LeaderResponse *) m, resp);
+                break;
+        case ETCD_ANSWER_ELECTION_RESIGN:
+                resp->revision = header_revision(((Etcdserverpb__ResignResponse *) m)->header);
                 break;
         default:
                 r = from_txn((Etcdserverpb__TxnResponse *) m, resp, 0, 0);

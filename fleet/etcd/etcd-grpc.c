@@ -424,6 +424,42 @@ int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret) {
         return pack(&m.base, true, ret);
 }
 
+int etcd_grpc_election_campaign(const char *name, int64_t lease_id, const char *value,
+                                EtcdBytes *ret) {
+        Etcdserverpb__CampaignRequest m = ETCDSERVERPB__CAMPAIGN_REQUEST__INIT;
+
+        if (!name || name[0] == '\0' || lease_id <= 0)
+                return -EINVAL;
+        m.name = bytes_of(name);
+        m.lease = lease_id;
+        m.value = bytes_of(value ? value : "");
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_election_leader(const char *name, EtcdBytes *ret) {
+        Etcdserverpb__LeaderRequest m = ETCDSERVERPB__LEADER_REQUEST__INIT;
+
+        if (!name || name[0] == '\0')
+                return -EINVAL;
+        m.name = bytes_of(name);
+        return pack(&m.base, true, ret);
+}
+
+int etcd_grpc_election_resign(const EtcdLeaderKey *leader, EtcdBytes *ret) {
+        Etcdserverpb__ResignRequest m = ETCDSERVERPB__RESIGN_REQUEST__INIT;
+        Etcdserverpb__LeaderKey k = ETCDSERVERPB__LEADER_KEY__INIT;
+
+        if (!leader || !leader->name || leader->name[0] == '\0' || !leader->key ||
+            leader->key[0] == '\0' || leader->rev <= 0 || leader->lease <= 0)
+                return -EINVAL;
+        k.name = bytes_of(leader->name);
+        k.key = bytes_of(leader->key);
+        k.rev = leader->rev;
+        k.lease = leader->lease;
+        m.leader = &k;
+        return pack(&m.base, true, ret);
+}
+
 int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len) {
         size_t len;
 

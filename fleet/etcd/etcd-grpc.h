@@ -50,6 +50,13 @@ int etcd_grpc_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *su
 int etcd_grpc_lease_grant(int64_t ttl_sec, EtcdBytes *ret);
 int etcd_grpc_lease_keepalive(int64_t lease_id, EtcdBytes *ret);
 int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret);
+/* The Election service's requests (prefixed): a campaign of lease_id in the election name
+ * with value, a read of its leader, a resignation of leader; 0, or -EINVAL (a NULL or empty
+ * name or key, a lease or rev <= 0) / -ENOMEM. */
+int etcd_grpc_election_campaign(const char *name, int64_t lease_id, const char *value,
+                                EtcdBytes *ret);
+int etcd_grpc_election_leader(const char *name, EtcdBytes *ret);
+int etcd_grpc_election_resign(const EtcdLeaderKey *leader, EtcdBytes *ret);
 /* One op of a txn's branch, encoded as a RequestOp (not prefixed), and a txn without compares
  * whose success ops are ops made so (prefixed): the pieces of a group commit. */
 int etcd_grpc_op(const EtcdOp *op, EtcdBytes *ret);

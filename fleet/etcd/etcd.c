@@ -174,8 +174,9 @@ static int request_start(EtcdRequest *req, usec_t timeout_usec) {
 }
 
 /* body: the call's prefixed message (etcd-grpc.h); taken either way. */
-static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool repeatable,
-                          etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
+static int request_submit_timeout(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool repeatable,
+                                  usec_t timeout, etcd_callback_t cb, void *userdata,
+                                  EtcdRequest **ret) {
         _cleanup_(etcd_bytes_done) EtcdBytes b = body;
         EtcdRequest *req;
         int r;
@@ -192,8 +193,8 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool rep
         req->answer_kind = kind;
         req->cb = cb;
         req->userdata = userdata;
-        req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
-        r = request_start(req, e->timeout);
+        req->deadline = now_usec(CLOCK_MONOTONIC) + timeout;
+        r = request_start(req, timeout);
         if (r < 0) {
                 request_free(req);
                 return r;
@@ -202,6 +203,15 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool rep
         if (ret)
                 *ret = req;
         return 0;
+}
+
+static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool repeatable,
+                          etcd_callback_t cb, void *userdata, EtcdRequest **ret) {
+        if (!e) {
+                etcd_bytes_done(&body);
+                return -EINVAL;
+        }
+        return request_submit_timeout(e, kind, body, repeatable, e->timeout, cb, userdata, ret);
 }
 
 /* The call's answer, or how it failed. */
@@ -426,4 +436,34 @@ int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userd
         EtcdBytes b = {};
         int r = etcd_grpc_lease_revoke(lease_id, &b);
         return call_submit(e, ETCD_ANSWER_LEASE_REVOKE, r, b, false, cb, userdata, ret);
+}
+
+int etcd_election_campaign(Etcd *e, const char *name, int64_t lease, const char *value,
+                           uint64_t timeout_usec, etcd_callback_t cb, void *userdata,
+                           EtcdRequest **ret) {
+        EtcdBytes b = {};
+        int r = etcd_grpc_election_campaign(name, lease, value, &b);
+
+        if (r < 0 || !e) {
+                etcd_bytes_done(&b);
+                return r < 0 ? r : -EINVAL;
+        }
+        /* a campaign sent again to the next member finds its own key: it may go again */
+        return request_submit_timeout(e, ETCD_ANSWER_ELECTION_CAMPAIGN, b, true,
+                                      timeout_usec > 0 ? timeout_usec : e->timeout, cb,
+                                      userdata, ret);
+}
+
+int etcd_election_leader(Etcd *e, const char *name, etcd_callback_t cb, void *userdata,
+                         EtcdRequest **ret) {
+        EtcdBytes b = {};
+        int r = etcd_grpc_election_leader(name, &b);
+        return call_submit(e, ETCD_ANSWER_ELECTION_LEADER, r, b, true, cb, userdata, ret);
+}
+
+int etcd_election_resign(Etcd *e, const EtcdLeaderKey *leader, etcd_callback_t cb,
+                         void *userdata, EtcdRequest **ret) {
+        EtcdBytes b = {};
+        int r = etcd_grpc_election_resign(leader, &b);
+        return call_submit(e, ETCD_ANSWER_ELECTION_RESIGN, r, b, false, cb, userdata, ret);
 }

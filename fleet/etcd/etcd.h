@@ -52,6 +52,16 @@ typedef struct EtcdEvent {
         EtcdKv kv; /* a DELETE has the key and mod_revision only */
 } EtcdEvent;
 
+/* A leader of an election (etcd's v3election LeaderKey): its key (<name>/<lease in hex>),
+ * held while its lease lives; rev is the key's create_revision, which a txn made only while
+ * leading compares (ETCD_TARGET_CREATE, ETCD_EQUAL). */
+typedef struct EtcdLeaderKey {
+        char *name;
+        char *key;
+        int64_t rev;
+        int64_t lease;
+} EtcdLeaderKey;
+
 /* The answer to one request. error is 0 or a negative errno: -ETIMEDOUT (no answer in
  * time), -ECONNREFUSED (no endpoint took the connection), -ECONNRESET (the connection broke
  * after the request was sent), -EIO (an error of etcd, gRPC's or HTTP's, message says which;
@@ -75,6 +85,9 @@ typedef struct EtcdResponse {
         /* lease grant / keepalive */
         int64_t lease_id;
         int64_t ttl; /* seconds; a keepalive of an expired lease answers ttl <= 0 */
+        /* election campaign: the leader key won; election leader: the leader's key-value in
+         * kvs (n_kvs 1) */
+        EtcdLeaderKey leader;
 } EtcdResponse;
 
 typedef void (*etcd_callback_t)(Etcd *e, const EtcdResponse *r, void *userdata);
@@ -171,6 +184,18 @@ int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *us
                          EtcdRequest **ret);
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                       EtcdRequest **ret);
+/* etcd's Election service (v3election): Campaign answers once the lease's key under name is
+ * the oldest of the election (it may wait that long: timeout_usec, 0 = the client's request
+ * timeout; a campaign that timed out has its key deleted by etcd, and is made again), with
+ * response.leader; Leader reads the election's leader (response.kvs[0]; -EIO "election: no
+ * leader" when none); Resign deletes the leader's key (leader: as Campaign answered it). */
+int etcd_election_campaign(Etcd *e, const char *name, int64_t lease, const char *value,
+                           uint64_t timeout_usec, etcd_callback_t cb, void *userdata,
+                           EtcdRequest **ret);
+int etcd_election_leader(Etcd *e, const char *name, etcd_callback_t cb, void *userdata,
+                         EtcdRequest **ret);
+int etcd_election_resign(Etcd *e, const EtcdLeaderKey *leader, etcd_callback_t cb,
+                         void *userdata, EtcdRequest **ret);
 void etcd_request_cancel(EtcdRequest *req);
 
 /* Group commit (etcd-batch.c). Independent transactions of one process are queued, each as a

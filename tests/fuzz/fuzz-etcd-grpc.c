@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* etcd's gRPC answers (fleet/etcd/etcd-grpc.h) as hostile input. The first byte picks the kind of
- * call (the KV service's four, the Lease service's three, and one that is none) and the HTTP
+ * call (the KV service's four, the Lease service's three, the Election service's three, and one
+ * that is none) and the HTTP
  * status, the second the grpc-status and the grpc-message (one choice is the body itself as
  * text, so that the percent-decoding gets hostile text too); the rest is the body, gRPC's
- * prefix and all. A valid answer's seed is 0x00-0x06 (the kind), 0x00, then the
+ * prefix and all. A valid answer's seed is 0x00-0x09 (the kind), 0x00, then the
  * prefixed message. */
 #include <errno.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 static const EtcdAnswerKind kinds[] = {
         ETCD_ANSWER_RANGE, ETCD_ANSWER_PUT, ETCD_ANSWER_DELETE, ETCD_ANSWER_TXN,
         ETCD_ANSWER_LEASE_GRANT, ETCD_ANSWER_LEASE_KEEPALIVE, ETCD_ANSWER_LEASE_REVOKE,
+        ETCD_ANSWER_ELECTION_CAMPAIGN, ETCD_ANSWER_ELECTION_LEADER, ETCD_ANSWER_ELECTION_RESIGN,
         _ETCD_ANSWER_MAX, /* no call of ours: refused before the body is read */
 };
 static const long http_statuses[] = { 200, 404, 503 };
@@ -40,8 +42,17 @@ static void check_response(const EtcdResponse *r, EtcdAnswerKind kind, int depth
         FUZZ_ASSERT(r->n_kvs == 0 || r->kvs);
         FUZZ_ASSERT(r->n_responses == 0 || r->responses);
         /* each kind fills its own fields only */
-        if (kind != ETCD_ANSWER_RANGE)
+        if (kind != ETCD_ANSWER_RANGE && kind != ETCD_ANSWER_ELECTION_LEADER)
                 FUZZ_ASSERT(r->n_kvs == 0 && !r->kvs && !r->more && r->count == 0);
+        if (kind == ETCD_ANSWER_ELECTION_LEADER)
+                FUZZ_ASSERT(r->n_kvs == 1 && !r->more && r->count == 1);
+        /* a campaign's leader key: all of it, C strings */
+        if (kind == ETCD_ANSWER_ELECTION_CAMPAIGN)
+                FUZZ_ASSERT(r->leader.name && r->leader.name[0] && r->leader.key &&
+                            r->leader.key[0] && r->leader.rev > 0 && r->leader.lease > 0);
+        else
+                FUZZ_ASSERT(!r->leader.name && !r->leader.key && r->leader.rev == 0 &&
+                            r->leader.lease == 0);
         if (kind != ETCD_ANSWER_TXN)
                 FUZZ_ASSERT(r->n_responses == 0 && !r->responses && !r->succeeded);
         if (kind != ETCD_ANSWER_DELETE)

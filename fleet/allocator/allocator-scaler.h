@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The scaler's election (SPEC §13, "The scaler"): every replica campaigns in etcd's election
+ * <prefix>/scaler (etcd's Election service) on a lease of its own of SCALER_LEASE_TTL,
+ * kept alive every third of it; the one whose key is the oldest leads until its lease ends
+ * (it died, or its keepalives went unanswered for the TTL: etcd without quorum), and the
+ * next campaigner takes over within the TTL. Leading is a_scaler_leading(): a replica that
+ * saw no keepalive answered within the TTL steps down on its own and campaigns anew. */
+
+#include <stdbool.h>
+
+typedef struct Allocator Allocator;
+
+#define SCALER_LEASE_TTL 5 /* seconds */
+
+int scaler_start(Allocator *a);
+/* On SIGTERM: the lease revoked, so that the next campaigner leads at once; 1: the loop is
+ * left once etcd answered, or 1 s later; 0: nothing to wait for (leave it now). */
+int scaler_resign(Allocator *a);
+void scaler_done(Allocator *a);
+bool scaler_leading(const Allocator *a);
