@@ -93,6 +93,11 @@ typedef struct SlotDoc {
         bool ready_for_players;
         usec_t ready_for_players_at; /* when readyForPlayers last became true (0: it is not) */
         char *build_configuration_id;
+        /* The build configuration IDs its fleet runs (slotd's BuildConfigurations); none
+         * (absent, [], NULL): any ID, as far as the document tells (a fleet without
+         * [build_configuration] sections, a registry before the field, or a list longer than
+         * SLOT_DOC_BUILDS_MAX bytes, not written). */
+        char **build_configurations;
         char *ipv4;
         char *ipv6;
         uint16_t game_port;
@@ -102,6 +107,17 @@ typedef struct SlotDoc {
         usec_t hold_until; /* CLOCK_REALTIME µs, 0 = none */
         usec_t reserved_until;
 } SlotDoc;
+
+/* The most bytes of IDs a slot document's buildConfigurations carries: a slot's document is
+ * rewritten at each of its changes, so a longer list is left out (read as any ID). */
+#define SLOT_DOC_BUILDS_MAX 2048U
+
+/* Whether the slot may run build configuration id, as its document tells: id NULL or "" (the
+ * fleet's default), no list, or id in it. */
+bool slot_doc_runs_build(const SlotDoc *d, const char *id);
+/* The list a document carries for these IDs: ids, or NULL when they exceed
+ * SLOT_DOC_BUILDS_MAX bytes. */
+char **slot_doc_builds_bounded(char **ids);
 
 int slot_doc_format(const SlotDoc *d, char **ret);
 int slot_doc_parse(const char *text, size_t len, SlotDoc *ret);

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# An allocation that fails after its 200 stays readable (issue 25.2): two real hosts of
-# fleet-lib.sh (slotd, slotd-registry) and one allocator replica with allocator.failed_ttl
-# short. A POST with a build configuration no host runs gets its 200, each host's slotd
-# refuses the claim ("Fleet 'game' has no build configuration '9999'"), no other slot is
-# left: GET answers 200 with status failed and the host's reason (not 404), the list shows
-# it, and once failed_ttl passed it is gone (404), its allocationId's index too. A DELETE of
-# a failed one removes it at once.
+# A build configuration no host runs, at the door and after it (issue 25.2): two real hosts
+# of fleet-lib.sh (slotd, slotd-registry) and one allocator replica with
+# allocator.failed_ttl short. The registries write each slot's buildConfigurations (slotd's
+# BuildConfigurations); a POST of a build configuration none lists is 400, nothing written.
+# Slot documents without the field (a registry before it) may run any: a POST of it then
+# gets its 200, each host's slotd refuses the claim ("Fleet 'game' has no build
+# configuration '9999'"), no other slot is left: GET answers 200 with status failed and the
+# host's reason (not 404), the list shows it, and once failed_ttl passed it is gone (404),
+# its allocationId's index too. A DELETE of a failed one removes it at once.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 [ -n "${SLOTD_REGISTRY:-}" ] && [ -x "$SLOTD_REGISTRY" ] || skip "slotd-registry is not built"
@@ -36,9 +38,37 @@ get_status() { fleet_get 1 "$COLL/$1" | body | json status; }
 is_failed() { [ "$(get_status "$1")" = failed ]; }
 gone() { [ "$(fleet_get 1 "$COLL/$1" | cut -d' ' -f1)" = 404 ]; }
 
-U=$(uuid)
-out=$(fleet_post 1 "$COLL" "{\"allocationId\":\"$U\",\"buildConfigurationId\":9999}")
-assert_eq "${out%% *}" 200 "POST with a build configuration no host runs ($out)"
+# Each slot's document lists the build configurations its fleet runs.
+for k in 1 2; do
+        assert_eq "$(fleet_etcd_get "slots/$FLEET_NAME/$(fleet_machine_id "$k")/0" | jq -c .buildConfigurations)" \
+                "[\"$FLEET_BUILD_CONFIGURATION\"]" "host $k's slot document: buildConfigurations"
+done
+U0=$(uuid)
+out=$(fleet_post 1 "$COLL" "{\"allocationId\":\"$U0\",\"buildConfigurationId\":9999}")
+assert_eq "${out%% *}" 400 "POST with a build configuration no slot lists ($out)"
+assert_eq "$(body <<<"$out" | json error)" \
+        "allocation $U0 in fleet $FLEET_NAME: no server of the fleet runs build configuration 9999" \
+        "its error"
+assert_eq "$(fleet_get 1 "$COLL/$U0" | cut -d' ' -f1)" 404 "no record of it"
+assert_eq "$(fleet_etcd_get "allocation-ids/$U0")" "" "no index of it"
+
+# Documents as a registry before buildConfigurations wrote them (kept on their lease): any
+# build configuration may run there, as far as the view knows.
+for k in 1 2; do
+        key="$FLEET_PREFIX/slots/$FLEET_NAME/$(fleet_machine_id "$k")/0"
+        fleet_etcdctl put --ignore-lease "$key" \
+                "$(fleet_etcdctl get --print-value-only "$key" | jq -c 'del(.buildConfigurations)')" >/dev/null
+done
+U=
+post_unlisted() {
+        local u out
+        u=$(uuid)
+        out=$(fleet_post 1 "$COLL" "{\"allocationId\":\"$u\",\"buildConfigurationId\":9999}")
+        [ "${out%% *}" = 200 ] || return 1
+        U=$u
+}
+wait_until $((10 * TIME_SCALE)) "POST of 9999 answered 200 once the view has the old documents" \
+        post_unlisted
 wait_until $((20 * TIME_SCALE)) "allocation $U failed (refused by both hosts)" is_failed "$U"
 out=$(fleet_get 1 "$COLL/$U")
 assert_eq "${out%% *}" 200 "GET of the failed allocation ($out)"

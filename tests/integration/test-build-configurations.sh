@@ -20,6 +20,8 @@ for id in $A $B; do wait_prop $id ProcessState running; done
 
 # 1. The default configuration: no variables, the region.
 assert_eq "$(sprop $A BuildConfiguration)" default "BuildConfiguration at start"
+assert_eq "$(sprop $A BuildConfigurations)" '2 "default" "7"' \
+        "BuildConfigurations: the fleet's, the default's first"
 assert_eq "$(server_json $A regionID)" eu-west-1 "regionID"
 assert_eq "$(server_json $A regionName)" "Europe West" "regionName"
 assert_eq "$(server_json $A queryType)" "" "queryType of the default"

@@ -110,6 +110,16 @@ static void test_unknown_fleet(void **state) {
         assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_FLEET), ALLOC_RESULT_INVALID);
 }
 
+static void test_unknown_build(void **state) {
+        AllocRequest r = request;
+
+        r.build_configuration_id = "9999";
+        expect(ALLOC_UNKNOWN_BUILD, &r, NULL, 0, 400,
+               "{\"error\":\"allocation " ID " in fleet game: no server of the fleet runs "
+               "build configuration 9999\"}");
+        assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_BUILD), ALLOC_RESULT_INVALID);
+}
+
 static void test_unknown_environment(void **state) {
         json_t *body = NULL;
         char *text;
@@ -634,6 +644,7 @@ int main(void) {
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_no_capacity),
                 cmocka_unit_test(test_unknown_fleet),
+                cmocka_unit_test(test_unknown_build),
                 cmocka_unit_test(test_unknown_environment),
                 cmocka_unit_test(test_contended),
                 cmocka_unit_test(test_etcd_failed),
