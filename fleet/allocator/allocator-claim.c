@@ -294,7 +294,8 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
                             .build_configuration_id = op->rec.build_configuration_id,
                             .payload = op->rec.payload, .deadline = op->rec.deadline,
                             /* placement's last resort: its host lets it through (SPEC §13) */
-                            .draining = m && m->doc.draining };
+                            .draining = m && m->doc.draining,
+                            .restart = op->rec.restart };
         return claim_doc_format(&claim, &op->claim_value);
 }
 
@@ -371,6 +372,7 @@ static ClaimOp *claim_op_new(Allocator *a, const AllocRequest *r, AllocDone done
                 .payload = strdup(r->payload),
                 .request_id = r->request_id ? strdup(r->request_id) : NULL,
                 .status = ALLOCATION_CLAIMED,
+                .restart = r->restart,
                 .requested = now_usec(CLOCK_REALTIME),
                 .attempts = 1,
         };

@@ -43,6 +43,8 @@ typedef struct AllocRequest {
         const char *allocation_id;
         const char *build_configuration_id, *region_id, *payload;
         const char *request_id; /* the POST's own UUID, kept in a new record */
+        bool restart; /* the server restarts into the build configuration before it is
+                       * allocated, even when it runs it (Unity's restart) */
 } AllocRequest;
 
 typedef struct AllocAnswer {

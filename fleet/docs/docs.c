@@ -98,6 +98,7 @@ static const Field record_fields[] = {
         FIELD(AllocationRecord, "excluded", FIELD_STRV, excluded),
         FIELD(AllocationRecord, "error", FIELD_STRING, error),
         FIELD(AllocationRecord, "failed", FIELD_TIME, failed),
+        FIELD(AllocationRecord, "restart", FIELD_BOOL, restart),
 };
 
 static const Field claim_fields[] = {
@@ -107,6 +108,7 @@ static const Field claim_fields[] = {
         FIELD(ClaimDoc, "payload", FIELD_PAYLOAD, payload),
         FIELD(ClaimDoc, "deadline", FIELD_TIME, deadline),
         FIELD(ClaimDoc, "draining", FIELD_BOOL, draining),
+        FIELD(ClaimDoc, "restart", FIELD_BOOL, restart),
 };
 
 static const Field deallocation_fields[] = {

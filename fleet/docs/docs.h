@@ -185,6 +185,7 @@ typedef struct AllocationRecord {
         char **excluded; /* machines that failed it */
         char *error;     /* the last host's refusal; failed: why it failed */
         usec_t failed;   /* failed: when */
+        bool restart;    /* the POST's restart: each claim of it asks for it (absent: false) */
 } AllocationRecord;
 
 int allocation_record_format(const AllocationRecord *d, char **ret);
@@ -200,6 +201,8 @@ typedef struct ClaimDoc {
         char *payload;
         usec_t deadline;
         bool draining; /* the machine is draining: the allocator's last resort (absent: false) */
+        bool restart;  /* the server restarts into the build configuration, even the one it
+                        * runs, before it is allocated (absent: false) */
 } ClaimDoc;
 
 int claim_doc_format(const ClaimDoc *d, char **ret);

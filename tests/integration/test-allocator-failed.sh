@@ -7,7 +7,9 @@
 # gets its 200, each host's slotd refuses the claim ("Fleet 'game' has no build
 # configuration '9999'"), no other slot is left: GET answers 200 with status failed and the
 # host's reason (not 404), the list shows it, and once failed_ttl passed it is gone (404),
-# its allocationId's index too. A DELETE of a failed one removes it at once.
+# its allocationId's index too. A DELETE of a failed one removes it at once. A POST with
+# restart: true restarts the free slot's server (running that configuration) before it is
+# allocated.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 [ -n "${SLOTD_REGISTRY:-}" ] && [ -x "$SLOTD_REGISTRY" ] || skip "slotd-registry is not built"
@@ -97,4 +99,30 @@ assert_eq "$(fleet_post 1 "$COLL" "{\"allocationId\":\"$U3\",\"buildConfiguratio
 wait_until $((20 * TIME_SCALE)) "allocation $U3 failed" is_failed "$U3"
 assert_eq "$(fleet_delete 1 "$COLL/$U3" | cut -d' ' -f1)" 204 "DELETE of a failed allocation"
 assert_eq "$(fleet_get 1 "$COLL/$U3" | cut -d' ' -f1)" 404 "GET after its DELETE"
+
+# restart: true (Unity's MultiplayAllocationsAllocateRequest.restart): the free slot's server,
+# running the build configuration asked, restarts into it before it is allocated.
+free_host=
+for k in 1 2; do
+        [ "$(fleet_etcd_get "slots/$FLEET_NAME/$(fleet_machine_id "$k")/0" | jq -r .allocationId)" = "" ] &&
+                free_host=$k
+done
+[ -n "$free_host" ] || fail "no free slot left for the restart"
+main_pid() {
+        busctl --address="$(fleet_bus "$free_host")" get-property org.slotd.Supervisor1 \
+                /org/slotd/Supervisor1/slot/0 org.slotd.Supervisor1.Slot MainPID | cut -d' ' -f2
+}
+pid=$(main_pid)
+U4=$(uuid)
+assert_eq "$(fleet_post 1 "$COLL" "{\"allocationId\":\"$U4\",\"buildConfigurationId\":$FLEET_BUILD_CONFIGURATION,\"restart\":true}" | cut -d' ' -f1)" \
+        200 "POST with restart"
+wait_until $((20 * TIME_SCALE)) "allocation $U4 fulfilled" \
+        eval '[ "$(get_status "$U4")" = fulfilled ]'
+new_server() { local p; p=$(main_pid); [ "$p" -gt 0 ] && [ "$p" != "$pid" ]; }
+wait_until $((20 * TIME_SCALE)) "the slot's server restarted (not $pid)" new_server
+assert_eq "$(fleet_get 1 "$COLL/$U4" | body | json serverId)" 0 "on the free slot"
+assert_eq "$(fleet_host_of_machine "$(fleet_get 1 "$COLL/$U4" | body | api_machine_id)")" "$free_host" \
+        "on the free host"
+assert_eq "$(fleet_post 1 "$COLL" "{\"allocationId\":\"$(uuid)\",\"restart\":1}" | cut -d' ' -f1)" \
+        400 "restart not a boolean"
 finish

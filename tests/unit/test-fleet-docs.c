@@ -349,18 +349,28 @@ static void test_claim_and_deallocation(_unused_ void **state) {
         assert_int_equal(claim_doc_format(&c, &ct), 0);
         assert_string_equal(ct, "{\"allocationId\":\"a-1\",\"fleetId\":\"f\","
                                 "\"buildConfigurationId\":\"\",\"payload\":\"\","
-                                "\"deadline\":\"2026-11-24T10:00:00.123Z\",\"draining\":false}");
+                                "\"deadline\":\"2026-11-24T10:00:00.123Z\",\"draining\":false,"
+                                "\"restart\":false}");
         assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
         assert_int_equal(pc.deadline, T1);
         assert_false(pc.draining);
+        assert_false(pc.restart);
         claim_doc_done(&pc);
         ct = mfree(ct);
         /* A claim on a draining machine, the allocator's last resort, says so. */
         c.draining = true;
         assert_int_equal(claim_doc_format(&c, &ct), 0);
-        assert_non_null(strstr(ct, ",\"draining\":true}"));
+        assert_non_null(strstr(ct, ",\"draining\":true,"));
         assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
         assert_true(pc.draining);
+        claim_doc_done(&pc);
+        ct = mfree(ct);
+        /* The POST's restart: the server restarts before it is allocated. */
+        c.restart = true;
+        assert_int_equal(claim_doc_format(&c, &ct), 0);
+        assert_non_null(strstr(ct, ",\"restart\":true}"));
+        assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
+        assert_true(pc.restart);
         claim_doc_done(&pc);
         /* An allocator that does not know the field writes none: not draining. */
         t = "{\"allocationId\":\"a-1\",\"fleetId\":\"f\"}";
