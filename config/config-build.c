@@ -305,9 +305,13 @@ const BuildConfig *fleet_config_find_build(const FleetConfig *f, const char *id)
         if (i >= 0)
                 return &f->build_configs[i];
         /* No section at all: any ID runs the fleet's build, as before sections existed. */
-        if (f->n_build_configs == 1 && f->build_configs[0].line == 0)
+        if (fleet_config_runs_any_build(f))
                 return &f->build_configs[0];
         return NULL;
+}
+
+bool fleet_config_runs_any_build(const FleetConfig *f) {
+        return f->n_build_configs == 1 && f->build_configs[0].line == 0;
 }
 
 bool build_config_equal(const BuildConfig *a, const BuildConfig *b) {

@@ -234,6 +234,9 @@ FleetConfig *config_find_fleet(const Config *c, const char *name);
  * any id (with BUILD_CONFIGURATION set to that id). NULL for a FleetConfig not made by the
  * parser (n_build_configs 0). */
 const BuildConfig *fleet_config_find_build(const FleetConfig *f, const char *id);
+/* Whether the fleet runs any build configuration ID asked (it has no [build_configuration ID]
+ * section); else it runs those of f->build_configs only. */
+bool fleet_config_runs_any_build(const FleetConfig *f);
 
 /* Whether servers of a and b run the same: build, args, environment, build_configuration,
  * user, group, port bases, region, and every build configuration (compared by ID, in any

@@ -36,6 +36,7 @@ AllocResult alloc_outcome_result(AllocOutcome outcome) {
                 return ALLOC_RESULT_EXISTING;
         case ALLOC_INVALID:
         case ALLOC_UNKNOWN_FLEET:
+        case ALLOC_UNKNOWN_BUILD:
                 return ALLOC_RESULT_INVALID;
         case ALLOC_FLEET_ELSEWHERE:
         case ALLOC_INDEX_ORPHANED:
@@ -79,6 +80,11 @@ unsigned alloc_answer_http(const AllocAnswer *answer, json_t **ret_body) {
                 *ret_body = api_error_json("fleet %s not found (allocation %s)", r->fleet,
                                            r->allocation_id);
                 return 404;
+        case ALLOC_UNKNOWN_BUILD:
+                *ret_body = api_error_json("allocation %s in fleet %s: no server of the fleet "
+                                           "runs build configuration %s", r->allocation_id,
+                                           r->fleet, r->build_configuration_id);
+                return 400;
         case ALLOC_FLEET_ELSEWHERE:
                 *ret_body = api_error_json("allocation %s is of fleet %s, not %s",
                                            r->allocation_id, answer->detail, r->fleet);

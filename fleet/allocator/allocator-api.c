@@ -77,6 +77,7 @@ static void api_allocate(Allocator *a, ApiRequest *req) {
         r.build_configuration_id = body.build_configuration_id;
         r.region_id = body.region_id;
         r.payload = body.payload;
+        r.restart = body.restart;
         /* The POST's own ID (Unity's requestId), random: the kernel's pool is ready long
          * before a request comes (the allocator starts after the network). */
         if (getrandom(random, sizeof(random), GRND_NONBLOCK) != (ssize_t) sizeof(random)) {

@@ -294,7 +294,8 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
                             .build_configuration_id = op->rec.build_configuration_id,
                             .payload = op->rec.payload, .deadline = op->rec.deadline,
                             /* placement's last resort: its host lets it through (SPEC §13) */
-                            .draining = m && m->doc.draining };
+                            .draining = m && m->doc.draining,
+                            .restart = op->rec.restart };
         return claim_doc_format(&claim, &op->claim_value);
 }
 
@@ -339,6 +340,18 @@ static const char *allocation_fleet_elsewhere(Allocator *a, const char *id, cons
         return NULL;
 }
 
+bool alloc_fleet_runs_build(Allocator *a, const char *fleet, const char *id) {
+        const CacheFleet *f = hashmap_get(&a->cache.fleets, fleet);
+
+        if (str_isempty(id))
+                return true;
+        /* Mostly the first slot answers; only a refusal reads every slot of the fleet. */
+        for (const CacheSlot *s = f ? f->slots : NULL; s; s = s->fleet_next)
+                if (slot_doc_runs_build(&s->doc, id))
+                        return true;
+        return false;
+}
+
 /* The record's strings are the request's, copied. */
 static ClaimOp *claim_op_new(Allocator *a, const AllocRequest *r, AllocDone done,
                              void *userdata) {
@@ -359,6 +372,7 @@ static ClaimOp *claim_op_new(Allocator *a, const AllocRequest *r, AllocDone done
                 .payload = strdup(r->payload),
                 .request_id = r->request_id ? strdup(r->request_id) : NULL,
                 .status = ALLOCATION_CLAIMED,
+                .restart = r->restart,
                 .requested = now_usec(CLOCK_REALTIME),
                 .attempts = 1,
         };
@@ -393,6 +407,9 @@ ClaimOp *alloc_claim(Allocator *a, const AllocRequest *r, AllocDone done, void *
 
         if (!cache_ready(a))
                 return alloc_refuse(r, ALLOC_VIEW_NOT_READY, NULL, done, userdata);
+        /* 400 at the door rather than a 200 that every host refuses (SPEC §13). */
+        if (!alloc_fleet_runs_build(a, r->fleet, r->build_configuration_id))
+                return alloc_refuse(r, ALLOC_UNKNOWN_BUILD, NULL, done, userdata);
         other = allocation_fleet_elsewhere(a, r->allocation_id, r->fleet);
         if (other)
                 return alloc_refuse(r, ALLOC_FLEET_ELSEWHERE, other, done, userdata);

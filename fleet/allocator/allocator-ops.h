@@ -25,6 +25,8 @@ typedef enum AllocOutcome {
         ALLOC_INVALID,         /* the request is malformed: detail says how (NULL: no memory) */
         ALLOC_VIEW_NOT_READY,  /* the fleet view is not read from etcd yet */
         ALLOC_UNKNOWN_FLEET,   /* the fleet view has no slot of the fleet */
+        ALLOC_UNKNOWN_BUILD,   /* no slot of the fleet in the view runs the build configuration
+                                * asked (alloc_fleet_runs_build) */
         ALLOC_FLEET_ELSEWHERE, /* the allocationId is of another fleet: detail names it */
         ALLOC_INDEX_ORPHANED,  /* its allocationId's index has no record beside it: detail, the
                                 * index's key (written by hand: it blocks the ID until deleted) */
@@ -41,6 +43,8 @@ typedef struct AllocRequest {
         const char *allocation_id;
         const char *build_configuration_id, *region_id, *payload;
         const char *request_id; /* the POST's own UUID, kept in a new record */
+        bool restart; /* the server restarts into the build configuration before it is
+                       * allocated, even when it runs it (Unity's restart) */
 } AllocRequest;
 
 typedef struct AllocAnswer {
@@ -52,6 +56,10 @@ typedef struct AllocAnswer {
 
 /* The answer's strings live until done returns. */
 typedef void (*AllocDone)(const AllocAnswer *answer, void *userdata);
+
+/* Whether a slot of the fleet in the view may run build configuration id: id "" (the fleet's
+ * default), or a slot whose document lists it or lists none (slot_doc_runs_build). */
+bool alloc_fleet_runs_build(Allocator *a, const char *fleet, const char *id);
 
 /* An allocation placed and claimed: the request's strings are copied. done is called once,
  * unless alloc_claim_cancel() comes first; perhaps before this returns (the view is not read,

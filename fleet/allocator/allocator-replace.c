@@ -395,7 +395,8 @@ static int move_prepare(ReplaceOp *op, AllocationRecord *rec, const CacheSlot *s
         claim = (ClaimDoc){ .allocation_id = rec->allocation_id, .fleet_id = rec->fleet_id,
                             .build_configuration_id = rec->build_configuration_id,
                             .payload = rec->payload, .deadline = rec->deadline,
-                            .draining = m && m->doc.draining }; /* the last resort */
+                            .draining = m && m->doc.draining, /* the last resort */
+                            .restart = rec->restart };
         r = claim_doc_format(&claim, &op->new_claim_value);
         return r < 0 ? r : allocation_record_format(rec, ret_record);
 }

@@ -311,7 +311,7 @@ void api_allocate_body_done(ApiAllocateBody *b) {
 }
 
 static int parse_allocate_object(json_t *o, ApiAllocateBody *b, const char **ret_error) {
-        json_t *id = json_object_get(o, "allocationId");
+        json_t *id = json_object_get(o, "allocationId"), *restart;
         int r;
 
         if (!json_is_string(id) || !api_is_uuid(json_string_value(id)))
@@ -336,7 +336,13 @@ static int parse_allocate_object(json_t *o, ApiAllocateBody *b, const char **ret
         r = body_string(o, "payload", FLEET_PAYLOAD_MAX, &b->payload);
         if (r == -EBADMSG)
                 return body_error(ret_error, "payload must be a string of at most 30 KiB");
-        return r;
+        if (r < 0)
+                return r;
+        restart = json_object_get(o, "restart");
+        if (restart && !json_is_boolean(restart))
+                return body_error(ret_error, "restart must be a boolean");
+        b->restart = restart && json_is_true(restart);
+        return 0;
 }
 
 int api_parse_allocate(const char *body, size_t size, ApiAllocateBody *ret,

@@ -77,6 +77,7 @@ typedef struct ApiAllocateBody {
         char *build_configuration_id;       /* a string or a number in the body; "" when none */
         char *region_id;                    /* "" when none */
         char *payload;                      /* "" when none */
+        bool restart;                       /* false when none */
 } ApiAllocateBody;
 
 /* The POST body: 0, or -EBADMSG with *ret_error saying what is wrong (for the 400's message),

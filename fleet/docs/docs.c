@@ -45,6 +45,7 @@ static const Field slot_fields[] = {
         FIELD(SlotDoc, "readyForPlayers", FIELD_BOOL, ready_for_players),
         FIELD(SlotDoc, "readyForPlayersAt", FIELD_TIME, ready_for_players_at),
         FIELD(SlotDoc, "buildConfigurationId", FIELD_STRING, build_configuration_id),
+        FIELD(SlotDoc, "buildConfigurations", FIELD_STRV, build_configurations),
         FIELD(SlotDoc, "ipv4", FIELD_STRING, ipv4),
         FIELD(SlotDoc, "ipv6", FIELD_STRING, ipv6),
         FIELD(SlotDoc, "gamePort", FIELD_U16, game_port),
@@ -97,6 +98,7 @@ static const Field record_fields[] = {
         FIELD(AllocationRecord, "excluded", FIELD_STRV, excluded),
         FIELD(AllocationRecord, "error", FIELD_STRING, error),
         FIELD(AllocationRecord, "failed", FIELD_TIME, failed),
+        FIELD(AllocationRecord, "restart", FIELD_BOOL, restart),
 };
 
 static const Field claim_fields[] = {
@@ -106,6 +108,7 @@ static const Field claim_fields[] = {
         FIELD(ClaimDoc, "payload", FIELD_PAYLOAD, payload),
         FIELD(ClaimDoc, "deadline", FIELD_TIME, deadline),
         FIELD(ClaimDoc, "draining", FIELD_BOOL, draining),
+        FIELD(ClaimDoc, "restart", FIELD_BOOL, restart),
 };
 
 static const Field deallocation_fields[] = {
@@ -357,6 +360,21 @@ fail:
         }
 
 DEFINE_DOC(slot_doc, SlotDoc, slot_fields)
+
+bool slot_doc_runs_build(const SlotDoc *d, const char *id) {
+        return !id || id[0] == '\0' || !d->build_configurations || !d->build_configurations[0] ||
+               strv_contains(d->build_configurations, id);
+}
+
+char **slot_doc_builds_bounded(char **ids) {
+        size_t bytes = 0, n = 0;
+
+        STRV_FOREACH(i, ids) {
+                bytes += strlen(*i);
+                n++;
+        }
+        return bytes > SLOT_DOC_BUILDS_MAX || n > FLEET_LIST_MAX ? NULL : ids;
+}
 DEFINE_DOC(machine_doc, MachineDoc, machine_fields)
 DEFINE_DOC(allocation_record, AllocationRecord, record_fields)
 DEFINE_DOC(claim_doc, ClaimDoc, claim_fields)

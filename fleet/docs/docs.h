@@ -93,6 +93,11 @@ typedef struct SlotDoc {
         bool ready_for_players;
         usec_t ready_for_players_at; /* when readyForPlayers last became true (0: it is not) */
         char *build_configuration_id;
+        /* The build configuration IDs its fleet runs (slotd's BuildConfigurations); none
+         * (absent, [], NULL): any ID, as far as the document tells (a fleet without
+         * [build_configuration] sections, a registry before the field, or a list longer than
+         * SLOT_DOC_BUILDS_MAX bytes, not written). */
+        char **build_configurations;
         char *ipv4;
         char *ipv6;
         uint16_t game_port;
@@ -102,6 +107,17 @@ typedef struct SlotDoc {
         usec_t hold_until; /* CLOCK_REALTIME µs, 0 = none */
         usec_t reserved_until;
 } SlotDoc;
+
+/* The most bytes of IDs a slot document's buildConfigurations carries: a slot's document is
+ * rewritten at each of its changes, so a longer list is left out (read as any ID). */
+#define SLOT_DOC_BUILDS_MAX 2048U
+
+/* Whether the slot may run build configuration id, as its document tells: id NULL or "" (the
+ * fleet's default), no list, or id in it. */
+bool slot_doc_runs_build(const SlotDoc *d, const char *id);
+/* The list a document carries for these IDs: ids, or NULL when they exceed
+ * SLOT_DOC_BUILDS_MAX bytes. */
+char **slot_doc_builds_bounded(char **ids);
 
 int slot_doc_format(const SlotDoc *d, char **ret);
 int slot_doc_parse(const char *text, size_t len, SlotDoc *ret);
@@ -169,6 +185,7 @@ typedef struct AllocationRecord {
         char **excluded; /* machines that failed it */
         char *error;     /* the last host's refusal; failed: why it failed */
         usec_t failed;   /* failed: when */
+        bool restart;    /* the POST's restart: each claim of it asks for it (absent: false) */
 } AllocationRecord;
 
 int allocation_record_format(const AllocationRecord *d, char **ret);
@@ -184,6 +201,8 @@ typedef struct ClaimDoc {
         char *payload;
         usec_t deadline;
         bool draining; /* the machine is draining: the allocator's last resort (absent: false) */
+        bool restart;  /* the server restarts into the build configuration, even the one it
+                        * runs, before it is allocated (absent: false) */
 } ClaimDoc;
 
 int claim_doc_format(const ClaimDoc *d, char **ret);

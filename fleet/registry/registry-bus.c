@@ -562,6 +562,9 @@ int registry_bus_allocate(Registry *r, uint32_t slot_id, const ClaimDoc *claim,
          * Sent only then, so that a slotd that does not know the option refuses only it. */
         if (k >= 0 && claim->draining)
                 k = append_option(m, "draining", "b", &yes, 0);
+        /* The POST's restart (SPEC §8), sent alike only when asked. */
+        if (k >= 0 && claim->restart)
+                k = append_option(m, "restart", "b", &yes, 0);
         if (k >= 0)
                 k = sd_bus_message_close_container(m);
         if (k >= 0)

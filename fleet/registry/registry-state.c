@@ -23,6 +23,7 @@ static const RegProperty slot_properties[] = {
         SLOT_PROPERTY("ProcessState", 's', process_state),
         SLOT_PROPERTY("AllocationUUID", 's', allocation_uuid),
         SLOT_PROPERTY("BuildConfiguration", 's', build_configuration),
+        SLOT_PROPERTY("BuildConfigurations", 'a', build_configurations),
         SLOT_PROPERTY("Ready", 'b', ready),
         SLOT_PROPERTY("ReadyForPlayers", 'b', ready_for_players),
         SLOT_PROPERTY("Port", 'q', port),
@@ -117,6 +118,7 @@ RegSlot *reg_slot_free(RegSlot *s) {
         free(s->process_state);
         free(s->allocation_uuid);
         free(s->build_configuration);
+        strv_free(s->build_configurations);
         free(s->key);
         free(s->sent_doc);
         free(s);
@@ -146,6 +148,7 @@ void reg_slot_doc(const RegMachine *m, const RegSlot *s, SlotDoc *ret) {
                 .ready_for_players = s->ready_for_players,
                 .ready_for_players_at = s->ready_for_players ? s->ready_for_players_at : 0,
                 .build_configuration_id = s->build_configuration,
+                .build_configurations = slot_doc_builds_bounded(s->build_configurations),
                 .ipv4 = m->ipv4,
                 .ipv6 = m->ipv6,
                 .game_port = s->port,

@@ -56,6 +56,7 @@ typedef struct RegSlot {
         char *process_state;
         char *allocation_uuid;
         char *build_configuration;
+        char **build_configurations; /* BuildConfigurations */
         bool ready;
         bool ready_for_players;
         usec_t ready_for_players_at; /* when the registry saw it become true; 0 while false */

@@ -289,21 +289,23 @@ static int read_option_payload(sd_bus_message *msg, OpsAllocation *a, sd_bus_err
         return sd_bus_message_exit_container(msg);
 }
 
-static int read_option_draining(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error) {
+static int read_option_bool(sd_bus_message *msg, const char *key, bool *ret,
+                            sd_bus_error *error) {
         int b, r = sd_bus_message_enter_container(msg, 'v', "b");
 
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
-                                         "The option 'draining' is a boolean (b)");
+                                         "The option '%s' is a boolean (b)", key);
         r = sd_bus_message_read(msg, "b", &b);
         if (r < 0)
                 return r;
-        a->draining_ok = b;
+        *ret = b;
         return sd_bus_message_exit_container(msg);
 }
 
-/* The options of AllocateWithOptions: "payload" (ay) and "draining" (b: let through while
- * the machine is draining, a fleet allocator's last resort). Unknown options are refused,
+/* The options of AllocateWithOptions: "payload" (ay), "draining" (b: let through while the
+ * machine is draining, a fleet allocator's last resort) and "restart" (b: the server restarts
+ * into the allocation's build configuration, even the one it runs). Unknown options are refused,
  * so that a caller learns at once that this slotd does not know one. */
 int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_error *error) {
         const char *key;
@@ -319,7 +321,9 @@ int bus_read_allocate_options(sd_bus_message *msg, OpsAllocation *a, sd_bus_erro
                 if (streq(key, "payload"))
                         r = read_option_payload(msg, a, error);
                 else if (streq(key, "draining"))
-                        r = read_option_draining(msg, a, error);
+                        r = read_option_bool(msg, key, &a->draining_ok, error);
+                else if (streq(key, "restart"))
+                        r = read_option_bool(msg, key, &a->restart, error);
                 else
                         return sd_bus_error_setf(error, BUS_ERROR_PREFIX "InvalidArgument",
                                                  "Unknown allocation option '%s'", key);

@@ -61,6 +61,21 @@ static int property_get_strikes(sd_bus *bus, const char *path, const char *inter
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+/* The build configuration IDs its fleet runs: its [build_configuration ID] sections' (the
+ * default's first); none when it has no section (it runs any ID asked, SPEC §2). */
+static int property_get_build_configurations(sd_bus *bus, const char *path,
+                                             const char *interface, const char *property,
+                                             sd_bus_message *reply, void *userdata,
+                                             sd_bus_error *error) {
+        const FleetConfig *f = bus_slot_get(userdata)->fleet->config;
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+
+        for (size_t i = 0; r >= 0 && !fleet_config_runs_any_build(f) && i < f->n_build_configs;
+             i++)
+                r = sd_bus_message_append(reply, "s", f->build_configs[i].id);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 
 
 static int allocate(sd_bus_message *msg, BusSlot *bs, sd_bus_message_handler_t handler,
@@ -202,6 +217,9 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_PROPERTY("AllocationUUID", "s", property_get_allocation_uuid, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("BuildConfiguration", "s", property_get_build_configuration, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        /* A change comes with a Reload, which announces the slot's state. */
+        SD_BUS_PROPERTY("BuildConfigurations", "as", property_get_build_configurations, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("MainPID", "u", property_get_main_pid, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Cgroup", "s", property_get_cgroup, 0, SD_BUS_VTABLE_PROPERTY_CONST),

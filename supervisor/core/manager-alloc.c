@@ -156,7 +156,7 @@ static int pick(Fleet *f, const char *build_configuration, Slot **ret) {
 }
 
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     Slot **ret) {
+                     bool restart, Slot **ret) {
         const char *bc;
         Fleet *f;
         Slot *s = manager_slot_by_uuid(m, uuid);
@@ -169,7 +169,9 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
         }
         if (s) {
                 /* A reservation for this UUID: the allocation takes its slot. */
-                r = slot_allocate(s, uuid, build_configuration && *build_configuration ? build_configuration : NULL);
+                r = slot_allocate(s, uuid,
+                                  build_configuration && *build_configuration ? build_configuration : NULL,
+                                  restart);
                 if (r < 0)
                         return r;
                 *ret = s;
@@ -192,7 +194,7 @@ int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char
                         break;
                 manager_slot_changed(m, s, false);
         }
-        r = slot_allocate(s, uuid, bc);
+        r = slot_allocate(s, uuid, bc, restart);
         *ret = s; /* on failure too: the slot that refused (its server.json, slot-alloc.c) */
         return r;
 }

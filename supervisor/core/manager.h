@@ -166,7 +166,7 @@ int manager_restore_state(Manager *m);
  * refused (slot_allocate()), *ret names it. Whether a new one may be made at all (the
  * caller's right, draining, state_dir) is the operations' (ops.c). */
 int manager_allocate(Manager *m, const char *fleet, const char *uuid, const char *build_configuration,
-                     Slot **ret);
+                     bool restart, Slot **ret);
 int manager_reserve(Manager *m, const char *fleet, const char *uuid, usec_t timeout, Slot **ret);
 int manager_set_draining(Manager *m, bool draining);
 /* Reads the config again; on error *ret_error says why and nothing changed. */

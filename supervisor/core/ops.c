@@ -116,7 +116,7 @@ static int allocate(Manager *m, const OpsCaller *c, const char *fleet, const Ops
         }
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
-        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, &s);
+        r = manager_allocate(m, fleet, a->uuid, a->build_configuration, a->restart, &s);
         if (r == -EINVAL) {
                 undo_payload(m, a);
                 return ops_fail(st, OPS_ERROR_INVALID_ARGUMENT, r, "No fleet '%s'", fleet);
@@ -177,7 +177,7 @@ static int slot_allocate_op(Manager *m, const OpsCaller *c, unsigned slot_id,
                 return r;
         if ((r = store_payload(m, a, st)) < 0)
                 return r;
-        r = slot_allocate(s, a->uuid, bc);
+        r = slot_allocate(s, a->uuid, bc, a->restart);
         if (r < 0)
                 undo_payload(m, a);
         if (r == -EBUSY)

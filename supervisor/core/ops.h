@@ -63,6 +63,8 @@ typedef struct OpsAllocation {
         size_t payload_size;
         bool draining_ok;                /* let through while the machine is draining: a
                                           * fleet allocator's last resort (SPEC §8) */
+        bool restart;                    /* its server restarts into the allocation's build
+                                          * configuration even when it runs it (SPEC §8) */
 } OpsAllocation;
 
 /* Each returns 0, or a negative errno with *st filled (code and message). */

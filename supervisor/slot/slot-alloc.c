@@ -145,7 +145,7 @@ int slot_reserve(Slot *s, const char *uuid, usec_t timeout) {
         return slot_reserve_until(s, uuid, now_usec(CLOCK_BOOTTIME) + timeout);
 }
 
-int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
+int slot_allocate(Slot *s, const char *uuid, const char *build_configuration, bool force) {
         bool restart, start, pre_recovery = s->failure == FAILURE_PRE_RECOVERY;
         const char *bc = build_configuration ?: s->build_configuration;
         int r;
@@ -178,7 +178,7 @@ int slot_allocate(Slot *s, const char *uuid, const char *build_configuration) {
                 }
         }
 
-        restart = slot_is_running(s) && (!streq(bc, s->build_configuration) || s->stale);
+        restart = slot_is_running(s) && (force || !streq(bc, s->build_configuration) || s->stale);
         start = !slot_is_running(s);
         if (!streq(bc, s->build_configuration)) {
                 r = free_and_strdup(&s->build_configuration, bc);

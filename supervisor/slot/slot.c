@@ -418,6 +418,7 @@ void slot_reconfigure(Slot *s, bool build_changed) {
                 return;
         if (slot_is_allocated(s)) {
                 s->stale = slot_is_running(s);
+                slot_hook_changed(s, false); /* its fleet's build configurations, announced */
                 return;
         }
         (void) free_and_strdup(&s->build_configuration, s->fleet->config->build_configuration);

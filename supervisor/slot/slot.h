@@ -193,9 +193,11 @@ bool slot_is_allocated(const Slot *s);
 bool slot_is_running(const Slot *s);
 
 /* Allocation, reservation, hold (SPEC §7). uuid and build_configuration are valid IDs
- * (build_configuration NULL = keep the slot's). -EBUSY: the state does not allow it; -ENOENT:
- * the fleet defines no such build configuration. */
-int slot_allocate(Slot *s, const char *uuid, const char *build_configuration);
+ * (build_configuration NULL = keep the slot's). A running server restarts into the
+ * allocation's build configuration when it runs another (or one Reload replaced), or, with
+ * restart, in any case. -EBUSY: the state does not allow it; -ENOENT: the fleet defines no
+ * such build configuration. */
+int slot_allocate(Slot *s, const char *uuid, const char *build_configuration, bool restart);
 int slot_deallocate(Slot *s);
 int slot_reserve(Slot *s, const char *uuid, usec_t timeout);
 int slot_hold(Slot *s, usec_t timeout, usec_t *ret_until);

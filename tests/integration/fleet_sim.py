@@ -86,7 +86,9 @@ def slot_doc(fleet, machine, slot, state, process, ready, build, region, alloc="
             "fleetId": fleet, "regionId": region,
             "state": state, "processState": process, "ready": ready == "true",
             "readyForPlayers": False, "readyForPlayersAt": "", "buildConfigurationId": build,
-            "ipv4": "192.0.2.1",
+            # [] as the registry writes it for a fleet without [build_configuration]
+            # sections: it runs any ID
+            "buildConfigurations": [], "ipv4": "192.0.2.1",
             "ipv6": "", "gamePort": 7000 + int(slot), "queryPort": 7100 + int(slot),
             "allocationId": alloc, "draining": False, "holdUntil": "", "reservedUntil": ""}
 

@@ -2,7 +2,8 @@
 # Build configurations as Multiplay has them (issue 13): a fleet with [build_configuration ID]
 # sections runs each with its own arguments and query type, writes its variables into
 # server.json, restarts an idle server into another configuration on Allocate, and refuses an
-# ID it does not define. The region keys reach server.json too.
+# ID it does not define; AllocateWithOptions' restart restarts even into the configuration it
+# runs. The region keys reach server.json too.
 . "$(dirname "$0")/lib.sh"
 
 MACHINE_CPUS=4 write_config
@@ -20,6 +21,8 @@ for id in $A $B; do wait_prop $id ProcessState running; done
 
 # 1. The default configuration: no variables, the region.
 assert_eq "$(sprop $A BuildConfiguration)" default "BuildConfiguration at start"
+assert_eq "$(sprop $A BuildConfigurations)" '2 "default" "7"' \
+        "BuildConfigurations: the fleet's, the default's first"
 assert_eq "$(server_json $A regionID)" eu-west-1 "regionID"
 assert_eq "$(server_json $A regionName)" "Europe West" "regionName"
 assert_eq "$(server_json $A queryType)" "" "queryType of the default"
@@ -57,7 +60,26 @@ assert_eq "$(sprop $B AllocationUUID)" "" "a refused allocation changed nothing"
 mcall Deallocate s match-7 >/dev/null
 assert_eq "$(allocate mp match-7b 7)" "$A" "the server already running configuration 7"
 
-# 5. --check lists the configurations.
+# 5. AllocateWithOptions' restart (issue 25): a server that runs the configuration asked
+# restarts into it before it is allocated; without the option it keeps running.
+wait_prop $B ProcessState running
+pid=$(sprop $B MainPID)
+scall $B AllocateWithOptions 'ssa{sv}' match-keep default 0 >/dev/null
+assert_eq "$(sprop $B MainPID)" "$pid" "without restart, the server of the same configuration runs on"
+scall $B Deallocate >/dev/null
+wait_prop $B ProcessState running
+pid=$(sprop $B MainPID)
+scall $B AllocateWithOptions 'ssa{sv}' match-r default 1 restart b true >/dev/null
+wait_new_pid $B "$pid"
+wait_prop $B ProcessState running
+assert_eq "$(sprop $B AllocationUUID)" match-r "the allocation holds after its restart"
+assert_eq "$(sprop $B BuildConfiguration)" default "in the configuration asked"
+assert_eq "$(server_json $B allocatedUUID)" match-r "server.json names it"
+out=$(scall $A AllocateWithOptions 'ssa{sv}' match-x 7 1 restart s yes 2>&1) &&
+        fail "restart of another type accepted"
+assert_ok "restart of another type: InvalidArgument ($out)" grep -q "'restart' is a boolean" <<<"$out"
+
+# 6. --check lists the configurations.
 out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
 assert_ok "--check shows configuration 7 ($out)" grep -q "build configuration 7: .*query a2s, 3 variables" <<<"$out"
 finish

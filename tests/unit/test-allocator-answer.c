@@ -110,6 +110,35 @@ static void test_unknown_fleet(void **state) {
         assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_FLEET), ALLOC_RESULT_INVALID);
 }
 
+static void test_unknown_build(void **state) {
+        AllocRequest r = request;
+
+        r.build_configuration_id = "9999";
+        expect(ALLOC_UNKNOWN_BUILD, &r, NULL, 0, 400,
+               "{\"error\":\"allocation " ID " in fleet game: no server of the fleet runs "
+               "build configuration 9999\"}");
+        assert_int_equal(alloc_outcome_result(ALLOC_UNKNOWN_BUILD), ALLOC_RESULT_INVALID);
+}
+
+/* The POST's restart (Unity's bool restart): a boolean, false when absent. */
+static void test_parse_restart(void **state) {
+        const char *yes = "{\"allocationId\":\"" ID "\",\"restart\":true}";
+        const char *no = "{\"allocationId\":\"" ID "\"}";
+        const char *bad = "{\"allocationId\":\"" ID "\",\"restart\":\"yes\"}";
+        ApiAllocateBody b = {};
+        const char *error = NULL;
+
+        assert_int_equal(api_parse_allocate(yes, strlen(yes), &b, &error), 0);
+        assert_true(b.restart);
+        api_allocate_body_done(&b);
+        assert_int_equal(api_parse_allocate(no, strlen(no), &b, &error), 0);
+        assert_false(b.restart);
+        api_allocate_body_done(&b);
+        assert_int_equal(api_parse_allocate(bad, strlen(bad), &b, &error), -EBADMSG);
+        assert_string_equal(error, "restart must be a boolean");
+        api_allocate_body_done(&b);
+}
+
 static void test_unknown_environment(void **state) {
         json_t *body = NULL;
         char *text;
@@ -634,6 +663,8 @@ int main(void) {
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_no_capacity),
                 cmocka_unit_test(test_unknown_fleet),
+                cmocka_unit_test(test_unknown_build),
+                cmocka_unit_test(test_parse_restart),
                 cmocka_unit_test(test_unknown_environment),
                 cmocka_unit_test(test_contended),
                 cmocka_unit_test(test_etcd_failed),

@@ -145,7 +145,8 @@ static void test_slot_doc(_unused_ void **state) {
                 "{\"machineID\":\"m1\",\"machineNumber\":9223372036854775807,\"slotID\":3,"
                 "\"fleetId\":\"shooter\",\"regionId\":\"eu\","
                 "\"state\":\"online\",\"processState\":\"running\",\"ready\":true,"
-                "\"readyForPlayers\":false,\"readyForPlayersAt\":\"\",\"buildConfigurationId\":\"b1\",\"ipv4\":\"10.0.0.1\","
+                "\"readyForPlayers\":false,\"readyForPlayersAt\":\"\",\"buildConfigurationId\":\"b1\","
+                "\"buildConfigurations\":[],\"ipv4\":\"10.0.0.1\","
                 "\"ipv6\":\"\",\"gamePort\":7000,\"queryPort\":7100,\"allocationId\":\"\","
                 "\"draining\":false,\"holdUntil\":\"2026-11-24T10:00:00.123Z\","
                 "\"reservedUntil\":\"\"}");
@@ -162,6 +163,52 @@ static void test_slot_doc(_unused_ void **state) {
         slot_doc_done(&p);
         assert_null(p.machine_id);
         slot_doc_done(&p);
+}
+
+/* buildConfigurations: the IDs its fleet runs; none (absent or []) reads as any. */
+static void test_slot_doc_builds(_unused_ void **state) {
+        char *ids[] = { (char *) "1001", (char *) "1002", NULL };
+        SlotDoc d = { .machine_id = (char *) "m1", .slot_id = 1, .fleet_id = (char *) "f",
+                      .build_configurations = ids };
+        const char *old = "{\"machineID\":\"m1\",\"slotID\":1,\"fleetId\":\"f\"}";
+        const char *wrong = "{\"machineID\":\"m1\",\"slotID\":1,\"fleetId\":\"f\","
+                            "\"buildConfigurations\":\"1001\"}";
+        _cleanup_free_ char *text = NULL, *big = NULL;
+        char *many[3];
+        SlotDoc p;
+
+        assert_int_equal(slot_doc_format(&d, &text), 0);
+        assert_non_null(strstr(text, "\"buildConfigurations\":[\"1001\",\"1002\"]"));
+        assert_int_equal(slot_doc_parse(text, strlen(text), &p), 0);
+        assert_true(slot_doc_runs_build(&p, "1001"));
+        assert_true(slot_doc_runs_build(&p, "1002"));
+        assert_false(slot_doc_runs_build(&p, "9999"));
+        assert_true(slot_doc_runs_build(&p, ""));   /* the fleet's default */
+        assert_true(slot_doc_runs_build(&p, NULL));
+        slot_doc_done(&p);
+
+        /* A document written before the field, or of a fleet without sections: any ID. */
+        assert_int_equal(slot_doc_parse(old, strlen(old), &p), 0);
+        assert_null(p.build_configurations);
+        assert_true(slot_doc_runs_build(&p, "9999"));
+        slot_doc_done(&p);
+        d.build_configurations = (char *[]){ NULL };
+        assert_true(slot_doc_runs_build(&d, "9999"));
+        assert_int_equal(slot_doc_parse(wrong, strlen(wrong), &p), -EBADMSG);
+
+        /* A list of more than SLOT_DOC_BUILDS_MAX bytes is left out (read as any). */
+        assert_ptr_equal(slot_doc_builds_bounded(ids), ids);
+        assert_null(slot_doc_builds_bounded(NULL));
+        big = malloc(SLOT_DOC_BUILDS_MAX / 2 + 1);
+        assert_non_null(big);
+        memset(big, 'a', SLOT_DOC_BUILDS_MAX / 2);
+        big[SLOT_DOC_BUILDS_MAX / 2] = '\0';
+        many[0] = big, many[1] = big, many[2] = NULL;
+        assert_ptr_equal(slot_doc_builds_bounded(many), many); /* exactly the maximum */
+        many[1] = (char *) "x"; /* one byte less: kept */
+        assert_ptr_equal(slot_doc_builds_bounded(many), many);
+        char *over[] = { big, big, (char *) "x", NULL }; /* one byte more */
+        assert_null(slot_doc_builds_bounded(over));
 }
 
 static void assert_slot_refused(const char *text) {
@@ -302,18 +349,28 @@ static void test_claim_and_deallocation(_unused_ void **state) {
         assert_int_equal(claim_doc_format(&c, &ct), 0);
         assert_string_equal(ct, "{\"allocationId\":\"a-1\",\"fleetId\":\"f\","
                                 "\"buildConfigurationId\":\"\",\"payload\":\"\","
-                                "\"deadline\":\"2026-11-24T10:00:00.123Z\",\"draining\":false}");
+                                "\"deadline\":\"2026-11-24T10:00:00.123Z\",\"draining\":false,"
+                                "\"restart\":false}");
         assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
         assert_int_equal(pc.deadline, T1);
         assert_false(pc.draining);
+        assert_false(pc.restart);
         claim_doc_done(&pc);
         ct = mfree(ct);
         /* A claim on a draining machine, the allocator's last resort, says so. */
         c.draining = true;
         assert_int_equal(claim_doc_format(&c, &ct), 0);
-        assert_non_null(strstr(ct, ",\"draining\":true}"));
+        assert_non_null(strstr(ct, ",\"draining\":true,"));
         assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
         assert_true(pc.draining);
+        claim_doc_done(&pc);
+        ct = mfree(ct);
+        /* The POST's restart: the server restarts before it is allocated. */
+        c.restart = true;
+        assert_int_equal(claim_doc_format(&c, &ct), 0);
+        assert_non_null(strstr(ct, ",\"restart\":true}"));
+        assert_int_equal(claim_doc_parse(ct, strlen(ct), &pc), 0);
+        assert_true(pc.restart);
         claim_doc_done(&pc);
         /* An allocator that does not know the field writes none: not draining. */
         t = "{\"allocationId\":\"a-1\",\"fleetId\":\"f\"}";
@@ -364,6 +421,7 @@ int main(void) {
                 cmocka_unit_test(test_rfc3339),
                 cmocka_unit_test(test_keys),
                 cmocka_unit_test(test_slot_doc),
+                cmocka_unit_test(test_slot_doc_builds),
                 cmocka_unit_test(test_slot_doc_hostile),
                 cmocka_unit_test(test_machine_doc),
                 cmocka_unit_test(test_record),

@@ -103,6 +103,9 @@ static void fill(RegMachine *m, RegSlot *s) {
         assert_int_equal(reg_slot_set(s, "ProcessState", S("running")), 1);
         assert_int_equal(reg_slot_set(s, "AllocationUUID", S("")), 1);
         assert_int_equal(reg_slot_set(s, "BuildConfiguration", S("default")), 1);
+        assert_int_equal(reg_slot_set(s, "BuildConfigurations",
+                                      A(((char *[]){ (char *) "default", (char *) "1001", NULL }))),
+                         1);
         assert_int_equal(reg_slot_set(s, "ReadyForPlayers", B(true)), 1);
         assert_int_equal(reg_slot_set(s, "Port", Q(36701)), 1);
         assert_int_equal(reg_slot_set(s, "QueryPort", Q(36801)), 1);
@@ -129,6 +132,8 @@ static void test_slot_doc(void **state) {
         assert_false(back.ready);
         assert_true(back.ready_for_players);
         assert_string_equal(back.build_configuration_id, "default");
+        assert_int_equal(strv_length(back.build_configurations), 2);
+        assert_string_equal(back.build_configurations[1], "1001");
         assert_string_equal(back.ipv4, "192.0.2.1");
         assert_string_equal(back.ipv6, "2001:db8::1");
         assert_int_equal(back.game_port, 36701);
