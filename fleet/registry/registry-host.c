@@ -41,7 +41,7 @@ static RegHostKey *host_key_new(Registry *r, const char *key) {
         RegHostKey *k;
 
         if (fleet_key_parse_host(r->prefix, key, &kind, &machine_id, &slot_id, &allocation_id) < 0 ||
-            !streq_ptr(machine_id, r->machine.machine_id)) {
+            kind == FLEET_HOST_KEY_SCALE || !streq_ptr(machine_id, r->machine.machine_id)) {
                 log_debug("Ignoring key %s: neither a claim nor a deallocation of this machine",
                           key);
                 return NULL;
