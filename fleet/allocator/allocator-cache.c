@@ -40,6 +40,12 @@ CacheClaim *cache_claim_by_index(const Allocator *a, const char *machine_id, uin
         return k ? hashmap_get(&a->cache.claims_by_index, k) : NULL;
 }
 
+CacheScale *cache_scale_by_index(const Allocator *a, const char *machine_id, uint32_t slot_id) {
+        _cleanup_free_ char *k = index_key(machine_id, slot_id);
+
+        return k ? hashmap_get(&a->cache.scales_by_index, k) : NULL;
+}
+
 CacheMachine *cache_machine(const Allocator *a, const char *machine_id) {
         return machine_id ? hashmap_get(&a->cache.machines, machine_id) : NULL;
 }
@@ -326,6 +332,49 @@ static CacheClaim *claim_new(Allocator *a, const char *key, char *machine, uint3
         return c;
 }
 
+/* ---- the scaler's commands ---- */
+
+static void scale_free(Allocator *a, CacheScale *c) {
+        (void) hashmap_remove(&a->cache.scales, c->key, c);
+        (void) hashmap_remove(&a->cache.scales_by_index, c->index_key, c);
+        LIST_REMOVE(all, a->cache.all_scales, c);
+        free(c->key);
+        free(c->index_key);
+        free(c);
+}
+
+static void scale_put(Allocator *a, const EtcdKv *kv, const char *machine, uint32_t id,
+                      ViewFrom from, int64_t answer_revision) {
+        const CacheWatch *w = &a->cache.watches[CACHE_HOSTS];
+        CacheScale *c = hashmap_get(&a->cache.scales, kv->key);
+        ScaleDoc doc = {};
+
+        if (!put_wins(w, from, answer_revision, c ? &c->mod_revision : NULL,
+                      c ? &c->generation : NULL, kv->mod_revision))
+                return;
+        if (!c) {
+                c = new0(CacheScale, 1);
+                if (!c || !(c->key = strdup(kv->key)) || !(c->index_key = index_key(machine, id)) ||
+                    hashmap_put(&a->cache.scales, c->key, c) < 0) {
+                        if (c) {
+                                free(c->key);
+                                free(c->index_key);
+                        }
+                        free(c);
+                        log_oom();
+                        return;
+                }
+                (void) hashmap_put(&a->cache.scales_by_index, c->index_key, c);
+                LIST_PREPEND(all, a->cache.all_scales, c);
+        }
+        c->action = scale_doc_parse(kv->value, kv->value_len, &doc) < 0 ? _SCALE_ACTION_INVALID
+                                                                         : doc.action;
+        scale_doc_done(&doc);
+        set_stamp(w, from, &c->mod_revision, &c->generation, kv->mod_revision);
+}
+
+/* ---- a key of hosts/: a claim or a command ---- */
+
 static void claim_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t answer_revision) {
         const CacheWatch *w = &a->cache.watches[CACHE_HOSTS];
         _cleanup_free_ char *machine = NULL;
@@ -334,8 +383,13 @@ static void claim_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t ans
         ClaimDoc doc = {};
         uint32_t id;
 
-        if (fleet_key_parse_host(a->config->prefix, kv->key, &kind, &machine, &id, NULL) < 0 ||
-            kind != FLEET_HOST_KEY_CLAIM)
+        if (fleet_key_parse_host(a->config->prefix, kv->key, &kind, &machine, &id, NULL) < 0)
+                return;
+        if (kind == FLEET_HOST_KEY_SCALE) {
+                scale_put(a, kv, machine, id, from, answer_revision);
+                return;
+        }
+        if (kind != FLEET_HOST_KEY_CLAIM)
                 return; /* deallocations are the registries' */
         c = hashmap_get(&a->cache.claims, kv->key);
         if (!put_wins(w, from, answer_revision, c ? &c->mod_revision : NULL,
@@ -397,6 +451,7 @@ static void apply_delete(Allocator *a, CacheKind kind, const char *key, ViewFrom
         CacheSlot *s;
         CacheMachine *m;
         CacheClaim *c;
+        CacheScale *sc;
 
         switch (kind) {
         case CACHE_SLOTS:
@@ -412,6 +467,9 @@ static void apply_delete(Allocator *a, CacheKind kind, const char *key, ViewFrom
                         machine_free(a, m);
                 break;
         default:
+                sc = hashmap_get(&a->cache.scales, key);
+                if (sc && delete_wins(w, from, revision, sc->mod_revision))
+                        scale_free(a, sc);
                 c = hashmap_get(&a->cache.claims, key);
                 if (!c || !delete_wins(w, from, revision, c->mod_revision))
                         break;
@@ -475,6 +533,11 @@ static void sweep(Allocator *a, CacheKind kind) {
                         if (SWEPT(c))
                                 claim_free(a, c, true);
                 }
+                for (CacheScale *c = a->cache.all_scales, *n; c; c = n) {
+                        n = c->all_next;
+                        if (SWEPT(c))
+                                scale_free(a, c);
+                }
         }
 #undef SWEPT
 }
@@ -530,6 +593,8 @@ static void on_watch(Etcd *e, EtcdWatch *watch, const EtcdEvent *events, size_t 
                 /* In revision order, and a revision's events all in one message. */
                 view_watch_advanced(&w->clock, events[i].kv.mod_revision);
         }
+        if (n > 0 && a->cache.listener->view_changed)
+                a->cache.listener->view_changed(a);
 }
 
 static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
@@ -560,6 +625,8 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
         log_debug("Read %zu keys of %s at revision %" PRId64 ", watching", resp->n_kvs,
                   w->prefix, resp->revision);
         a->cache.listener->view_read(a, w->kind);
+        if (a->cache.listener->view_changed)
+                a->cache.listener->view_changed(a);
 }
 
 static void watch_resync(CacheWatch *w) {
@@ -615,6 +682,10 @@ void cache_done(Allocator *a) {
         }
         while (c->all_claims)
                 claim_free(a, c->all_claims, false);
+        while (c->all_scales)
+                scale_free(a, c->all_scales);
+        hashmap_done(&c->scales);
+        hashmap_done(&c->scales_by_index);
         while (c->all_slots)
                 slot_free(a, c->all_slots);
         while (c->all_machines)

@@ -177,6 +177,7 @@ static const CacheListener cache_listener = {
         .claim_gone = replace_claim_gone,
         .slot_showed = replace_slot_showed,
         .view_read = scan_view_read,
+        .view_changed = scaler_view_changed,
 };
 
 static int allocator_setup(Allocator *a, int listen_fd) {

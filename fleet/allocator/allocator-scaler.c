@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The scaler's election (allocator-scaler.h). */
+/* The scaler (allocator-scaler.h): its election, then, while leading, the plan
+ * (scaler-plan.h) made from the fleet view and acted on through commands to the hosts. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "allocator-cache.h"
 #include "allocator-scaler.h"
 #include "allocator.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 
@@ -16,6 +19,10 @@
 #define CAMPAIGN_TIMEOUT (60 * USEC_PER_SEC)
 #define RETRY_MIN (100 * USEC_PER_MSEC)
 #define RETRY_MAX (5 * USEC_PER_SEC)
+/* Actions of one plan, at most. */
+#define PLAN_ACTIONS_MAX 64
+
+typedef struct ScaleCommand ScaleCommand;
 
 struct Scaler {
         Allocator *a;
@@ -28,6 +35,25 @@ struct Scaler {
         usec_t backoff;
         EtcdLeaderKey leader; /* while leading */
         bool leading;
+        /* acting on the plan, while leading */
+        sd_event_source *plan_timer;
+        usec_t last_plan;     /* CLOCK_MONOTONIC */
+        bool dirty;           /* the view changed since the last plan */
+        unsigned in_flight;   /* commands' transactions unanswered */
+        ScaleCommand *commands;
+        bool writes_failing;  /* frozen: one command a plan, after a back-off, until one works */
+        usec_t write_backoff;
+};
+
+static void scaler_poke(Scaler *s);
+
+/* A command's transaction in flight (cancelled when the scaler goes). */
+struct ScaleCommand {
+        Scaler *s;
+        EtcdRequest *req;
+        char *key;
+        ScalerAction action;
+        LIST_FIELDS(ScaleCommand, commands);
 };
 
 static void scaler_grant(Scaler *s);
@@ -44,6 +70,7 @@ static void scaler_lost(Scaler *s, const char *why) {
         if (s->leading)
                 log_warning("Scaler: no longer leading (%s)", why);
         s->leading = false;
+        s->plan_timer = sd_event_source_disable_unref(s->plan_timer);
         leader_clear(s);
         etcd_request_cancel(s->campaign);
         etcd_request_cancel(s->keepalive_req);
@@ -103,6 +130,8 @@ static void on_campaign(Etcd *e, const EtcdResponse *r, void *userdata) {
         s->backoff = 0;
         log_info("Scaler: leading (election %s, key %s, revision %" PRIi64 ")", s->name,
                  s->leader.key, s->leader.rev);
+        s->dirty = true;
+        scaler_poke(s);
 }
 
 static void on_keepalive_answer(Etcd *e, const EtcdResponse *r, void *userdata) {
@@ -210,6 +239,15 @@ void scaler_done(Allocator *a) {
 
         if (!s)
                 return;
+        s->plan_timer = sd_event_source_disable_unref(s->plan_timer);
+        while (s->commands) {
+                ScaleCommand *cmd = s->commands;
+
+                etcd_request_cancel(cmd->req);
+                LIST_REMOVE(commands, s->commands, cmd);
+                free(cmd->key);
+                free(cmd);
+        }
         s->keepalive = sd_event_source_disable_unref(s->keepalive);
         s->retry = sd_event_source_disable_unref(s->retry);
         etcd_request_cancel(s->grant);
@@ -223,4 +261,257 @@ void scaler_done(Allocator *a) {
 
 bool scaler_leading(const Allocator *a) {
         return a->scaler && a->scaler->leading;
+}
+
+/* ---- acting on the plan ---- */
+
+/* One slot of the view, as the plan sees it. */
+typedef struct PlanEntry {
+        const CacheSlot *slot;
+        ScalerSlot ss;
+} PlanEntry;
+
+static int entry_by_machine(const void *x, const void *y) {
+        const PlanEntry *a = x, *b = y;
+
+        return strcmp(a->slot->machine_id, b->slot->machine_id);
+}
+
+static int entry_by_target(const void *x, const void *y) {
+        const PlanEntry *a = x, *b = y;
+        int c = strcmp(a->slot->fleet, b->slot->fleet);
+
+        if (c == 0)
+                c = strcmp(strempty(a->slot->doc.region_id), strempty(b->slot->doc.region_id));
+        if (c == 0)
+                c = strcmp(a->slot->machine_id, b->slot->machine_id);
+        return c != 0 ? c : (a->slot->slot_id > b->slot->slot_id) - (a->slot->slot_id < b->slot->slot_id);
+}
+
+static void on_command(Etcd *e, const EtcdResponse *r, void *userdata);
+
+/* The command's transaction: written only while this replica leads (its leader key's
+ * create_revision), on the slot's document as the plan saw it, with no claim and no command
+ * on the slot. The failure branch reads the leader key: gone, and leading is over. */
+static int command_write(Scaler *s, const CacheSlot *slot, ScalerAction action) {
+        Allocator *a = s->a;
+        _cleanup_free_ char *key = NULL, *claim = NULL, *value = NULL;
+        ScaleDoc doc = { .action = action == SCALER_STOP ? SCALE_STOP : SCALE_START,
+                         .fleet_id = slot->fleet };
+        int r;
+
+        key = fleet_key_scale(a->config->prefix, slot->machine_id, slot->slot_id);
+        claim = fleet_key_claim(a->config->prefix, slot->machine_id, slot->slot_id);
+        if (!key || !claim)
+                return -ENOMEM;
+        r = scale_doc_format(&doc, &value);
+        if (r < 0)
+                return r;
+        EtcdCompare cmp[] = {
+                { .key = s->leader.key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL,
+                  .number = s->leader.rev },
+                { .key = slot->key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                  .number = slot->mod_revision },
+                { .key = claim, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = 0 },
+                { .key = key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = 0 },
+        };
+        EtcdOp put = { .type = ETCD_OP_PUT, .key = key, .value = value };
+        /* (key moves into the command below: the txn's arguments are copied at the call) */
+        EtcdOp fail = { .type = ETCD_OP_RANGE, .key = s->leader.key };
+        ScaleCommand *cmd = new0(ScaleCommand, 1);
+
+        if (!cmd)
+                return -ENOMEM;
+        cmd->s = s;
+        cmd->action = action;
+        cmd->key = TAKE_PTR(key);
+        r = etcd_txn(a->etcd, cmp, ELEMENTSOF(cmp), &put, 1, &fail, 1, on_command, cmd,
+                     &cmd->req);
+        if (r < 0) {
+                free(cmd->key);
+                free(cmd);
+                return r;
+        }
+        LIST_PREPEND(commands, s->commands, cmd);
+        s->in_flight++;
+        log_debug("Scaler: %s slot %" PRIu32 " of machine %s (fleet %s, region %s)",
+                  scaler_action_to_string(action), slot->slot_id, slot->machine_id,
+                  slot->fleet, strempty(slot->doc.region_id));
+        return 0;
+}
+
+static void on_command(Etcd *e, const EtcdResponse *r, void *userdata) {
+        ScaleCommand *cmd = userdata;
+        Scaler *s = cmd->s;
+        _cleanup_free_ char *key = cmd->key;
+        ScalerAction action = cmd->action;
+
+        LIST_REMOVE(commands, s->commands, cmd);
+        free(cmd);
+        s->in_flight--;
+        if (r->error >= 0 && r->succeeded)
+                log_info("Scaler: wrote %s (%s)", key, scaler_action_to_string(action));
+        else if (r->error >= 0)
+                log_debug("Scaler: %s not written: the view it was planned on moved on", key);
+        if (r->error < 0) {
+                if (!s->writes_failing)
+                        log_warning("Scaler: a command could not be written (%s): writing "
+                                    "nothing more until etcd takes one", r->message);
+                s->writes_failing = true;
+                s->write_backoff = s->write_backoff ? MIN(s->write_backoff * 2, RETRY_MAX)
+                                                    : RETRY_MIN;
+        } else if (r->succeeded) {
+                if (s->writes_failing)
+                        log_info("Scaler: etcd takes commands again");
+                s->writes_failing = false;
+                s->write_backoff = 0;
+        } else if (s->leading && (r->n_responses < 1 || r->responses[0].n_kvs != 1 ||
+                                  r->responses[0].kvs[0].create_revision != s->leader.rev)) {
+                scaler_retry(s, "the leader key is gone");
+                return;
+        }
+        /* a compare that failed otherwise: the view moved on, and the next plan sees it */
+        s->dirty = true;
+        scaler_poke(s);
+}
+
+/* The busy slots of each machine, in any fleet (the placement's load), into the entries. */
+static void entries_load(PlanEntry *e, size_t n) {
+        qsort(e, n, sizeof(*e), entry_by_machine);
+        for (size_t i = 0, j; i < n; i = j) {
+                uint32_t busy = 0;
+
+                for (j = i; j < n && streq(e[j].slot->machine_id, e[i].slot->machine_id); j++)
+                        busy += e[j].ss.kind == SCALER_BUSY;
+                for (size_t k = i; k < j; k++)
+                        e[k].ss.machine_load = busy;
+        }
+}
+
+static int entries_build(Scaler *s, PlanEntry **ret, size_t *ret_n) {
+        Allocator *a = s->a;
+        PlanEntry *e;
+        size_t n = 0, i = 0;
+
+        for (const CacheSlot *slot = a->cache.all_slots; slot; slot = slot->all_next)
+                n++;
+        e = new0(PlanEntry, MAX(n, (size_t) 1));
+        if (!e)
+                return -ENOMEM;
+        for (const CacheSlot *slot = a->cache.all_slots; slot; slot = slot->all_next) {
+                const CacheMachine *m = cache_machine(a, slot->machine_id);
+                const CacheScale *c = cache_scale_by_index(a, slot->machine_id, slot->slot_id);
+
+                e[i].slot = slot;
+                e[i].ss = (ScalerSlot){
+                        .machine_id = slot->machine_id,
+                        .slot_id = slot->slot_id,
+                        .kind = scaler_slot_kind_of(slot->doc.state, slot->doc.process_state,
+                                                    slot->doc.allocation_id, slot->claimed),
+                        .ready = slot->doc.ready,
+                        .draining = slot->doc.draining || (m && m->doc.draining),
+                };
+                if (c && c->action == SCALE_START)
+                        e[i].ss.pending = SCALER_START;
+                else if (c && c->action == SCALE_STOP)
+                        e[i].ss.pending = SCALER_STOP;
+                else if (c)
+                        e[i].ss.kind = SCALER_OTHER; /* not a command: its registry deletes it */
+                i++;
+        }
+        entries_load(e, n);
+        qsort(e, n, sizeof(*e), entry_by_target);
+        *ret = e;
+        *ret_n = n;
+        return 0;
+}
+
+/* Plans one fleet's region (entries e[0..n)) and writes its commands; the number written. */
+static size_t plan_region(Scaler *s, const PlanEntry *e, size_t n, size_t budget) {
+        const AllocatorConfig *c = s->a->config;
+        const ScalerTarget *t = scaler_target_find(c->scaler_targets.targets,
+                                                   c->scaler_targets.n, e[0].slot->fleet,
+                                                   strempty(e[0].slot->doc.region_id));
+        _cleanup_free_ ScalerSlot *slots = NULL;
+        size_t actions[PLAN_ACTIONS_MAX], m, written = 0;
+        ScalerAction kinds[PLAN_ACTIONS_MAX];
+        ScalerCount count;
+
+        if (!t || budget == 0)
+                return 0;
+        slots = new0(ScalerSlot, n);
+        if (!slots)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                slots[i] = e[i].ss;
+        m = scaler_plan(t, c->strategy, slots, n, actions, kinds, MIN(budget, ELEMENTSOF(actions)),
+                        &count);
+        log_debug("Scaler: fleet %s region %s: %" PRIu32 " busy, %" PRIu32 " free, %" PRIu32
+                  " stopped, %" PRIu32 " running wanted: %zu commands", e[0].slot->fleet,
+                  strempty(e[0].slot->doc.region_id), count.busy, count.free, count.stopped,
+                  count.wanted, m);
+        for (size_t i = 0; i < m; i++) {
+                int r = command_write(s, e[actions[i]].slot, kinds[i]);
+
+                if (r < 0) {
+                        log_warning_errno(r, "Scaler: cannot send a command: %m");
+                        break;
+                }
+                written++;
+        }
+        return written;
+}
+
+static void scaler_plan_now(Scaler *s) {
+        _cleanup_free_ PlanEntry *e = NULL;
+        size_t n = 0, budget = s->writes_failing ? 1 : SIZE_MAX;
+
+        if (entries_build(s, &e, &n) < 0) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0, j; i < n && budget > 0; i = j) {
+                for (j = i + 1; j < n && streq(e[j].slot->fleet, e[i].slot->fleet) &&
+                                streq(strempty(e[j].slot->doc.region_id),
+                                      strempty(e[i].slot->doc.region_id));
+                     j++)
+                        ;
+                budget -= plan_region(s, e + i, j - i, budget);
+        }
+}
+
+static int on_plan_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        Scaler *s = userdata;
+
+        s->plan_timer = sd_event_source_disable_unref(s->plan_timer);
+        /* one plan at a time: the commands of the last are answered first */
+        if (!s->leading || s->in_flight > 0 || !s->dirty || !cache_ready(s->a))
+                return 0;
+        s->dirty = false;
+        s->last_plan = now_usec(CLOCK_MONOTONIC);
+        scaler_plan_now(s);
+        return 0;
+}
+
+/* A plan is due: at once if the last was at least an interval ago (a back-off while etcd
+ * writes fail), else when it will be. */
+static void scaler_poke(Scaler *s) {
+        usec_t wait = s->writes_failing ? MAX(s->write_backoff, s->a->config->scaler_interval)
+                                        : s->a->config->scaler_interval;
+        usec_t due = s->last_plan + wait;
+
+        if (!s->leading || s->plan_timer || s->in_flight > 0 || !s->dirty)
+                return;
+        if (sd_event_add_time(s->a->event, &s->plan_timer, CLOCK_MONOTONIC,
+                              MAX(due, now_usec(CLOCK_MONOTONIC)), 0, on_plan_timer, s) < 0)
+                log_error("Scaler: cannot arm the plan's timer");
+}
+
+void scaler_view_changed(Allocator *a) {
+        Scaler *s = a->scaler;
+
+        if (!s || !s->leading)
+                return;
+        s->dirty = true;
+        scaler_poke(s);
 }

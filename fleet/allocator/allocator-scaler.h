@@ -6,7 +6,8 @@
  * kept alive every third of it; the one whose key is the oldest leads until its lease ends
  * (it died, or its keepalives went unanswered for the TTL: etcd without quorum), and the
  * next campaigner takes over within the TTL. Leading is a_scaler_leading(): a replica that
- * saw no keepalive answered within the TTL steps down on its own and campaigns anew. */
+ * saw no keepalive answered within the TTL steps down on its own and campaigns anew. The
+ * leader acts on its plan: scaler_view_changed(). */
 
 #include <stdbool.h>
 
@@ -20,3 +21,6 @@ int scaler_start(Allocator *a);
 int scaler_resign(Allocator *a);
 void scaler_done(Allocator *a);
 bool scaler_leading(const Allocator *a);
+/* The fleet view changed: while leading, a plan is made (at most one an interval) and its
+ * commands written: <prefix>/hosts/<machineID>/scale/<slotID> (SPEC §13, "The scaler"). */
+void scaler_view_changed(Allocator *a);

@@ -71,10 +71,21 @@ typedef struct CacheClaim {
         LIST_FIELDS(struct CacheClaim, all);
 } CacheClaim;
 
+/* A command of the scaler, <prefix>/hosts/<machineID>/scale/<slotID>, while its key exists
+ * (its registry deletes it once carried out). */
+typedef struct CacheScale {
+        char *key;
+        char *index_key; /* "<machineID>/<slotID>" */
+        ScaleAction action; /* _SCALE_ACTION_INVALID: not a command document */
+        int64_t mod_revision;
+        unsigned generation;
+        LIST_FIELDS(struct CacheScale, all);
+} CacheScale;
+
 typedef enum CacheKind {
         CACHE_SLOTS,
         CACHE_MACHINES,
-        CACHE_HOSTS, /* claims (deallocations are the registries') */
+        CACHE_HOSTS, /* claims and the scaler's commands (deallocations are the registries') */
         _CACHE_KIND_MAX,
 } CacheKind;
 
@@ -106,6 +117,8 @@ typedef struct CacheListener {
         void (*slot_showed)(Allocator *a, const CacheSlot *s);
         /* One kind of the view was (re)read. */
         void (*view_read)(Allocator *a, CacheKind kind);
+        /* The watch's events (or a range) were applied: something may have changed. */
+        void (*view_changed)(Allocator *a);
 } CacheListener;
 
 typedef struct Cache {
@@ -120,6 +133,9 @@ typedef struct Cache {
         CacheSlot *all_slots;
         CacheMachine *all_machines;
         CacheClaim *all_claims;
+        Hashmap scales;             /* key → CacheScale */
+        Hashmap scales_by_index;    /* "<machineID>/<slotID>" → CacheScale */
+        CacheScale *all_scales;
         CacheWatch watches[_CACHE_KIND_MAX];
         const CacheListener *listener;
 } Cache;

@@ -18,7 +18,8 @@
  *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
  *   allocator-record.c   … an allocation's record read, the list, a deletion's transaction
  *   allocator-capacity.c … a fleet's capacity, tallied from the view
- *   allocator-scaler.c   the scaler's election (etcd's Election service, on a lease)
+ *   allocator-scaler.c   the scaler: its election (etcd's Election service, on a lease), and
+ *                        the leader's plan written as commands to the hosts
  *   allocator-scan.c     claimed records without their claim, found
  *   allocator-replace.c  claims placed again: deadline passed, or refused by their host
  *   allocator-cache.c    the fleet view: range and watch of slots, machines and claims

@@ -203,6 +203,10 @@ char *fleet_key_allocation_id(const char *prefix, const char *allocation_id) {
         return key_printf("%s/allocation-ids/%s", prefix, allocation_id);
 }
 
+char *fleet_key_scale(const char *prefix, const char *machine_id, uint32_t slot_id) {
+        return key_printf("%s/hosts/%s/scale/%" PRIu32, prefix, machine_id, slot_id);
+}
+
 /* Splits what follows "<prefix>/<kind>/" into exactly n '/'-separated components, each
  * valid; parts[] get malloc'd copies. */
 static int key_split(const char *prefix, const char *kind, const char *key, size_t n,
@@ -316,8 +320,8 @@ int fleet_key_parse_host(const char *prefix, const char *key, FleetHostKeyKind *
 
         if (r < 0)
                 return r;
-        if (streq(parts[1], "claims")) {
-                kind = FLEET_HOST_KEY_CLAIM;
+        if (streq(parts[1], "claims") || streq(parts[1], "scale")) {
+                kind = streq(parts[1], "claims") ? FLEET_HOST_KEY_CLAIM : FLEET_HOST_KEY_SCALE;
                 r = slot_id_parse(parts[2], &id);
         } else
                 kind = FLEET_HOST_KEY_DEALLOCATION;
@@ -328,7 +332,7 @@ int fleet_key_parse_host(const char *prefix, const char *key, FleetHostKeyKind *
         }
         free(parts[1]);
         give(&parts[0], ret_machine_id);
-        if (kind == FLEET_HOST_KEY_CLAIM) {
+        if (kind != FLEET_HOST_KEY_DEALLOCATION) {
                 free(parts[2]);
                 if (ret_slot_id)
                         *ret_slot_id = id;

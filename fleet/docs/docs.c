@@ -380,3 +380,68 @@ DEFINE_DOC(allocation_record, AllocationRecord, record_fields)
 DEFINE_DOC(claim_doc, ClaimDoc, claim_fields)
 DEFINE_DOC(deallocation_doc, DeallocationDoc, deallocation_fields)
 DEFINE_DOC(allocation_id_doc, AllocationIdDoc, allocation_id_fields)
+
+/* The scaler's command: its action is a word the table of fields does not know, so it is
+ * carried as a string and checked here. */
+typedef struct ScaleText {
+        char *action;
+        char *fleet_id;
+} ScaleText;
+
+static const Field scale_fields[] = {
+        REQUIRED(ScaleText, "action", FIELD_STRING, action),
+        REQUIRED(ScaleText, "fleetId", FIELD_STRING, fleet_id),
+};
+
+static const char *const scale_action_names[_SCALE_ACTION_MAX] = {
+        [SCALE_START] = "start",
+        [SCALE_STOP] = "stop",
+};
+
+const char *scale_action_to_string(ScaleAction a) {
+        return a >= 0 && a < _SCALE_ACTION_MAX ? scale_action_names[a] : NULL;
+}
+
+ScaleAction scale_action_from_string(const char *s) {
+        for (ScaleAction i = 0; s && i < _SCALE_ACTION_MAX; i++)
+                if (streq(scale_action_names[i], s))
+                        return i;
+        return _SCALE_ACTION_INVALID;
+}
+
+int scale_doc_format(const ScaleDoc *d, char **ret) {
+        ScaleText t = { .action = (char *) scale_action_to_string(d->action),
+                        .fleet_id = d->fleet_id };
+
+        if (!t.action)
+                return -EINVAL;
+        return doc_format(scale_fields, ELEMENTSOF(scale_fields), &t, ret);
+}
+
+int scale_doc_parse(const char *text, size_t len, ScaleDoc *ret) {
+        ScaleText t = {};
+        ScaleAction a;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        *ret = (ScaleDoc){};
+        r = doc_parse(scale_fields, ELEMENTSOF(scale_fields), text, len, &t, sizeof(t));
+        if (r < 0)
+                return r;
+        a = scale_action_from_string(t.action);
+        free(t.action);
+        if (a < 0) {
+                free(t.fleet_id);
+                return -EBADMSG;
+        }
+        *ret = (ScaleDoc){ .action = a, .fleet_id = t.fleet_id };
+        return 0;
+}
+
+void scale_doc_done(ScaleDoc *d) {
+        if (!d)
+                return;
+        d->fleet_id = mfree(d->fleet_id);
+        d->action = SCALE_START;
+}

@@ -59,6 +59,8 @@ char *fleet_key_deallocation(const char *prefix, const char *machine_id,
                              const char *allocation_id);
 /* <prefix>/allocation-ids/<allocationId>: which fleet holds the allocationId (AllocationIdDoc). */
 char *fleet_key_allocation_id(const char *prefix, const char *allocation_id);
+/* <prefix>/hosts/<machineID>/scale/<slotID>: the scaler's command to a slot (ScaleDoc). */
+char *fleet_key_scale(const char *prefix, const char *machine_id, uint32_t slot_id);
 
 /* The parts of a key of the named kind under prefix; -EINVAL when key is not one (other
  * prefix, other kind, a component that fails fleet_key_component_valid(), a slot id that is
@@ -68,12 +70,14 @@ int fleet_key_parse_slot(const char *prefix, const char *key, char **ret_fleet,
                          char **ret_machine_id, uint32_t *ret_slot_id);
 int fleet_key_parse_allocation(const char *prefix, const char *key, char **ret_fleet,
                                char **ret_allocation_id);
-/* <prefix>/hosts/<machineID>/claims/<slotID> or …/deallocations/<allocationId>: *ret_kind is
- * FLEET_HOST_KEY_CLAIM (ret_slot_id set) or FLEET_HOST_KEY_DEALLOCATION (ret_allocation_id
- * set; the other output is left alone). */
+/* <prefix>/hosts/<machineID>/claims/<slotID>, …/scale/<slotID> or
+ * …/deallocations/<allocationId>: *ret_kind is FLEET_HOST_KEY_CLAIM or FLEET_HOST_KEY_SCALE
+ * (ret_slot_id set) or FLEET_HOST_KEY_DEALLOCATION (ret_allocation_id set; the other output
+ * is left alone). */
 typedef enum FleetHostKeyKind {
         FLEET_HOST_KEY_CLAIM,
         FLEET_HOST_KEY_DEALLOCATION,
+        FLEET_HOST_KEY_SCALE,
 } FleetHostKeyKind;
 int fleet_key_parse_host(const char *prefix, const char *key, FleetHostKeyKind *ret_kind,
                          char **ret_machine_id, uint32_t *ret_slot_id,
@@ -234,3 +238,25 @@ typedef struct AllocationIdDoc {
 int allocation_id_doc_format(const AllocationIdDoc *d, char **ret);
 int allocation_id_doc_parse(const char *text, size_t len, AllocationIdDoc *ret);
 void allocation_id_doc_done(AllocationIdDoc *d);
+
+/* ---- scaler command: <prefix>/hosts/<machineID>/scale/<slotID> ---- */
+
+typedef enum ScaleAction {
+        SCALE_START,
+        SCALE_STOP,
+        _SCALE_ACTION_MAX,
+        _SCALE_ACTION_INVALID = -EINVAL,
+} ScaleAction;
+
+const char *scale_action_to_string(ScaleAction a);
+ScaleAction scale_action_from_string(const char *s);
+
+/* Written by the scaler's leader, carried out and deleted by the machine's registry. */
+typedef struct ScaleDoc {
+        ScaleAction action; /* required: "start" or "stop" (another word: -EBADMSG) */
+        char *fleet_id;     /* required */
+} ScaleDoc;
+
+int scale_doc_format(const ScaleDoc *d, char **ret);
+int scale_doc_parse(const char *text, size_t len, ScaleDoc *ret);
+void scale_doc_done(ScaleDoc *d);

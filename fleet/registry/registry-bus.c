@@ -581,3 +581,14 @@ int registry_bus_deallocate(Registry *r, const char *allocation_id,
                                         SLOTD_MANAGER_INTERFACE, "Deallocate", callback, userdata,
                                         "s", allocation_id);
 }
+
+int registry_bus_slot_call(Registry *r, uint32_t slot_id, const char *method,
+                           sd_bus_message_handler_t callback, void *userdata, sd_bus_slot **ret) {
+        char path[sizeof(SLOTD_SLOT_PREFIX) + 16];
+
+        if (!r->bus || !r->slotd_up)
+                return -ENOTCONN;
+        snprintf(path, sizeof(path), SLOTD_SLOT_PREFIX "%" PRIu32, slot_id);
+        return sd_bus_call_method_async(r->bus, ret, SLOTD_BUS_NAME, path, SLOTD_SLOT_INTERFACE,
+                                        method, callback, userdata, "");
+}

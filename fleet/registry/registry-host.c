@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* This machine's claims and deallocations (SPEC §13, <prefix>/hosts/<machineID>/): read whole
+/* This machine's claims, deallocations and the scaler's commands (SPEC §13, <prefix>/hosts/<machineID>/): read whole
  * (a range) whenever the registry (re)connects to etcd or slotd was read anew, then watched
  * from the range's revision on. Each key is a RegHostKey (registry-claim.c) that works on its
  * newest version; a key the range no longer has was deleted while nobody watched. */
@@ -42,7 +42,7 @@ static RegHostKey *host_key_new(Registry *r, const char *key) {
 
         if (fleet_key_parse_host(r->prefix, key, &kind, &machine_id, &slot_id, &allocation_id) < 0 ||
             !streq_ptr(machine_id, r->machine.machine_id)) {
-                log_debug("Ignoring key %s: neither a claim nor a deallocation of this machine",
+                log_debug("Ignoring key %s: not a claim, deallocation or command of this machine",
                           key);
                 return NULL;
         }
@@ -53,7 +53,9 @@ static RegHostKey *host_key_new(Registry *r, const char *key) {
                 return NULL;
         }
         k->registry = r;
-        k->kind = kind == FLEET_HOST_KEY_CLAIM ? REG_CLAIM : REG_DEALLOCATION;
+        k->kind = kind == FLEET_HOST_KEY_CLAIM ? REG_CLAIM
+                  : kind == FLEET_HOST_KEY_SCALE ? REG_SCALE
+                                                 : REG_DEALLOCATION;
         k->slot_id = slot_id;
         k->allocation_id = TAKE_PTR(allocation_id);
         k->backoff = (Backoff){ .first = 200 * USEC_PER_MSEC, .max = 5 * USEC_PER_SEC };

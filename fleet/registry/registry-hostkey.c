@@ -75,6 +75,8 @@ static void work_start(RegHostKey *k) {
         k->attempts = 0;
         if (k->kind == REG_CLAIM)
                 claim_start(k);
+        else if (k->kind == REG_SCALE)
+                scale_start(k);
         else
                 dealloc_start(k);
 }

@@ -27,6 +27,9 @@ bool slotd_error_is_refusal(const sd_bus_error *e);
 void host_key_delete(RegHostKey *k);
 
 void claim_start(RegHostKey *k);
+/* registry-scale.c: the scaler's command, carried out through slotd's Start() or Stop(), then
+ * deleted whatever came of it. */
+void scale_start(RegHostKey *k);
 /* The record read while slotd allocates, cancelled or forgotten (the work is over). */
 void claim_prefetch_drop(RegHostKey *k);
 /* The claim's transaction in the batch, cancelled; a slot document it carried goes with the

@@ -11,7 +11,8 @@
  *   registry.c         the model: slots by id, the dirty list, the documents' keys
  *   registry-lease.c   etcd: the lease, its keepalive, the flush of dirty documents
  *   registry-host.c    etcd: this machine's claims and deallocations (range, watch)
- *   registry-claim.c   one claim: allocate through slotd, confirm, undo or refuse */
+ *   registry-claim.c   one claim: allocate through slotd, confirm, undo or refuse
+ *   registry-scale.c   one command of the scaler: Start() or Stop() through slotd */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -192,6 +193,9 @@ int registry_bus_allocate(Registry *r, uint32_t slot_id, const ClaimDoc *claim,
 int registry_bus_deallocate(Registry *r, const char *allocation_id,
                             sd_bus_message_handler_t callback, void *userdata,
                             sd_bus_slot **ret);
+/* A method of the slot's object without arguments ("Start", "Stop"). */
+int registry_bus_slot_call(Registry *r, uint32_t slot_id, const char *method,
+                           sd_bus_message_handler_t callback, void *userdata, sd_bus_slot **ret);
 
 /* registry-lease.c: the lease and the documents. */
 int registry_etcd_setup(Registry *r, const EtcdConfig *config);
@@ -216,13 +220,14 @@ void registry_host_forget(RegHostKey *k);
 typedef enum RegHostKeyKind {
         REG_CLAIM,
         REG_DEALLOCATION,
+        REG_SCALE,        /* the scaler's command (slot_id) */
 } RegHostKeyKind;
 
 struct RegHostKey {
         Registry *registry;
         char *key;
         RegHostKeyKind kind;
-        uint32_t slot_id;        /* REG_CLAIM */
+        uint32_t slot_id;        /* REG_CLAIM, REG_SCALE */
         char *allocation_id;     /* REG_DEALLOCATION: from the key */
         unsigned epoch;
         /* The newest version seen (0: deleted) and the one worked on. */

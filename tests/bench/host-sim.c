@@ -586,8 +586,9 @@ static void on_event(Sim *s, const EtcdEvent *ev) {
                 return; /* another registry's */
         if (kind == FLEET_HOST_KEY_CLAIM)
                 claim_put(h, slot, &ev->kv);
-        else
+        else if (kind == FLEET_HOST_KEY_DEALLOCATION)
                 dealloc_put(h, &ev->kv);
+        /* the scaler's commands: simulated hosts have no servers to start or stop */
 }
 
 static void on_watch(Etcd *e, EtcdWatch *w, const EtcdEvent *events, size_t n, int64_t revision,

@@ -81,7 +81,8 @@ static void fuzz_keys(const char *s) {
         if (fleet_key_parse_host(P, s, &kind, &a, &id, &b) == 0) {
                 FUZZ_ASSERT(fleet_key_component_valid(a));
                 k = kind == FLEET_HOST_KEY_CLAIM ? fleet_key_claim(P, a, id)
-                                                 : fleet_key_deallocation(P, a, b);
+                    : kind == FLEET_HOST_KEY_SCALE ? fleet_key_scale(P, a, id)
+                                                   : fleet_key_deallocation(P, a, b);
                 FUZZ_ASSERT(k && strcmp(k, s) == 0);
         }
         free(a);
@@ -107,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_DOC(ClaimDoc, claim_doc, data, size);
         FUZZ_DOC(DeallocationDoc, deallocation_doc, data, size);
         FUZZ_DOC(AllocationIdDoc, allocation_id_doc, data, size);
+        FUZZ_DOC(ScaleDoc, scale_doc, data, size);
 
         if (size > 4096)
                 return 0;

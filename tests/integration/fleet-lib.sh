@@ -13,7 +13,9 @@
 #   FLEET_LEASE_TTL (fleet.lease_ttl, seconds), FLEET_CLAIM_TIMEOUT (allocator.claim_timeout,
 #   seconds), FLEET_STRATEGY (packed), FLEET_PORT_BASE (41000), FLEET_REGION_OF (a function
 #   K -> region id; default one region), FLEET_BUILD_CONFIGURATION (fleet.build_configuration),
-#   FLEET_LOG_LEVEL (SLOTD_LOG_LEVEL of every daemon started here: debug; benchmarks: info).
+#   FLEET_LOG_LEVEL (SLOTD_LOG_LEVEL of every daemon started here: debug; benchmarks: info),
+#   FLEET_ALLOCATOR_EXTRA (text appended to each allocator replica's allocator.ini, e.g. a
+#   [scaler] section).
 FLEET_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 FLEET_NAME=${FLEET_NAME:-game}
@@ -296,6 +298,7 @@ failed_ttl = ${FLEET_FAILED_TTL}s
 endpoints = ${ETCD_ENDPOINTS:?etcd-lib.sh sets ETCD_ENDPOINTS}
 prefix = $FLEET_PREFIX
 EOC
+        printf '%s\n' "${FLEET_ALLOCATOR_EXTRA:-}" >> "$T/allocator-$r.ini"
         SLOTD_LOG_LEVEL=${FLEET_LOG_LEVEL:-debug} in_cgroup "$CG/alloc-$r" \
                 setpriv --reuid=nobody --regid=nogroup \
                 --clear-groups "$SLOTD_ALLOCATOR" --config "$T/allocator-$r.ini" \

@@ -116,6 +116,21 @@ static void test_keys(_unused_ void **state) {
         assert_string_equal(alloc, "a-9");
         assert_int_equal(fleet_key_parse_host(P, P "/hosts/m2/other/1", &kind, NULL, NULL, NULL),
                          -EINVAL);
+        alloc = mfree(alloc);
+        machine = mfree(machine);
+
+        /* The scaler's command to a slot. */
+        k = mfree(k);
+        k = fleet_key_scale(P, "m2", 3);
+        assert_string_equal(k, P "/hosts/m2/scale/3");
+        id = 0;
+        assert_int_equal(fleet_key_parse_host(P, k, &kind, &machine, &id, &alloc), 0);
+        assert_int_equal(kind, FLEET_HOST_KEY_SCALE);
+        assert_string_equal(machine, "m2");
+        assert_int_equal(id, 3);
+        assert_null(alloc);
+        assert_int_equal(fleet_key_parse_host(P, P "/hosts/m2/scale/x", &kind, NULL, NULL, NULL),
+                         -EINVAL);
         assert_int_equal(fleet_key_parse_host(P, P "/hosts/m2/claims/x", &kind, NULL, NULL, NULL),
                          -EINVAL);
 
@@ -387,6 +402,39 @@ static void test_claim_and_deallocation(_unused_ void **state) {
         deallocation_doc_done(&pd);
 }
 
+static void test_scale_doc(_unused_ void **state) {
+        ScaleDoc d = { .action = SCALE_STOP, .fleet_id = (char *) "f" }, pd;
+        _cleanup_free_ char *t = NULL;
+        const char *s;
+
+        assert_int_equal(scale_doc_format(&d, &t), 0);
+        assert_string_equal(t, "{\"action\":\"stop\",\"fleetId\":\"f\"}");
+        assert_int_equal(scale_doc_parse(t, strlen(t), &pd), 0);
+        assert_int_equal(pd.action, SCALE_STOP);
+        assert_string_equal(pd.fleet_id, "f");
+        scale_doc_done(&pd);
+        assert_null(pd.fleet_id);
+        s = "{\"fleetId\":\"g\",\"action\":\"start\",\"later\":1}";
+        assert_int_equal(scale_doc_parse(s, strlen(s), &pd), 0);
+        assert_int_equal(pd.action, SCALE_START);
+        assert_string_equal(pd.fleet_id, "g");
+        scale_doc_done(&pd);
+        /* Another word, no action, no fleet, the wrong type: refused. */
+        s = "{\"action\":\"restart\",\"fleetId\":\"f\"}";
+        assert_int_equal(scale_doc_parse(s, strlen(s), &pd), -EBADMSG);
+        assert_null(pd.fleet_id);
+        s = "{\"fleetId\":\"f\"}";
+        assert_int_equal(scale_doc_parse(s, strlen(s), &pd), -EBADMSG);
+        s = "{\"action\":\"start\"}";
+        assert_int_equal(scale_doc_parse(s, strlen(s), &pd), -EBADMSG);
+        s = "{\"action\":1,\"fleetId\":\"f\"}";
+        assert_int_equal(scale_doc_parse(s, strlen(s), &pd), -EBADMSG);
+        d.action = _SCALE_ACTION_INVALID;
+        t = mfree(t);
+        assert_int_equal(scale_doc_format(&d, &t), -EINVAL);
+        assert_null(t);
+}
+
 static void test_allocation_id_doc(_unused_ void **state) {
         AllocationIdDoc d = { .allocation_id = (char *) "a-1", .fleet_id = (char *) "f" }, pd;
         _cleanup_free_ char *t = NULL;
@@ -426,6 +474,7 @@ int main(void) {
                 cmocka_unit_test(test_machine_doc),
                 cmocka_unit_test(test_record),
                 cmocka_unit_test(test_claim_and_deallocation),
+                cmocka_unit_test(test_scale_doc),
                 cmocka_unit_test(test_allocation_id_doc),
                 cmocka_unit_test(test_format_refuses_bad_utf8),
         };
