@@ -14,6 +14,12 @@
 # range was read) and refused the last slots with 503.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
+# As test-fleet-faults: a 3-member etcd, 3 replicas and 8 clients take the TCG VM 6 minutes,
+# and its claims pass their 10 s deadline before the clients delete them (placed again until
+# no slot is left), which is not the race this test is for. It runs on the host (the
+# sanitizer build in tests/run).
+[ -z "${SLOTD_VM:-}" ] || skip "3 etcd members, 3 replicas and 8 clients do not run in the" \
+        "TCG VM in reasonable time (claims pass their deadline); this test runs on the host"
 FLEET_PROJECT=p-view
 FLEET_ENVIRONMENT=e-view
 # Long enough that no claim of the final checks passes its deadline (placed again, or
