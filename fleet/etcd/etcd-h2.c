@@ -15,113 +15,12 @@
 
 #include "endpoint-url.h"
 #include "etcd-grpc.h"
-#include "etcd-h2.h"
+#include "etcd-h2-internal.h"
 #include "etcd-answer.h"
 #include "etcd-resolve.h"
 #include "etcd-tls.h"
 #include "list.h"
 #include "macro.h"
-
-/* What etcd may send before we read it: the streams' and the connection's flow-control
- * windows, which nghttp2 opens again as the data is read. */
-#define H2_WINDOW (16 * 1024 * 1024)
-
-/* etcd's deadline for a call (grpc-timeout) is this much after ours. */
-#define H2_DEADLINE_MARGIN (500 * USEC_PER_MSEC)
-
-/* A connection with calls open that read nothing for H2_PING_INTERVAL sends a PING; one that
- * then reads nothing for H2_PING_TIMEOUT more is dead (as gRPC's clients do): TCP's keepalive
- * cannot tell, since a member hung or stopped still has its kernel acknowledge every segment,
- * and a partitioned one sends no probe while data is unacknowledged. The interval stays above
- * etcd's keepalive enforcement (MinTime 5 s: pings more often get a GOAWAY "too_many_pings"),
- * and an idle connection is never pinged (PermitWithoutStream=false: the same GOAWAY). */
-#define H2_PING_INTERVAL (10 * USEC_PER_SEC)
-#define H2_PING_TIMEOUT (5 * USEC_PER_SEC)
-/* A connect unanswered this long (a blackholed address) ends, rather than the SYN's retries
- * (about 2 min), so that its calls go to the next endpoint. */
-#define H2_CONNECT_TIMEOUT (5 * USEC_PER_SEC)
-/* The kernel's own end for a connection whose data goes unacknowledged (TCP_USER_TIMEOUT). */
-#define H2_TCP_USER_TIMEOUT_MS 15000
-
-typedef enum H2State {
-        H2_DOWN,
-        H2_RESOLVING, /* a name's addresses */
-        H2_CONNECTING,
-        H2_HANDSHAKE, /* TLS's */
-        H2_UP,
-} H2State;
-
-struct EtcdH2Call {
-        EtcdH2 *h;
-        LIST_FIELDS(EtcdH2Call, calls); /* in h->calls until done, then in h->done */
-        char *path;
-        const uint8_t *body;
-        size_t size, offset;
-        usec_t timeout; /* the deadline, CLOCK_MONOTONIC */
-        uint64_t timeout_ms;
-        char grpc_timeout[32];
-        sd_event_source *timer;
-        int32_t stream; /* 0: not submitted yet */
-        /* Its HEADERS went out in the bytes from queued_at on (h->queued then): it counts
-         * as sent once the socket took any byte from there (h->written > queued_at). */
-        bool queued, refused, retried;
-        uint64_t queued_at;
-        bool done;
-        EtcdH2Answer answer;
-        char *detail;
-        char *grpc_status, *grpc_message;
-        uint8_t *data;
-        size_t data_size, data_allocated;
-        etcd_h2_callback_t cb;
-        void *userdata;
-        /* A streaming call's: its bytes go to on_stream as they come, from data_start on;
-         * it is in h->pending while some were not offered yet. */
-        etcd_h2_stream_t on_stream;
-        size_t data_start;
-        LIST_FIELDS(EtcdH2Call, pending);
-        bool in_pending;
-        /* on_stream is running: a cancel then leaves the free to the dispatch */
-        bool delivering, cancelled;
-};
-
-struct EtcdH2 {
-        unsigned n_ref;
-        bool freed;
-        sd_event *event;
-        /* the endpoint's addresses: its own, or its name's (resolver) at each connect, tried
-         * in order until one takes the connection */
-        struct sockaddr_storage addrs[ETCD_RESOLVE_MAX];
-        socklen_t lens[ETCD_RESOLVE_MAX];
-        size_t n_addrs, addr_index;
-        EtcdResolver *resolver;
-        uint16_t port;
-        char authority[256 + 8]; /* a name of 253 bytes at most, ":" and the port */
-        /* https://: the host to verify etcd's certificate against, the files of the
-         * credentials (read at each connect), the connection's credentials and session */
-        bool tls;
-        char host[254];
-        char *ca_file, *cert_file, *key_file;
-        gnutls_certificate_credentials_t creds;
-        gnutls_session_t tls_session;
-        H2State state;
-        int fd;
-        sd_event_source *io;
-        nghttp2_session *session;
-        uint8_t *out; /* bytes nghttp2 made that the socket did not take yet */
-        size_t out_size, out_offset;
-        uint64_t queued, written; /* bytes nghttp2 made, and the socket took, on this connection */
-        EtcdH2Call *calls;
-        EtcdH2Call *done, *done_tail;
-        EtcdH2Call *pending; /* streaming calls with bytes to offer */
-        sd_event_source *dispatch;
-        /* One timer for the connection (on_h2_timer), not one per call: connecting's deadline,
-         * then the PINGs. quiet_since: the last read, or when the connection got its first
-         * call after being idle; ping_out: a PING sent at ping_sent, nothing read since.
-         * CLOCK_MONOTONIC. */
-        sd_event_source *timer;
-        usec_t connecting_since, quiet_since, ping_sent;
-        bool ping_out;
-};
 
 /* ---- calls ---- */
 
@@ -137,7 +36,6 @@ static void call_free(EtcdH2Call *c) {
         free(c);
 }
 
-static void call_fail(EtcdH2Call *c, int error, const char *fmt, ...) _printf_(3, 4);
 
 /* Whether any byte of c reached the socket: only then may etcd have applied it. */
 static bool call_sent(const EtcdH2Call *c) {
@@ -145,7 +43,7 @@ static bool call_sent(const EtcdH2Call *c) {
 }
 
 /* Ends c (once): out of h->calls into h->done, dispatched from the loop. */
-static void call_end(EtcdH2Call *c) {
+void h2_call_end(EtcdH2Call *c) {
         EtcdH2 *h = c->h;
 
         if (c->done)
@@ -166,7 +64,7 @@ static void call_end(EtcdH2Call *c) {
         (void) sd_event_source_set_enabled(h->dispatch, SD_EVENT_ONESHOT);
 }
 
-static void call_fail(EtcdH2Call *c, int error, const char *fmt, ...) {
+void h2_call_fail(EtcdH2Call *c, int error, const char *fmt, ...) {
         va_list ap;
 
         if (c->done)
@@ -176,7 +74,7 @@ static void call_fail(EtcdH2Call *c, int error, const char *fmt, ...) {
                 c->detail = NULL;
         va_end(ap);
         c->answer.error = error;
-        call_end(c);
+        h2_call_end(c);
 }
 
 /* The call through the stream's user data, which a call that ended (timed out, cancelled)
@@ -250,115 +148,9 @@ static int on_call_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (c->stream > 0 && h->session)
                 (void) nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, c->stream,
                                                  NGHTTP2_CANCEL);
-        call_fail(c, -ETIMEDOUT, "no answer within %" PRIu64 " ms", c->timeout_ms);
+        h2_call_fail(c, -ETIMEDOUT, "no answer within %" PRIu64 " ms", c->timeout_ms);
         if (h->session)
                 h2_flush(h); /* the reset */
-        return 0;
-}
-
-/* ---- nghttp2's callbacks: they only record; the calls end through h->done ---- */
-
-static EtcdH2Call *stream_call(nghttp2_session *session, int32_t stream) {
-        return nghttp2_session_get_stream_user_data(session, stream);
-}
-
-static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *user_data) {
-        EtcdH2Call *c = stream_call(session, frame->hd.stream_id);
-        char **field = NULL;
-
-        if (!c || c->done)
-                return 0;
-        if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
-                char buf[8] = {};
-                memcpy(buf, value, MIN(valuelen, sizeof(buf) - 1));
-                c->answer.http_status = strtol(buf, NULL, 10);
-                return 0;
-        }
-        if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
-                field = &c->grpc_status;
-        else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0)
-                field = &c->grpc_message;
-        if (!field)
-                return 0;
-        free(*field);
-        *field = strndup((const char *) value, valuelen);
-        return *field ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
-}
-
-static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream, const uint8_t *data,
-                   size_t len, void *user_data) {
-        EtcdH2Call *c = stream_call(session, stream);
-
-        if (!c || c->done)
-                return 0;
-        if (c->on_stream && c->data_start > 0) {
-                /* what was taken goes: the buffer holds what is not taken yet */
-                memmove(c->data, c->data + c->data_start, c->data_size - c->data_start);
-                c->data_size -= c->data_start;
-                c->data_start = 0;
-        }
-        /* a message of ETCD_ANSWER_MAX bytes (etcd_grpc_frame_next's limit) with its prefix */
-        if (len > ETCD_ANSWER_MAX + ETCD_GRPC_PREFIX - c->data_size) {
-                (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
-                                                 NGHTTP2_CANCEL);
-                call_fail(c, -EBADMSG, "an answer over %u bytes", ETCD_ANSWER_MAX);
-                return 0;
-        }
-        if (c->data_size + len > c->data_allocated) {
-                size_t m = MAX(c->data_allocated * 2, c->data_size + len);
-                uint8_t *d = realloc(c->data, m);
-                if (!d) {
-                        (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream,
-                                                         NGHTTP2_CANCEL);
-                        call_fail(c, -ENOMEM, "out of memory");
-                        return 0;
-                }
-                c->data = d;
-                c->data_allocated = m;
-        }
-        memcpy(c->data + c->data_size, data, len);
-        c->data_size += len;
-        if (c->on_stream && !c->in_pending) {
-                EtcdH2 *h = user_data;
-                c->in_pending = true;
-                LIST_PREPEND(pending, h->pending, c);
-                (void) sd_event_source_set_enabled(h->dispatch, SD_EVENT_ONESHOT);
-        }
-        return 0;
-}
-
-static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame,
-                         void *user_data) {
-        EtcdH2 *h = user_data;
-        EtcdH2Call *c;
-
-        if (frame->hd.type != NGHTTP2_HEADERS)
-                return 0;
-        c = stream_call(session, frame->hd.stream_id);
-        if (c && !c->queued) {
-                c->queued = true;
-                c->queued_at = h->queued; /* the start of the bytes mem_send is making */
-        }
-        return 0;
-}
-
-static int on_stream_close(nghttp2_session *session, int32_t stream, uint32_t error_code,
-                           void *user_data) {
-        EtcdH2Call *c = stream_call(session, stream);
-
-        if (!c || c->done)
-                return 0;
-        if (error_code == NGHTTP2_REFUSED_STREAM) {
-                /* refused unprocessed (or above a GOAWAY's last stream): never applied */
-                c->refused = true;
-                call_fail(c, -ECONNREFUSED, "etcd refused the stream unprocessed");
-        } else if (error_code != NGHTTP2_NO_ERROR)
-                call_fail(c, -ECONNRESET, "etcd reset the stream (HTTP/2 error %" PRIu32 ")",
-                          error_code);
-        else
-                call_end(c);
         return 0;
 }
 
@@ -405,13 +197,13 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         for (c = h->calls; c; c = next) {
                 next = c->calls_next;
                 if (call_sent(c))
-                        call_fail(c, -ECONNRESET, "%s", why);
+                        h2_call_fail(c, -ECONNRESET, "%s", why);
                 else if (was_up && !c->retried && !c->refused) {
                         c->retried = again = true;
                         c->stream = 0;
                         c->queued = false;
                 } else
-                        call_fail(c, error, "%s", why);
+                        h2_call_fail(c, error, "%s", why);
         }
         if (h->session)
                 nghttp2_session_del(h->session);
@@ -438,7 +230,7 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
         if (r < 0)
                 for (c = h->calls; c; c = next) {
                         next = c->calls_next;
-                        call_fail(c, -ECONNREFUSED, "connecting again: %s", strerror(-r));
+                        h2_call_fail(c, -ECONNREFUSED, "connecting again: %s", strerror(-r));
                 }
 }
 
@@ -519,32 +311,6 @@ static void h2_flush(EtcdH2 *h) {
         h2_update_events(h);
 }
 
-static int h2_session_new(EtcdH2 *h) {
-        nghttp2_session_callbacks *cbs;
-        nghttp2_settings_entry settings[] = {
-                { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
-                { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_WINDOW },
-        };
-        int r;
-
-        if (nghttp2_session_callbacks_new(&cbs) != 0)
-                return -ENOMEM;
-        nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-        nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
-        r = nghttp2_session_client_new(&h->session, cbs, h);
-        nghttp2_session_callbacks_del(cbs);
-        if (r != 0)
-                return -ENOMEM;
-        if (nghttp2_submit_settings(h->session, NGHTTP2_FLAG_NONE, settings,
-                                    ELEMENTSOF(settings)) != 0 ||
-            nghttp2_session_set_local_window_size(h->session, NGHTTP2_FLAG_NONE, 0, H2_WINDOW) !=
-                    0)
-                return -ENOMEM;
-        return 0;
-}
-
 /* Connected: the session, and every call waiting for it. */
 static void h2_up(EtcdH2 *h) {
         int r = h2_session_new(h);
@@ -561,7 +327,7 @@ static void h2_up(EtcdH2 *h) {
                 next = c->calls_next;
                 r = call_submit(c);
                 if (r < 0)
-                        call_fail(c, r, "could not start the call: %s", strerror(-r));
+                        h2_call_fail(c, r, "could not start the call: %s", strerror(-r));
         }
         h2_flush(h);
 }
@@ -896,7 +662,7 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
         if (h->state == H2_DOWN) {
                 r = h2_connect(h);
                 if (r < 0)
-                        call_fail(c, -ECONNREFUSED, "connecting: %s", strerror(-r));
+                        h2_call_fail(c, -ECONNREFUSED, "connecting: %s", strerror(-r));
         } else if (h->state == H2_UP) {
                 if (idle) {
                         /* the PINGs start again: H2_PING_INTERVAL from now, not from the
@@ -907,7 +673,7 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
                 }
                 r = call_submit(c);
                 if (r < 0)
-                        call_fail(c, r, "could not start the call: %s", strerror(-r));
+                        h2_call_fail(c, r, "could not start the call: %s", strerror(-r));
                 else
                         h2_flush(h);
         }
