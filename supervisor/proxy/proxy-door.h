@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,17 +30,3 @@ int proxy_door_open(ProxyDoor *d);
 void proxy_door_close(ProxyDoor *d);
 /* ... event: the event to the proxy of d, if it runs. */
 void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata);
-
-void proxy_send_event(Proxy *p, const AllocEvent *e);
-
-/* proxy-metrics.c: the proxy's scrape of metrics.listen, answered with the text (ipc.h). */
-void proxy_handle_metrics(Proxy *p, json_t *request);
-
-/* proxy-requests.c: one request of the proxy, answered with exactly one reply. */
-void proxy_handle_request(Proxy *p, json_t *request);
-int proxy_send(Proxy *p, json_t *message);
-/* The identity of a connection the proxy told us of, NULL if it did not. */
-struct ProxyConn *proxy_conn(Proxy *p, uint64_t conn);
-Manager *proxy_manager(Proxy *p);
-ProxyDoor *proxy_door(Proxy *p);
-uint64_t proxy_generation(Proxy *p);

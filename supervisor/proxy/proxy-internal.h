@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -63,3 +64,18 @@ int proxy_start(Proxy *p);
 void proxy_stop_process(Proxy *p);
 void proxy_process_free(Proxy *p);
 void proxy_retire_stale(const char *state_dir);
+
+/* Within the door (proxy.c, proxy-requests.c, proxy-metrics.c). */
+void proxy_send_event(Proxy *p, const AllocEvent *e);
+
+/* proxy-metrics.c: the proxy's scrape of metrics.listen, answered with the text (ipc.h). */
+void proxy_handle_metrics(Proxy *p, json_t *request);
+
+/* proxy-requests.c: one request of the proxy, answered with exactly one reply. */
+void proxy_handle_request(Proxy *p, json_t *request);
+int proxy_send(Proxy *p, json_t *message);
+/* The identity of a connection the proxy told us of, NULL if it did not. */
+struct ProxyConn *proxy_conn(Proxy *p, uint64_t conn);
+Manager *proxy_manager(Proxy *p);
+ProxyDoor *proxy_door(Proxy *p);
+uint64_t proxy_generation(Proxy *p);
