@@ -5,6 +5,7 @@
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "timestamp.h"
 
 static int max_level = LOG_INFO;
 static bool use_journal;
@@ -100,7 +101,11 @@ int log_internal(int level, int error, const char *prefix, char *const *fields,
                         goto finish;
         }
 
-        fprintf(stderr, "%s[%s]: %s%s\n", program, level_name(level), strempty(prefix), message);
+        /* Not the journal: a line of its own carries the time (UTC, RFC 3339), so that a log
+         * file or a terminal can be read without journald's timestamps. */
+        char when[RFC3339_MAX];
+        fprintf(stderr, "%s %s[%s]: %s%s\n", rfc3339_format(now_usec(CLOCK_REALTIME), when),
+                program, level_name(level), strempty(prefix), message);
 finish:
         errno = saved_errno;
         return -abs(error);

@@ -8,8 +8,6 @@
 #include "macro.h"
 
 #define KEY_COMPONENT_MAX 128U
-/* 9999-12-31T23:59:59.999999Z: the last moment rfc3339_parse() accepts. */
-#define RFC3339_LAST_USEC ((usec_t) 253402300799999999ULL)
 
 /* ---- times ---- */
 
@@ -32,29 +30,6 @@ static unsigned days_in_month(unsigned y, unsigned m) {
         if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
                 return 29;
         return days[m - 1];
-}
-
-const char *rfc3339_format(usec_t t, char buf[static RFC3339_MAX]) {
-        struct tm tm;
-        time_t sec;
-
-        if (t == 0) {
-                buf[0] = '\0';
-                return buf;
-        }
-        t = MIN(t, RFC3339_LAST_USEC);
-        sec = (time_t) (t / USEC_PER_SEC);
-        if (!gmtime_r(&sec, &tm)) {
-                buf[0] = '\0';
-                return buf;
-        }
-        /* The modulos only tell the compiler the widths (t is at most RFC3339_LAST_USEC). */
-        snprintf(buf, RFC3339_MAX, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ",
-                 (unsigned) (tm.tm_year + 1900) % 10000U, (unsigned) (tm.tm_mon + 1) % 100U,
-                 (unsigned) tm.tm_mday % 100U, (unsigned) tm.tm_hour % 100U,
-                 (unsigned) tm.tm_min % 100U, (unsigned) tm.tm_sec % 100U,
-                 (unsigned) (t % USEC_PER_SEC / USEC_PER_MSEC));
-        return buf;
 }
 
 /* n decimal digits at *p, advancing it; -1 if they are not all digits. */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "time-util.h"
+#include "timestamp.h"
 
 #define FLEET_DOC_MAX (64U * 1024U)
 #define FLEET_STRING_MAX 1024U
@@ -31,12 +32,7 @@
 
 /* ---- times: RFC 3339 in UTC with milliseconds, "" for none ---- */
 
-/* "2026-11-24T10:00:00.000Z" plus NUL. */
-#define RFC3339_MAX 32
-
-/* t: CLOCK_REALTIME microseconds, 0 = none (→ ""). Writes at most RFC3339_MAX bytes to buf
- * and returns buf. Milliseconds are truncated. */
-const char *rfc3339_format(usec_t t, char buf[static RFC3339_MAX]);
+/* rfc3339_format() is common/timestamp.h's. */
 /* Accepts "" (→ 0), and "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)" (t or T, z or Z; any
  * number of fraction digits, below the microsecond ignored) from 1970 to 9999; a moment
  * before the first microsecond after the epoch is that microsecond (0 means none). -EINVAL

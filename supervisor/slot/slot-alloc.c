@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "slot-internal.h"
+#include "timestamp.h"
 #include "wallclock.h"
 
 /* Links the UUID to the slot; server.json is the caller's. */
@@ -79,6 +80,7 @@ static int slot_arm_deadline(Slot *s, sd_event_source **source, usec_t until,
 }
 
 static int slot_hold_until(Slot *s, usec_t until, usec_t *ret_until) {
+        char when[RFC3339_MAX];
         int r;
 
         if (!hold_allowed(slot_state(s)))
@@ -88,7 +90,7 @@ static int slot_hold_until(Slot *s, usec_t until, usec_t *ret_until) {
                 return r;
         s->hold_until = until;
         slot_hook_hold_started(s, until);
-        log_slot_info(s, "Held until %" PRIu64 " (wall clock, µs)", boottime_to_wall(until));
+        log_slot_info(s, "Held until %s", rfc3339_format(boottime_to_wall(until), when));
         slot_hook_changed(s, true);
         *ret_until = until;
         return 0;

@@ -7,6 +7,10 @@ set -euo pipefail
 : "${SLOTD:?SLOTD must name the slotd binary}"
 : "${TEST_SERVER:?TEST_SERVER must name the test game server binary}"
 
+# The time every line on stderr starts with when stderr is not the journal (docs/configuration.md):
+# UTC, RFC 3339 with milliseconds. For grep -E.
+LOG_TIME='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
+
 skip() {
         echo "skipped: $*"
         exit 77

@@ -126,7 +126,7 @@ def violation(what, slots=(), uuids=(), kind=None):
 
 
 def slot_log_lines(slot):
-    pat = re.compile(rf"^slotd\[\w+\]: slot {slot} \(|^==== soak ")
+    pat = re.compile(rf"^\S+Z slotd\[\w+\]: slot {slot} \(|^==== soak ")
     try:
         with open(os.path.join(T, "slotd.log"), errors="replace") as f:
             return [l.rstrip("\n") for l in f if pat.search(l)]
@@ -258,7 +258,7 @@ EPOCH = 0                                # bumped by every SIGKILL of slotd
 
 ENDED_BY_EXIT0 = set()  # (slot, uuid) of "Server exited 0: allocation UUID is over" lines
 _LOG_SCAN = {"offset": 0, "rest": b""}
-ENDED_RE = re.compile(rb"^slotd\[\w+\]: slot (\d+) \([^)]*\): Server exited 0: "
+ENDED_RE = re.compile(rb"^\S+Z slotd\[\w+\]: slot (\d+) \([^)]*\): Server exited 0: "
                       rb"allocation (\S+) is over$")
 
 

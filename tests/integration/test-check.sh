@@ -36,7 +36,7 @@ for bad in 0123 9223372036854775808 0 -7 3d1219c7; do
         note "$out"
         assert_ok "machine.number $bad refused" test $rc -ne 0
         assert_ok "machine.number $bad: file:line, key and value" grep -Eq \
-                "^slotd\[error\]: $T/etc/slotd.ini:$line: machine.number: (expected|must be) .*\(got '$bad'\)$" \
+                "^$LOG_TIME slotd\[error\]: $T/etc/slotd.ini:$line: machine.number: (expected|must be) .*\(got '$bad'\)$" \
                 <<<"$out"
 done
 cp "$T/etc/slotd.ini.good" "$T/etc/slotd.ini"

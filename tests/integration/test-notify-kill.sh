@@ -41,6 +41,6 @@ start_slotd
 assert_eq "$(sprop 0 MainPID)" "$server" "slot 0: the same server, adopted"
 wait_prop 0 ProcessState running $((10 * TIME_SCALE))
 assert_ok "the READY=1 came from the socket, read again ($(grep 'slot 0 (game)' "$T/slotd.log" | tail -n 3 | paste -sd '|'))" \
-        grep -qx "slotd\[debug\]: slot 0 (game): READY=1" "$T/slotd.log"
+        grep -Eqx "$LOG_TIME slotd\[debug\]: slot 0 \(game\): READY=1" "$T/slotd.log"
 assert_ok "slot 0: one server" one_server 0
 finish
