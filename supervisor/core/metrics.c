@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* slotd's metrics: counters and gauges (metrics.h) and their text (SPEC §14). */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,9 +163,41 @@ void metrics_latency(Metrics *mx, MetricsDoor door, MetricsRequest request, usec
         prom_histogram_observe(&mx->latency[door][request], (double) duration / USEC_PER_SEC);
 }
 
-void metrics_crash(FleetMetrics *f, FailureReason cause) {
+void metrics_crash(FleetMetrics *f, FailureReason cause, int signal) {
         if (f && metrics_cause_to_string(cause))
-                f->crashes[cause]++;
+                f->crashes[cause][signal > 0 && signal < METRICS_SIGNAL_MAX ? signal : 0]++;
+}
+
+/* "SIGSEGV", "SIGRTMIN+3"; "" for 0 (no signal). */
+static const char *signal_label(int sig, char buf[static 24]) {
+        const char *abbrev;
+
+        if (sig == 0)
+                return "";
+        if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+                snprintf(buf, 24, "SIGRTMIN+%d", sig - SIGRTMIN);
+        else if ((abbrev = sigabbrev_np(sig)))
+                snprintf(buf, 24, "SIG%s", abbrev);
+        else
+                snprintf(buf, 24, "%d", sig);
+        return buf;
+}
+
+/* Per cause, the series without a signal always (0 included), and one per signal seen. */
+static void format_crashes(const FleetMetrics *f, PromText *t) {
+        char buf[24];
+
+        for (int c = 0; c < _FAILURE_REASON_MAX; c++) {
+                if (!cause_names[c])
+                        continue;
+                for (int sig = 0; sig < METRICS_SIGNAL_MAX; sig++)
+                        if (sig == 0 || f->crashes[c][sig] > 0)
+                                prom_sample_u64(t, "slotd_crashes_total",
+                                                (const char *[]){ "fleet", f->name, "cause",
+                                                                  cause_names[c], "signal",
+                                                                  signal_label(sig, buf), NULL },
+                                                f->crashes[c][sig]);
+        }
 }
 
 void metrics_strike(FleetMetrics *f, CheckKind check) {
@@ -239,14 +273,10 @@ static void format_events(const Metrics *mx, PromText *t) {
                          offsetof(FleetMetrics, restarts));
         prom_family(t, "slotd_crashes_total", PROM_COUNTER,
                     "Crashes of game servers by cause (the reason of Crashed; exit: the server "
-                    "ended by itself).");
+                    "ended by itself, with a code other than 0 or by a signal) and by the "
+                    "signal that ended it (\"\": none, it exited with a code).");
         for (size_t i = 0; i < mx->n_list; i++)
-                for (int c = 0; c < _FAILURE_REASON_MAX; c++)
-                        if (cause_names[c])
-                                prom_sample_u64(t, "slotd_crashes_total",
-                                                (const char *[]){ "fleet", mx->list[i]->name,
-                                                                  "cause", cause_names[c], NULL },
-                                                mx->list[i]->crashes[c]);
+                format_crashes(mx->list[i], t);
         prom_family(t, "slotd_strikes_total", PROM_COUNTER,
                     "Strikes by check (each Misbehaved signal).");
         for (size_t i = 0; i < mx->n_list; i++)

@@ -31,6 +31,9 @@ typedef enum MetricsRequest {
         _METRICS_REQUEST_MAX,
 } MetricsRequest;
 
+/* Signals 1 to 64 (SIGRTMAX on Linux); 0 for none. */
+#define METRICS_SIGNAL_MAX 65
+
 /* What one fleet's slots and events add up to. Kept for as long as slotd runs, also after
  * a Reload removed the fleet, so that its counters never go back. */
 typedef struct FleetMetrics {
@@ -39,7 +42,8 @@ typedef struct FleetMetrics {
         uint64_t requests[_METRICS_REQUEST_MAX][_OPS_ERROR_MAX];  /* by result */
         uint64_t deallocations;
         uint64_t restarts;
-        uint64_t crashes[_FAILURE_REASON_MAX];                    /* by cause */
+        /* by cause and by the signal that ended the server ([0]: it exited with a code) */
+        uint64_t crashes[_FAILURE_REASON_MAX][METRICS_SIGNAL_MAX];
         uint64_t strikes[_CHECK_KIND_MAX];
         PromHistogram sweep;         /* seconds from a check sweep's start to its verdict */
 } FleetMetrics;
@@ -78,7 +82,8 @@ void metrics_slot_remove(SlotMetricsMark *mark);
 void metrics_request(Metrics *mx, FleetMetrics *f, MetricsRequest request, OpsErrorCode result);
 /* From the request's arrival to its durable reply. */
 void metrics_latency(Metrics *mx, MetricsDoor door, MetricsRequest request, usec_t duration);
-void metrics_crash(FleetMetrics *f, FailureReason cause);
+/* 'signal': the signal that ended the server, 0 when it exited with a code. */
+void metrics_crash(FleetMetrics *f, FailureReason cause, int signal);
 void metrics_strike(FleetMetrics *f, CheckKind check);
 void metrics_sweep(FleetMetrics *f, usec_t duration);
 

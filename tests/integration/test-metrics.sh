@@ -152,8 +152,10 @@ STRIKES=$(sig_count "$SIGS" Misbehaved 0)
 assert_eq "$STRIKES" 3 "Misbehaved signals of slot 0"
 prom_wait_value 'slotd_strikes_total{fleet="game",check="query"}' "$STRIKES"
 prom_wait_value 'slotd_strikes_total{fleet="game",check="cpu"}' 0
-prom_wait_value 'slotd_crashes_total{fleet="game",cause="misbehaviour"}' 1
-prom_wait_value 'slotd_crashes_total{fleet="game",cause="exit"}' 1
+# Each by its cause and the signal that ended it: checks.signal, and the server's own SIGSEGV.
+prom_wait_value 'slotd_crashes_total{fleet="game",cause="misbehaviour",signal="SIGSEGV"}' 1
+prom_wait_value 'slotd_crashes_total{fleet="game",cause="exit",signal="SIGSEGV"}' 1
+prom_wait_value 'slotd_crashes_total{fleet="game",cause="exit",signal=""}' 0
 prom_wait_value 'sum(slotd_crashes_total{fleet="game"})' "$(signal_count "$SIGS" Crashed)"
 prom_wait_value 'slotd_restarts_total{fleet="game"}' $(($(sprop 0 Restarts) + $(sprop 1 Restarts)))
 prom_wait_value 'slotd_restarts_total{fleet="game"}' 2

@@ -3,6 +3,7 @@
  * and restarts told from two looks at a slot, requests by result, crashes by cause, strikes,
  * histograms; and the families of the text. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,11 +93,14 @@ static void test_events(void **state) {
         metrics_request(&mx, f, METRICS_REQUEST_RESERVE, OPS_ERROR_DRAINING);
         metrics_request(&mx, NULL, METRICS_REQUEST_ALLOCATE, OPS_ERROR_INVALID_ARGUMENT);
         metrics_request(&mx, f, METRICS_REQUEST_ALLOCATE, _OPS_ERROR_MAX); /* ignored */
-        metrics_crash(f, FAILURE_NONE);
-        metrics_crash(f, FAILURE_OOM);
-        metrics_crash(f, FAILURE_OOM);
-        metrics_crash(f, FAILURE_CRASH_BACKOFF); /* holds a slot down: no cause */
-        metrics_crash(NULL, FAILURE_OOM);
+        metrics_crash(f, FAILURE_NONE, 0);
+        metrics_crash(f, FAILURE_NONE, SIGSEGV);
+        metrics_crash(f, FAILURE_NONE, SIGRTMIN + 2);
+        metrics_crash(f, FAILURE_OOM, SIGKILL);
+        metrics_crash(f, FAILURE_OOM, SIGKILL);
+        metrics_crash(f, FAILURE_MISBEHAVIOUR, 99);       /* no such signal: counted without */
+        metrics_crash(f, FAILURE_CRASH_BACKOFF, 0); /* holds a slot down: no cause */
+        metrics_crash(NULL, FAILURE_OOM, SIGKILL);
         metrics_strike(f, CHECK_QUERY);
         metrics_strike(f, _CHECK_KIND_MAX);
         metrics_sweep(f, 3 * USEC_PER_MSEC);
@@ -112,9 +116,14 @@ static void test_events(void **state) {
         assert_has(text, "slotd_allocations_total{fleet=\"\",result=\"InvalidArgument\"} 1\n");
         assert_null(strstr(text, "slotd_allocations_total{fleet=\"\",result=\"ok\"}"));
         assert_null(strstr(text, "slotd_reservations_total{fleet=\"\""));
-        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exit\"} 1\n");
-        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"oom\"} 2\n");
-        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exec\"} 0\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exit\",signal=\"\"} 1\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exit\",signal=\"SIGSEGV\"} 1\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exit\",signal=\"SIGRTMIN+2\"} 1\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"oom\",signal=\"\"} 0\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"oom\",signal=\"SIGKILL\"} 2\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"misbehaviour\",signal=\"\"} 1\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exec\",signal=\"\"} 0\n");
+        assert_null(strstr(text, "cause=\"exec\",signal=\"SIG"));
         assert_null(strstr(text, "crash-backoff"));
         assert_has(text, "slotd_strikes_total{fleet=\"game\",check=\"query\"} 1\n");
         assert_has(text, "slotd_strikes_total{fleet=\"game\",check=\"heartbeat\"} 0\n");
