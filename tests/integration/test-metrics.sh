@@ -124,6 +124,19 @@ assert_eq "$(prom_query 'slotd_allocations_total{fleet="nosuch"}')" "" "series o
 prom_wait_value 'slotd_allocate_duration_seconds_count{door="dbus",request="allocate"}' 2
 prom_wait_value 'slotd_allocate_duration_seconds_bucket{door="dbus",request="allocate",le="+Inf"}' 2
 prom_wait_value 'slotd_draining' 0
+# Per slot (issue 27.4): its states, its CPU and memory as D-Bus shows them, its players.
+prom_wait_value 'slotd_slot_info{fleet="game",slot="2",state="allocated",process_state="running"}' 1
+prom_wait_value 'count(slotd_slot_info{fleet="game"})' 3
+prom_wait_value 'count(slotd_slot_info{fleet="idle"})' 1
+prom_wait_value 'slotd_slot_memory_bytes{fleet="game",slot="2"} > bool 0' 1
+prom_wait_value 'count(slotd_slot_cpu_cores{fleet="game"} >= 0)' 3
+control 2 "players 7"
+control 2 "max-players 16"
+prom_wait_value 'slotd_slot_players{fleet="game",slot="2"}' 7
+prom_wait_value 'slotd_slot_max_players{fleet="game",slot="2"}' 16
+assert_eq "$(sprop 2 QueryPlayers)" 7 "QueryPlayers on D-Bus, as the metric"
+# The idle fleet does not query: no players series of its own.
+assert_eq "$(prom_query 'slotd_slot_players{fleet="idle"}')" "" "players of a fleet without queries"
 
 mcall Deallocate s m-1 >/dev/null
 prom_wait_value 'slotd_deallocations_total{fleet="game"}' 1
