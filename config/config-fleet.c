@@ -28,6 +28,20 @@ static int parse_servers_key(ParseContext *ctx, const ConfigKey *k, const char *
         return 0;
 }
 
+/* limits.cores_kept: 1 to 100 cores per slot. */
+static int parse_cores_kept_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                void *data) {
+        unsigned v;
+        int r;
+
+        r = parse_unsigned(value, &v);
+        if (r < 0 || v < 1 || v > 100)
+                return key_error(ctx, k, value, r < 0 ? r : -ERANGE,
+                                 "expected an integer between 1 and 100");
+        *(unsigned *) data = v;
+        return 0;
+}
+
 static int parse_pids_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
         uint64_t v;
         int r;
@@ -190,6 +204,7 @@ static const ConfigKey fleet_keys[] = {
         FLEET_KEY("limits", "pids", parse_pids_key, pids_max, false),
         FLEET_KEY("limits", "nofile", parse_nofile_key, nofile, false),
         FLEET_KEY("limits", "core", parse_size_key, core_size, false),
+        FLEET_KEY("limits", "cores_kept", parse_cores_kept_key, cores_kept, false),
         FLEET_KEY("security", "seccomp", parse_seccomp_key, seccomp, false),
         FLEET_KEY("security", "seccomp_action", parse_seccomp_action_key, seccomp_kill, false),
 };
@@ -252,6 +267,7 @@ static void fleet_config_init(FleetConfig *f) {
                 .memory_high = UINT64_MAX,
                 .pids_max = 4096,
                 .nofile = 65536,
+                .cores_kept = 1,
                 .seccomp = true,
         };
 }
@@ -376,6 +392,10 @@ static int fleet_finalize_limits(ParseContext *ctx, FleetConfig *f) {
                 return ctx_error(ctx, -ERANGE, line, NULL,
                                  "limits.cpu_max: %g cores is below usage.cpu %g", f->cpu_max,
                                  f->usage_cpu);
+
+        /* A core is at most what the server may hold in memory: limits.core defaults to it. */
+        if (key_line(ctx, "limits", "core") == 0)
+                f->core_size = f->memory_max;
 
         /* A probe still waiting when the next one is due would overlap it. */
         if (fleet_has_query(f) && f->check_interval > 0 && f->query_timeout >= f->check_interval) {

@@ -111,7 +111,8 @@ typedef struct FleetConfig {
         double cpu_max;            /* cores; 0 = off (the default) */
         uint64_t pids_max;         /* default 4096 */
         uint64_t nofile;           /* limits.nofile: RLIMIT_NOFILE of the server, default 65536 */
-        uint64_t core_size;        /* limits.core: RLIMIT_CORE, default 0 */
+        uint64_t core_size;        /* limits.core: RLIMIT_CORE, default limits.memory_max */
+        unsigned cores_kept;       /* limits.cores_kept: cores kept per slot, default 1 */
 
         /* [security] */
         bool seccomp;              /* security.seccomp: default (true) or off */

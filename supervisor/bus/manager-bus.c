@@ -508,6 +508,7 @@ const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("u", id, "s", state, "s", process_state), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Crashed",
                                 SD_BUS_ARGS("u", id, "i", code, "i", signal, "s", reason), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("CoreDumped", SD_BUS_ARGS("u", id, "i", signal, "s", where), 0),
         SD_BUS_SIGNAL("Deprovisionable", NULL, 0),
         SD_BUS_SIGNAL_WITH_ARGS("Misbehaved", SD_BUS_ARGS("u", id, "s", check, "u", strikes), 0),
         SD_BUS_SIGNAL_WITH_ARGS("MachineFault",
@@ -639,7 +640,12 @@ void bus_door_machine_fault(Manager *m, Fleet *f, CheckKind check, unsigned fail
 void bus_door_slot_crashed(Manager *m, Slot *s, const char *reason, void *userdata) {
         BusDoor *d = userdata;
 
-        if (d->bus)
-                (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis",
-                                          s->id, s->exit_code, s->exit_signal, reason);
+        if (!d->bus)
+                return;
+        (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Crashed", "uiis", s->id,
+                                  s->exit_code, s->exit_signal, reason);
+        /* Right after its Crashed: where the core of that crash is (slot-core.c). */
+        if (s->exit_core)
+                (void) sd_bus_emit_signal(d->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "CoreDumped",
+                                          "uis", s->id, s->exit_signal, strempty(s->last_core));
 }

@@ -37,6 +37,7 @@ DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
 DEFINE_SLOT_GETTER(ready_for_players, "b", (int) s->ready_for_players)
 DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
 DEFINE_SLOT_GETTER(last_check_error, "s", strempty(s->last_check_error))
+DEFINE_SLOT_GETTER(last_core_dump, "s", strempty(s->last_core))
 DEFINE_SLOT_GETTER(query_players, "u", s->query ? (uint32_t) s->query->players : 0)
 DEFINE_SLOT_GETTER(query_max_players, "u", s->query ? (uint32_t) s->query->max_players : 0)
 DEFINE_SLOT_GETTER(query_map, "s", s->query ? s->query->map : "")
@@ -239,6 +240,8 @@ const sd_bus_vtable slot_vtable[] = {
         SD_BUS_PROPERTY("LastExitCode", "i", property_get_last_exit_code, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("LastExitSignal", "i", property_get_last_exit_signal, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastCoreDump", "s", property_get_last_core_dump, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ready", "b", property_get_ready, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ReadyForPlayers", "b", property_get_ready_for_players, 0,

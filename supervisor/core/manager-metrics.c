@@ -32,7 +32,7 @@ void manager_metrics_slot_removed(Manager *m, Slot *s) {
 void manager_metrics_crashed(Manager *m, Slot *s, const char *reason) {
         for (FailureReason r = 0; r < _FAILURE_REASON_MAX; r++)
                 if (streq(reason, failure_reason_to_string(r))) {
-                        metrics_crash(slot_fleet_metrics(m, s), r, s->exit_signal);
+                        metrics_crash(slot_fleet_metrics(m, s), r, s->exit_signal, s->exit_core);
                         return;
                 }
 }

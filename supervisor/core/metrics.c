@@ -163,9 +163,12 @@ void metrics_latency(Metrics *mx, MetricsDoor door, MetricsRequest request, usec
         prom_histogram_observe(&mx->latency[door][request], (double) duration / USEC_PER_SEC);
 }
 
-void metrics_crash(FleetMetrics *f, FailureReason cause, int signal) {
-        if (f && metrics_cause_to_string(cause))
-                f->crashes[cause][signal > 0 && signal < METRICS_SIGNAL_MAX ? signal : 0]++;
+void metrics_crash(FleetMetrics *f, FailureReason cause, int signal, bool core) {
+        if (!f || !metrics_cause_to_string(cause))
+                return;
+        f->crashes[cause][signal > 0 && signal < METRICS_SIGNAL_MAX ? signal : 0]++;
+        if (core)
+                f->core_dumps++;
 }
 
 /* "SIGSEGV", "SIGRTMIN+3"; "" for 0 (no signal). */
@@ -277,6 +280,9 @@ static void format_events(const Metrics *mx, PromText *t) {
                     "signal that ended it (\"\": none, it exited with a code).");
         for (size_t i = 0; i < mx->n_list; i++)
                 format_crashes(mx->list[i], t);
+        format_per_fleet(mx, t, "slotd_core_dumps_total",
+                         "Crashes whose server left a core (each CoreDumped signal).",
+                         offsetof(FleetMetrics, core_dumps));
         prom_family(t, "slotd_strikes_total", PROM_COUNTER,
                     "Strikes by check (each Misbehaved signal).");
         for (size_t i = 0; i < mx->n_list; i++)

@@ -44,6 +44,7 @@ typedef struct FleetMetrics {
         uint64_t restarts;
         /* by cause and by the signal that ended the server ([0]: it exited with a code) */
         uint64_t crashes[_FAILURE_REASON_MAX][METRICS_SIGNAL_MAX];
+        uint64_t core_dumps;         /* crashes that left a core (CoreDumped signals) */
         uint64_t strikes[_CHECK_KIND_MAX];
         PromHistogram sweep;         /* seconds from a check sweep's start to its verdict */
 } FleetMetrics;
@@ -83,7 +84,7 @@ void metrics_request(Metrics *mx, FleetMetrics *f, MetricsRequest request, OpsEr
 /* From the request's arrival to its durable reply. */
 void metrics_latency(Metrics *mx, MetricsDoor door, MetricsRequest request, usec_t duration);
 /* 'signal': the signal that ended the server, 0 when it exited with a code. */
-void metrics_crash(FleetMetrics *f, FailureReason cause, int signal);
+void metrics_crash(FleetMetrics *f, FailureReason cause, int signal, bool core);
 void metrics_strike(FleetMetrics *f, CheckKind check);
 void metrics_sweep(FleetMetrics *f, usec_t duration);
 

@@ -188,12 +188,13 @@ static int keeper_put_number(char *buf, int n, unsigned long v) {
         return n;
 }
 
-/* "exited CODE" or "killed SIGNAL" after 'prefix' and 'number', at 'offset' of the status
+/* "exited CODE", "killed SIGNAL" or "dumped SIGNAL" after 'prefix' and 'number', at 'offset' of the status
  * file; a restart record is padded to its fixed 32 bytes, so that a shorter one leaves
  * nothing of the one before. */
 static void keeper_write_status(int wstatus, const char *prefix, unsigned long number, long offset) {
         char buf[64];
-        const char *word = (wstatus & 0x7f) == 0 ? "exited " : "killed ";
+        /* "dumped": killed by a signal that left a core (WCOREDUMP), as long as "killed". */
+        const char *word = (wstatus & 0x7f) == 0 ? "exited " : (wstatus & 0x80) ? "dumped " : "killed ";
         unsigned v = (wstatus & 0x7f) == 0 ? (unsigned) (wstatus >> 8) & 0xff : (unsigned) wstatus & 0x7f;
         int n = 0;
 

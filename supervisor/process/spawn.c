@@ -480,28 +480,32 @@ int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
         return spawn_keeper_fork(&q, ret_pid, ret_pidfd);
 }
 
-int spawn_read_status(int status_fd, int *ret_code, int *ret_signal) {
+int spawn_read_status(int status_fd, int *ret_code, int *ret_signal, bool *ret_core) {
         char buf[32] = {};
         int v;
         ssize_t n = pread(status_fd, buf, sizeof(buf) - 1, 0);
 
         if (n < 0)
                 return negative_errno();
+        if (ret_core)
+                *ret_core = false;
         if (sscanf(buf, "exited %d", &v) == 1) {
                 *ret_code = v;
                 *ret_signal = 0;
                 return 1;
         }
-        if (sscanf(buf, "killed %d", &v) == 1) {
+        if (sscanf(buf, "killed %d", &v) == 1 || sscanf(buf, "dumped %d", &v) == 1) {
                 *ret_code = 0;
                 *ret_signal = v;
+                if (ret_core)
+                        *ret_core = strncmp(buf, "dumped ", 7) == 0;
                 return 1;
         }
         return 0;
 }
 
 int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, int *ret_code,
-                       int *ret_signal) {
+                       int *ret_signal, bool *ret_core) {
         char buf[KEEPER_RESTART_OFFSET + 1] = {}, word[8], how[8];
         unsigned n;
         int v;
@@ -511,12 +515,14 @@ int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, 
                 return negative_errno();
         if (sscanf(buf, "%7s %u %7s %d", word, &n, how, &v) != 4 ||
             (!streq(word, "restart") && !streq(word, "failed")) ||
-            (!streq(how, "exited") && !streq(how, "killed")))
+            (!streq(how, "exited") && !streq(how, "killed") && !streq(how, "dumped")))
                 return 0;
         *ret_restarts = n;
         *ret_failed = streq(word, "failed");
         *ret_code = streq(how, "exited") ? v : 0;
-        *ret_signal = streq(how, "killed") ? v : 0;
+        *ret_signal = streq(how, "exited") ? 0 : v;
+        if (ret_core)
+                *ret_core = streq(how, "dumped");
         return 1;
 }
 

@@ -52,9 +52,10 @@ int spawn_reserve_fds(void);
  * ret_pidfd are the keeper's, slotd's own child. */
 int spawn_process(const SpawnParams *p, pid_t *ret_pid, int *ret_pidfd);
 
-/* The status the keeper wrote: 1 and the code or signal when there is one, 0 when the file
- * is empty (the keeper was killed: by cgroup.kill, the OOM killer, or SIGKILL). */
-int spawn_read_status(int status_fd, int *ret_code, int *ret_signal);
+/* The status the keeper wrote: 1 and the code or signal when there is one (*ret_core, if
+ * given: the signal left a core, WCOREDUMP), 0 when the file is empty (the keeper was killed:
+ * by cgroup.kill, the OOM killer, or SIGKILL). */
+int spawn_read_status(int status_fd, int *ret_code, int *ret_signal, bool *ret_core);
 
 /* The keeper holds the slot's notify socket as this descriptor, so that the socket (and what
  * servers send while slotd is away) outlives slotd; a new slotd takes it back with
@@ -88,9 +89,9 @@ int spawn_marked_ready(int status_fd, unsigned restarts);
 
 /* The keeper's last restart record: 1 with the number of restarts it has made and how the
  * server before the last one ended (*ret_failed: the last one could not be forked, and the
- * keeper ends instead), 0 when it has made none. */
+ * keeper ends instead; *ret_core, if given: it left a core), 0 when it has made none. */
 int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, int *ret_code,
-                       int *ret_signal);
+                       int *ret_signal, bool *ret_core);
 
 /* The game server's PID (in slotd's namespace) under a keeper, 0 while there is none. */
 pid_t spawn_server_pid(int cgroup_fd, pid_t keeper);

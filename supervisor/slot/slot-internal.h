@@ -29,6 +29,9 @@ void slot_close_notify(Slot *s);
 #define SLOT_EXIT_DESCRIPTION_MAX 64
 /* "exit code N" or "killed by signal N (NAME)", for the log. */
 void slot_describe_exit(char how[static SLOT_EXIT_DESCRIPTION_MAX], int code, int sig);
+/* slot-core.c: the server 'pid' (0: not known) left a core on 'sig': files it (limits.core,
+ * limits.cores_kept) and sets s->last_core to where it is. */
+void slot_collect_core(Slot *s, pid_t pid, int sig);
 
 /* slot-keeper.c: the keeper's status file, its restarts, its exit, and keepers an earlier
  * slotd started. */

@@ -79,11 +79,13 @@ void slot_update_arming(Slot *s) {
  * the new server. With keeper_gone the keeper has ended since: its own exit follows. */
 void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
         FailureReason cause;
+        pid_t server = s->server_pid;
         unsigned n;
         int code, sig;
-        bool clean, failed;
+        bool clean, failed, core;
 
-        if (s->status_fd < 0 || spawn_read_restart(s->status_fd, &n, &failed, &code, &sig) <= 0 ||
+        if (s->status_fd < 0 ||
+            spawn_read_restart(s->status_fd, &n, &failed, &code, &sig, &core) <= 0 ||
             n <= s->keeper_restarts)
                 return;
         s->keeper_restarts = n;
@@ -97,12 +99,15 @@ void slot_account_keeper_restart(Slot *s, bool keeper_gone) {
         clean = sig == 0 && code == 0 && cause == FAILURE_NONE;
         s->exit_code = s->last_exit_code = code;
         s->exit_signal = s->last_exit_signal = sig;
+        s->exit_core = core;
         s->restarts++;
         s->server_pid = 0; /* found again when asked for */
         if (!clean) {
                 char how[SLOT_EXIT_DESCRIPTION_MAX];
 
                 time_window_add(&s->crashes, now_usec(CLOCK_MONOTONIC));
+                if (core)
+                        slot_collect_core(s, server, sig);
                 slot_describe_exit(how, code, sig);
                 log_slot_warning(s, "Server crashed: %s%s%s; restarted by its keeper", how,
                                  cause != FAILURE_NONE ? ", cause " : "",
@@ -181,8 +186,8 @@ static bool slot_keeper_restart_raced(Slot *s) {
         int code, sig;
         bool failed;
 
-        if (s->status_fd < 0 || spawn_read_restart(s->status_fd, &n, &failed, &code, &sig) <= 0 ||
-            !failed || n == 0 || n != s->keeper_restarts || s->keeper_restart_failed)
+        if (s->status_fd < 0 ||
+            spawn_read_restart(s->status_fd, &n, &failed, &code, &sig, NULL) <= 0 || !failed || n == 0 || n != s->keeper_restarts || s->keeper_restart_failed)
                 return false;
         s->keeper_restart_failed = true;
         if (s->restarts > 0)
@@ -210,9 +215,11 @@ void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         s->keeper_pidfd = safe_close(s->keeper_pidfd);
         slot_checks_stop(s);
         slot_close_notify(s);
-        if (s->status_fd < 0 || spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal) <= 0) {
+        if (s->status_fd < 0 ||
+            spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal, &s->exit_core) <= 0) {
                 s->exit_code = keeper_code;
                 s->exit_signal = keeper_signal;
+                s->exit_core = false;
         }
         s->last_exit_code = s->exit_code;
         s->last_exit_signal = s->exit_signal;
@@ -221,10 +228,13 @@ void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
             spawn_read_exec_failure(s->status_fd, &s->exec_errno) > 0)
                 slot_log_exec_failure(s);
         else if (s->exit_signal)
-                log_slot_info(s, "Server %d was killed by signal %d (%s)", (int) server,
-                              s->exit_signal, sigabbrev_np(s->exit_signal) ?: "?");
+                log_slot_info(s, "Server %d was killed by signal %d (%s)%s", (int) server,
+                              s->exit_signal, sigabbrev_np(s->exit_signal) ?: "?",
+                              s->exit_core ? ", core dumped" : "");
         else
                 log_slot_info(s, "Server %d exited with code %d", (int) server, s->exit_code);
+        if (s->exit_core)
+                slot_collect_core(s, server, s->exit_signal);
         slot_dispatch(s, SLOT_EVENT_EXIT);
 }
 

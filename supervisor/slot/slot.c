@@ -117,6 +117,7 @@ Slot *slot_free(Slot *s) {
         free(s->announced_allocation);
         free(s->last_deallocation);
         free(s->status);
+        free(s->last_core);
         free(s);
         return NULL;
 }

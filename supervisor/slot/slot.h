@@ -99,11 +99,13 @@ typedef struct Slot {
         bool restart_requested;   /* start again when the process is gone */
         int exit_code;            /* of the process that just ended */
         int exit_signal;
+        bool exit_core;           /* the signal left a core (the keeper's "dumped") */
         int exec_errno;           /* it could not be exec'd: why (spawn.h), else 0 */
 
         unsigned restarts;
         int last_exit_code;
         int last_exit_signal;
+        char *last_core;          /* where the last core went (slot-core.c), NULL = none */
         usec_t started_at;        /* CLOCK_BOOTTIME, 0 = never */
         bool ready;
         char *status;

@@ -93,14 +93,14 @@ static void test_events(void **state) {
         metrics_request(&mx, f, METRICS_REQUEST_RESERVE, OPS_ERROR_DRAINING);
         metrics_request(&mx, NULL, METRICS_REQUEST_ALLOCATE, OPS_ERROR_INVALID_ARGUMENT);
         metrics_request(&mx, f, METRICS_REQUEST_ALLOCATE, _OPS_ERROR_MAX); /* ignored */
-        metrics_crash(f, FAILURE_NONE, 0);
-        metrics_crash(f, FAILURE_NONE, SIGSEGV);
-        metrics_crash(f, FAILURE_NONE, SIGRTMIN + 2);
-        metrics_crash(f, FAILURE_OOM, SIGKILL);
-        metrics_crash(f, FAILURE_OOM, SIGKILL);
-        metrics_crash(f, FAILURE_MISBEHAVIOUR, 99);       /* no such signal: counted without */
-        metrics_crash(f, FAILURE_CRASH_BACKOFF, 0); /* holds a slot down: no cause */
-        metrics_crash(NULL, FAILURE_OOM, SIGKILL);
+        metrics_crash(f, FAILURE_NONE, 0, false);
+        metrics_crash(f, FAILURE_NONE, SIGSEGV, true);
+        metrics_crash(f, FAILURE_NONE, SIGRTMIN + 2, false);
+        metrics_crash(f, FAILURE_OOM, SIGKILL, false);
+        metrics_crash(f, FAILURE_OOM, SIGKILL, false);
+        metrics_crash(f, FAILURE_MISBEHAVIOUR, 99, false);       /* no such signal: counted without */
+        metrics_crash(f, FAILURE_CRASH_BACKOFF, 0, false); /* holds a slot down: no cause */
+        metrics_crash(NULL, FAILURE_OOM, SIGKILL, false);
         metrics_strike(f, CHECK_QUERY);
         metrics_strike(f, _CHECK_KIND_MAX);
         metrics_sweep(f, 3 * USEC_PER_MSEC);
@@ -124,6 +124,7 @@ static void test_events(void **state) {
         assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"misbehaviour\",signal=\"\"} 1\n");
         assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exec\",signal=\"\"} 0\n");
         assert_null(strstr(text, "cause=\"exec\",signal=\"SIG"));
+        assert_has(text, "slotd_core_dumps_total{fleet=\"game\"} 1\n");
         assert_null(strstr(text, "crash-backoff"));
         assert_has(text, "slotd_strikes_total{fleet=\"game\",check=\"query\"} 1\n");
         assert_has(text, "slotd_strikes_total{fleet=\"game\",check=\"heartbeat\"} 0\n");
@@ -145,7 +146,8 @@ static void test_families(void **state) {
         static const char *const families[] = {
                 "slotd_slots", "slotd_allocations_total", "slotd_reservations_total",
                 "slotd_deallocations_total", "slotd_restarts_total", "slotd_crashes_total",
-                "slotd_strikes_total", "slotd_check_sweep_duration_seconds",
+                "slotd_core_dumps_total", "slotd_strikes_total",
+                "slotd_check_sweep_duration_seconds",
                 "slotd_allocate_duration_seconds",
         };
         _cleanup_free_ char *text = NULL;

@@ -27,7 +27,7 @@ static void put(int fd, const char *s, off_t offset) {
 static void test_ready_mark(_unused_ void **state) {
         int fd = status_file(), code, sig;
         unsigned n;
-        bool failed;
+        bool failed, core;
 
         /* An empty file (a keeper just started): nothing marked. */
         assert_int_equal(spawn_marked_ready(fd, 0), 0);
@@ -38,7 +38,7 @@ static void test_ready_mark(_unused_ void **state) {
         /* The keeper's restart record and exit status leave the mark as it is, and it them. */
         put(fd, "restart 1 exited 3\n", KEEPER_RESTART_OFFSET);
         assert_int_equal(spawn_marked_ready(fd, 0), 1);
-        assert_int_equal(spawn_read_restart(fd, &n, &failed, &code, &sig), 1);
+        assert_int_equal(spawn_read_restart(fd, &n, &failed, &code, &sig, NULL), 1);
         assert_int_equal(n, 1);
         assert_false(failed);
         assert_int_equal(code, 3);
@@ -47,10 +47,25 @@ static void test_ready_mark(_unused_ void **state) {
         assert_int_equal(spawn_marked_ready(fd, 1), 1);
         assert_int_equal(spawn_marked_ready(fd, 0), 0);
         put(fd, "killed 9\n", 0);
-        assert_int_equal(spawn_read_status(fd, &code, &sig), 1);
+        assert_int_equal(spawn_read_status(fd, &code, &sig, NULL), 1);
         assert_int_equal(code, 0);
         assert_int_equal(sig, 9);
-        assert_int_equal(spawn_read_restart(fd, &n, &failed, &code, &sig), 1);
+        /* A signal that left a core (WCOREDUMP): "dumped", as long as "killed". */
+        put(fd, "dumped 11\n", 0);
+        assert_int_equal(spawn_read_status(fd, &code, &sig, &core), 1);
+        assert_int_equal(sig, 11);
+        assert_true(core);
+        put(fd, "killed 9\n", 0);
+        assert_int_equal(spawn_read_status(fd, &code, &sig, &core), 1);
+        assert_false(core);
+        put(fd, "restart 2 dumped 6        \n", KEEPER_RESTART_OFFSET);
+        assert_int_equal(spawn_read_restart(fd, &n, &failed, &code, &sig, &core), 1);
+        assert_int_equal(n, 2);
+        assert_int_equal(sig, 6);
+        assert_int_equal(code, 0);
+        assert_true(core);
+        put(fd, "restart 1 exited 3         \n", KEEPER_RESTART_OFFSET);
+        assert_int_equal(spawn_read_restart(fd, &n, &failed, &code, &sig, NULL), 1);
         assert_int_equal(n, 1);
         assert_int_equal(spawn_marked_ready(fd, 1), 1);
         /* Twelve restarts later the mark is longer than before: still read whole. */
@@ -82,7 +97,7 @@ static void test_exec_failure_record(_unused_ void **state) {
         put(fd, "exec 13\n", KEEPER_EXEC_OFFSET);
         assert_int_equal(spawn_read_exec_failure(fd, &error), 1);
         assert_int_equal(error, EACCES);
-        assert_int_equal(spawn_read_status(fd, &code, &sig), 1);
+        assert_int_equal(spawn_read_status(fd, &code, &sig, NULL), 1);
         assert_int_equal(code, 203);
         assert_int_equal(spawn_mark_ready(fd, 0), 0);
         assert_int_equal(spawn_read_exec_failure(fd, &error), 1);
