@@ -20,6 +20,7 @@
 #include "strv.h"
 
 static const char *arg_config = SLOTD_SYSCONFDIR "/slotd.ini";
+static bool arg_config_given;   /* --config: a path that must exist */
 static char *arg_fleets;
 static const char *arg_bus;
 static bool arg_check;
@@ -53,6 +54,7 @@ static int parse_argv(int argc, char *argv[]) {
                 switch (c) {
                 case 'c':
                         arg_config = optarg;
+                        arg_config_given = true;
                         break;
                 case 'f':
                         free(arg_fleets);
@@ -326,7 +328,8 @@ static int print_plan(const Config *c, const MachineResources *res) {
         char a[32], b[32];
         int r;
 
-        printf("configuration: %s, fleets from %s: ok\n", c->config_file ?: arg_config,
+        printf("configuration: %s%s, fleets from %s\n", c->config_file ?: arg_config,
+               access(arg_config, F_OK) < 0 && errno == ENOENT ? " (absent: slotd's defaults)" : "",
                c->fleets_dir ?: arg_fleets);
         format_size(res->memory, a);
         format_size(c->reserved_memory, b);
@@ -359,27 +362,62 @@ static char *exe_path(void) {
         return strdup(buf);
 }
 
-/* --check: the plan, and whether every build can be executed by its fleet's user. */
+/* The identities the configuration names beside the fleets' (check_builds()): the admin
+ * group, and the local proxy's user and group when the proxy runs. The number unknown. */
+static unsigned check_identities(const Config *c) {
+        _cleanup_free_ char *error = NULL;
+        const LocalProxyConfig *lp = &c->localproxy;
+        unsigned bad = 0;
+        bool has;
+        gid_t gid;
+
+        if (manager_resolve_admin_group(c, &gid, &has, &error) < 0) {
+                log_error("%s", error ?: "supervisor.admin_group: no such group");
+                bad++;
+        }
+        if (!(lp->enabled && lp->n_listen > 0) && c->metrics_listen.family == AF_UNSPEC)
+                return bad;
+        if (!getpwnam(lp->user)) {
+                log_error("%s: localproxy.user: no such user '%s'", c->config_file ?: arg_config,
+                          lp->user);
+                bad++;
+        }
+        if (!getgrnam(lp->group)) {
+                log_error("%s: localproxy.group: no such group '%s'",
+                          c->config_file ?: arg_config, lp->group);
+                bad++;
+        }
+        return bad;
+}
+
+/* --check: the plan, and every problem of it (builds the fleets' users cannot execute, names
+ * of users and groups that do not exist, files slotd-registry cannot read); "ok" only when
+ * there are none. */
 static int run_check(const Config *config, const MachineResources *detected) {
         MachineResources res = {
                 .cpus = config->cpus > 0 ? config->cpus : detected->cpus,
                 .memory = config->memory > 0 ? config->memory : detected->memory,
         };
         unsigned bad = check_builds(config), bad_files = check_fleet_files(&config->fleet);
+        unsigned bad_ids = check_identities(config);
         int r = print_plan(config, &res);
 
-        if (r >= 0 && bad_files > 0) {
+        if (r < 0)
+                return r;
+        if (bad_files > 0)
                 log_error("slotd-registry cannot read %u of [fleet]'s TLS files (fleet.etcd_*)",
                           bad_files);
-                r = -EACCES;
-        }
-        if (r >= 0 && bad > 0) {
+        if (bad > 0)
                 log_error("%u build%s cannot be executed by %s fleet's user: slotd would "
                           "start no server of %s", bad, bad == 1 ? "" : "s",
                           bad == 1 ? "its" : "their", bad == 1 ? "it" : "them");
-                r = -ENOEXEC;
+        if (bad + bad_files + bad_ids > 0) {
+                log_error("%u error%s: the configuration is not ok", bad + bad_files + bad_ids,
+                          bad + bad_files + bad_ids == 1 ? "" : "s");
+                return bad > 0 ? -ENOEXEC : bad_files > 0 ? -EACCES : -ESRCH;
         }
-        return r;
+        printf("ok\n");
+        return 0;
 }
 
 static void setup_signals(void) {
@@ -404,6 +442,11 @@ static int load_config(MachineResources *ret_detected, Config **ret_config) {
         _cleanup_free_ char *error = NULL;
         int r;
 
+        /* The default path may be absent (then every default); a path given must exist. */
+        if (arg_config_given && access(arg_config, F_OK) < 0) {
+                r = negative_errno();
+                return log_error_errno(r, "%s (--config): %m", arg_config);
+        }
         r = machine_resources_detect(ret_detected);
         if (r < 0)
                 return log_error_errno(r, "Failed to read this machine's CPUs and memory: %m");

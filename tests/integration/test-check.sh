@@ -17,6 +17,33 @@ assert_eq "$(grep '^machine ID' <<<"$out")" \
 assert_eq "$TEST_MACHINE_NUMBER" "$(machine_number_of "$TEST_MACHINE_ID")" \
         "the derivation: SHA-256 of machine.id, first 8 bytes, top bit cleared"
 assert_ok "--check created no cgroup" test ! -e "$CG"
+assert_eq "$(tail -n 1 <<<"$out")" ok "the last line says ok when nothing is wrong"
+
+# Issue 27.7: --check tells the truth.
+# A --config path that does not exist is an error (the default path may be absent).
+set +e
+out=$("$SLOTD" --check --config "$T/etc/nonexistent.ini" 2>&1)
+rc=$?
+set -e
+assert_ok "--config of a missing file exits non-zero" test $rc -ne 0
+assert_ok "--config of a missing file names it" grep -q "$T/etc/nonexistent.ini (--config): No such file" <<<"$out"
+assert_ok "--config of a missing file prints no ok" bash -c "! grep -qx ok <<<'$out'"
+# An unknown admin group and an unknown proxy user: both reported in one run, no ok.
+cp "$T/etc/slotd.ini" "$T/etc/slotd.ini.good"
+sed -i "s/^bus = .*/&\nadmin_group = no-such-group-$$/" "$T/etc/slotd.ini"
+sed -i "s/^listen = off$/listen = 127.0.0.1:$(free_port)/" "$T/etc/slotd.ini"
+printf 'user = no-such-user-%s\n' $$ >> "$T/etc/slotd.ini"
+set +e
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_ok "unknown admin_group and proxy user: non-zero" test $rc -ne 0
+assert_ok "unknown admin_group named" grep -q "supervisor.admin_group: no such group 'no-such-group-$$'" <<<"$out"
+assert_ok "unknown localproxy.user named in the same run" grep -q "localproxy.user: no such user 'no-such-user-$$'" <<<"$out"
+assert_ok "2 errors counted" grep -q "2 errors: the configuration is not ok" <<<"$out"
+assert_ok "no ok printed" bash -c "! grep -qx ok <<<'$out'"
+cp "$T/etc/slotd.ini.good" "$T/etc/slotd.ini"
 
 # machine.number: set, it is the number; a value Unity's SDKs cannot read is refused with
 # file:line, key and value, at --check and at start-up.
