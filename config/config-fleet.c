@@ -221,6 +221,9 @@ void config_fleet_done(FleetConfig *f) {
         for (size_t i = 0; i < f->n_build_configs; i++)
                 build_config_done(&f->build_configs[i]);
         free(f->build_configs);
+        for (size_t i = 0; i < f->n_regions; i++)
+                free(f->regions[i].name);
+        free(f->regions);
         *f = (FleetConfig) {};
 }
 
@@ -231,7 +234,7 @@ FleetConfig *config_find_fleet(const Config *c, const char *name) {
         return NULL;
 }
 
-static void fleet_config_init(FleetConfig *f) {
+void fleet_config_init(FleetConfig *f) {
         *f = (FleetConfig) {
                 .start_on_provision = true,
                 .stop_timeout = 10 * USEC_PER_SEC,
