@@ -30,47 +30,13 @@
 #include <stdarg.h>
 #include <strings.h>
 
-#include "config-internal.h"
-#include "gsh.h"
+#include "gsh-map.h"
 #include "strv.h"
-
-#define GSH_ERRORS_MAX 100
-
-typedef struct GshBuild {
-        const GshNode *node;
-        char *root;                /* the build's directory on this machine */
-        char *executable;          /* executableName */
-} GshBuild;
-
-typedef struct GshBuildConfig {
-        const GshNode *node;
-        BuildConfig bc;
-        bool readiness;
-        const GshNode *readiness_node;
-        unsigned cores, speed_mhz, memory_mib;
-        const GshNode *usage_node[3]; /* cores, speedMhz, memoryMiB when set */
-} GshBuildConfig;
-
-typedef struct GshMap {
-        Config *c;
-        const char *file;
-        char **errors;
-        size_t n_errors;
-        bool oom;
-
-        GshBuild *builds;
-        size_t n_builds;
-        GshBuildConfig *configs;
-        size_t n_configs;
-        FleetConfig *fleets;
-        size_t n_fleets;
-        char **elsewhere;
-} GshMap;
 
 /* Records "FILE:LINE:COLUMN: PATH: BODY" at (line, column); always -EINVAL. */
 _printf_(5, 6)
-static int gsh_error_at(GshMap *m, unsigned line, unsigned column, const char *path,
-                        const char *fmt, ...) {
+int gsh_error_at(GshMap *m, unsigned line, unsigned column, const char *path, const char *fmt,
+                 ...) {
         _cleanup_free_ char *body = NULL, *msg = NULL;
         va_list ap;
         int k;
@@ -95,16 +61,12 @@ static int gsh_error_at(GshMap *m, unsigned line, unsigned column, const char *p
         return -EINVAL;
 }
 
-#define gsh_error(m, node, path, ...) gsh_error_at(m, (node)->line, (node)->column, path, __VA_ARGS__)
-/* An error about a key itself (unknown, not allowed here): at the key. */
-#define gsh_key_error(m, node, path, ...) \
-        gsh_error_at(m, (node)->key_line, (node)->key_column, path, __VA_ARGS__)
 
 static const char *type_name(GshNodeType t) {
         return t == GSH_MAP ? "a map" : t == GSH_LIST ? "a list" : "a scalar";
 }
 
-static int expect_type(GshMap *m, const GshNode *n, const char *path, GshNodeType t) {
+int expect_type(GshMap *m, const GshNode *n, const char *path, GshNodeType t) {
         if (n->type != t)
                 return gsh_error(m, n, path, "expected %s, got %s", type_name(t),
                                  type_name(n->type));
@@ -112,7 +74,7 @@ static int expect_type(GshMap *m, const GshNode *n, const char *path, GshNodeTyp
 }
 
 /* "PATH.KEY" (or "PATH[I]" with key NULL) for messages; NULL on OOM, with m->oom set. */
-static char *path_join(GshMap *m, const char *path, const char *key, size_t index) {
+char *path_join(GshMap *m, const char *path, const char *key, size_t index) {
         char *s;
         int k;
 
@@ -128,7 +90,7 @@ static char *path_join(GshMap *m, const char *path, const char *key, size_t inde
 }
 
 /* The keys of map must be among allowed (NULL-terminated); each other one is an error. */
-static int check_keys(GshMap *m, const GshNode *map, const char *path,
+int check_keys(GshMap *m, const GshNode *map, const char *path,
                       const char *const *allowed, const char *which) {
         int r = 0;
 
@@ -147,7 +109,7 @@ static int check_keys(GshMap *m, const GshNode *map, const char *path,
         return r;
 }
 
-static int get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, char **ret) {
+int get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, char **ret) {
         char q[QUOTE_BUF];
 
         if (expect_type(m, n, path, GSH_SCALAR) < 0)
@@ -164,7 +126,7 @@ static int get_string(GshMap *m, const GshNode *n, const char *path, bool empty_
         return 0;
 }
 
-static int get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min,
+int get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min,
                         unsigned max, unsigned *ret) {
         char q[QUOTE_BUF];
         unsigned v;
@@ -179,7 +141,7 @@ static int get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned 
         return 0;
 }
 
-static int get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret) {
+int get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret) {
         char q[QUOTE_BUF];
 
         if (expect_type(m, n, path, GSH_SCALAR) < 0)
@@ -469,371 +431,11 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
         return r;
 }
 
-static const GshBuildConfig *find_build_config(const GshMap *m, const char *name) {
+const GshBuildConfig *find_build_config(const GshMap *m, const char *name) {
         for (size_t i = 0; i < m->n_configs; i++)
                 if (streq(m->configs[i].node->key, name))
                         return &m->configs[i];
         return NULL;
-}
-
-static int build_config_copy(const BuildConfig *from, BuildConfig *to) {
-        *to = (BuildConfig) {
-                .id = strdup(from->id),
-                .build = strdup(from->build),
-                .args = strv_copy(from->args),
-                .environment = strv_copy(from->environment),
-                .query = from->query,
-                .variable_names = strv_copy(from->variable_names),
-                .variable_values = strv_copy(from->variable_values),
-                .n_variables = from->n_variables,
-                .line = from->line,
-                .build_line = from->build_line,
-        };
-        if (!to->id || !to->build || !to->args || !to->environment || !to->variable_names ||
-            !to->variable_values) {
-                build_config_done(to);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static ReadinessSource gsh_readiness(const GshBuildConfig *g) {
-        /* Multiplay's readiness: the server says when it is ready. slotd knows that by its
-         * first query answer when it has a query protocol; without one, by its start. */
-        return g->readiness && g->bc.query != QUERY_NONE ? READINESS_QUERY : READINESS_EXEC;
-}
-
-/* fleets.NAME.buildConfigurations: the fleet's build configurations, the first the default. */
-static int map_fleet_configs(GshMap *m, const GshNode *n, const char *path, FleetConfig *f,
-                             const GshBuildConfig ***ret) {
-        _cleanup_free_ char *p = path_join(m, path, "buildConfigurations", 0);
-        _cleanup_free_ const GshBuildConfig **list = NULL;
-        const GshNode *v = gsh_map_get(n, "buildConfigurations");
-        size_t k = 0;
-        int r = 0;
-
-        if (!p)
-                return -ENOMEM;
-        if (!v || gsh_is_null(v) || (v->type == GSH_LIST && v->n_children == 0))
-                return gsh_error(m, v ?: n, p, "expected a list of one or more of "
-                                 "buildConfigurations' names");
-        if (expect_type(m, v, p, GSH_LIST) < 0)
-                return -EINVAL;
-        list = calloc(v->n_children + 1, sizeof(*list));
-        if (!list)
-                return m->oom = true, -ENOMEM;
-        for (size_t i = 0; i < v->n_children; i++) {
-                _cleanup_free_ char *pi = path_join(m, p, NULL, i), *name = NULL;
-                const GshBuildConfig *g;
-
-                if (!pi || get_string(m, v->children[i], pi, false, &name) < 0) {
-                        r = -EINVAL;
-                        continue;
-                }
-                g = find_build_config(m, name);
-                if (!g) {
-                        r = gsh_error(m, v->children[i], pi, "no build configuration '%s' in "
-                                      "buildConfigurations", name);
-                        continue;
-                }
-                for (size_t j = 0; j < k; j++)
-                        if (list[j] == g)
-                                r = gsh_error(m, v->children[i], pi, "'%s' is listed twice",
-                                              name);
-                list[k++] = g;
-        }
-        if (r < 0)
-                return r;
-
-        /* One usage and one readiness for the fleet's servers: the default's. */
-        for (size_t i = 1; i < k; i++) {
-                static const char *const usage[] = { "cores", "speedMhz", "memoryMiB" };
-                unsigned a[] = { list[0]->cores, list[0]->speed_mhz, list[0]->memory_mib };
-                unsigned b[] = { list[i]->cores, list[i]->speed_mhz, list[i]->memory_mib };
-                _cleanup_free_ char *bp = path_join(m, "buildConfigurations",
-                                                    list[i]->node->key, 0);
-
-                if (!bp)
-                        return -ENOMEM;
-                for (size_t u = 0; u < ELEMENTSOF(usage); u++)
-                        if (a[u] != b[u])
-                                r = gsh_error(m, list[i]->usage_node[u] ?: list[i]->node, bp,
-                                              "%s %u differs from %u of fleet %s's default "
-                                              "build configuration %s: slotd gives a fleet's "
-                                              "servers one size", usage[u], b[u], a[u], n->key,
-                                              list[0]->node->key);
-                if (gsh_readiness(list[i]) != gsh_readiness(list[0]))
-                        r = gsh_error(m, list[i]->readiness_node ?: list[i]->node, bp,
-                                      "readiness makes its servers ready by %s, fleet %s's "
-                                      "default build configuration %s by %s: slotd has one "
-                                      "readiness a fleet",
-                                      readiness_source_to_string(gsh_readiness(list[i])), n->key,
-                                      list[0]->node->key,
-                                      readiness_source_to_string(gsh_readiness(list[0])));
-        }
-        if (r < 0)
-                return r;
-
-        f->build_configs = calloc(k, sizeof(BuildConfig));
-        if (!f->build_configs)
-                return m->oom = true, -ENOMEM;
-        for (size_t i = 0; i < k; i++) {
-                if (build_config_copy(&list[i]->bc, &f->build_configs[i]) < 0)
-                        return m->oom = true, -ENOMEM;
-                f->n_build_configs++;
-        }
-        *ret = TAKE_PTR(list);
-        return 0;
-}
-
-/* fleets.NAME.regions.REGION */
-static int map_region(GshMap *m, const GshNode *n, const char *path, FleetRegion *region) {
-        static const char *const keys[] = { "minAvailable", "maxServers", "online", NULL };
-        _cleanup_free_ char *p = path_join(m, path, n->key, 0);
-        const GshNode *v;
-        int r = 0;
-
-        region->online = true;
-        if (!p)
-                return -ENOMEM;
-        if (strlen(n->key) > REGION_MAX || !text_is_printable(n->key) || n->key[0] == '\0')
-                r = gsh_key_error(m, n, p, "a region's name is regionName in server.json: "
-                                  "expected 1 to %d bytes without control characters",
-                                  REGION_MAX);
-        if (!(region->name = strdup(n->key)))
-                return m->oom = true, -ENOMEM;
-        if (gsh_is_null(n))
-                return r;
-        if (expect_type(m, n, p, GSH_MAP) < 0)
-                return -EINVAL;
-        if (check_keys(m, n, p, keys, "a region has minAvailable, maxServers and online") < 0)
-                r = -EINVAL;
-        if ((v = gsh_map_get(n, "minAvailable"))) {
-                _cleanup_free_ char *pk = path_join(m, p, "minAvailable", 0);
-                if (!pk || get_unsigned(m, v, pk, 0, 1000000, &region->min_available) < 0)
-                        r = -EINVAL;
-        }
-        if ((v = gsh_map_get(n, "maxServers"))) {
-                _cleanup_free_ char *pk = path_join(m, p, "maxServers", 0);
-                if (!pk || get_unsigned(m, v, pk, 0, 1000000, &region->max_servers) < 0)
-                        r = -EINVAL;
-                else if (region->min_available > region->max_servers)
-                        r = gsh_error(m, v, pk, "%u is below minAvailable %u",
-                                      region->max_servers, region->min_available);
-        }
-        if ((v = gsh_map_get(n, "online"))) {
-                _cleanup_free_ char *pk = path_join(m, p, "online", 0);
-                if (!pk || get_bool(m, v, pk, &region->online) < 0)
-                        r = -EINVAL;
-        }
-        return r;
-}
-
-static int map_regions(GshMap *m, const GshNode *n, const char *path, FleetConfig *f) {
-        _cleanup_free_ char *p = path_join(m, path, "regions", 0);
-        const GshNode *v = gsh_map_get(n, "regions");
-        int r = 0;
-
-        if (!p)
-                return -ENOMEM;
-        if (!v || gsh_is_null(v))
-                return 0;
-        if (expect_type(m, v, p, GSH_MAP) < 0)
-                return -EINVAL;
-        f->regions = calloc(v->n_children, sizeof(FleetRegion));
-        if (!f->regions && v->n_children > 0)
-                return m->oom = true, -ENOMEM;
-        for (size_t i = 0; i < v->n_children; i++) {
-                if (map_region(m, v->children[i], p, &f->regions[f->n_regions]) < 0)
-                        r = -EINVAL;
-                f->n_regions++;
-        }
-        return r;
-}
-
-/* fleets.NAME.usageSettings[I]: bare metal only, and one setting (Multiplay's METAL setting
- * applies to every machine of the fleet). */
-static int map_usage_setting(GshMap *m, const GshNode *n, const char *path, FleetConfig *f,
-                             unsigned *metal) {
-        static const char *const keys[] = { "fleetUsageID", "hardwareType", "machineType",
-                                            "speed", "memory", "maxServersPerMachine",
-                                            "maxServersPerCore", NULL };
-        const GshNode *v;
-        unsigned x;
-        int r = 0;
-
-        if (expect_type(m, n, path, GSH_MAP) < 0)
-                return -EINVAL;
-        r = check_keys(m, n, path, keys, "a usage setting has fleetUsageID, hardwareType, "
-                       "machineType, speed, memory, maxServersPerMachine and maxServersPerCore");
-
-#define SUBPATH(k) _cleanup_free_ char *p_##k = path_join(m, path, #k, 0); if (!p_##k) return -ENOMEM
-        SUBPATH(hardwareType);
-        SUBPATH(machineType);
-        SUBPATH(speed);
-        SUBPATH(memory);
-        SUBPATH(maxServersPerMachine);
-        SUBPATH(maxServersPerCore);
-        SUBPATH(fleetUsageID);
-#undef SUBPATH
-
-        v = gsh_map_get(n, "hardwareType");
-        if (!v)
-                return gsh_error(m, n, path, "hardwareType is missing: slotd takes METAL");
-        if (v->type != GSH_SCALAR || !streq(v->value, "METAL"))
-                return gsh_error(m, v, p_hardwareType, "%s is not supported: slotd runs on the "
-                                 "machines it is given (expected METAL)",
-                                 v->type == GSH_SCALAR && !isempty(v->value) ? v->value :
-                                 "this");
-        if ((*metal)++ > 0)
-                return gsh_error(m, v, p_hardwareType, "a second METAL setting: Multiplay's "
-                                 "METAL setting applies to every machine of the fleet");
-        if ((v = gsh_map_get(n, "machineType")))
-                r = gsh_key_error(m, v, p_machineType, "is for CLOUD settings; a METAL setting "
-                                  "applies to every machine (Unity: omit it)");
-        if ((v = gsh_map_get(n, "fleetUsageID")) && get_unsigned(m, v, p_fleetUsageID, 0,
-                                                                  UINT_MAX, &x) < 0)
-                r = -EINVAL;
-        if (!(v = gsh_map_get(n, "speed")))
-                r = gsh_error(m, n, path, "speed is missing: the MHz of CPU a server takes");
-        else if (get_unsigned(m, v, p_speed, 100, 10000000, &f->usage_speed_mhz) < 0)
-                r = -EINVAL;
-        if (!(v = gsh_map_get(n, "memory")))
-                r = gsh_error(m, n, path, "memory is missing: the MiB a server takes");
-        else if (get_unsigned(m, v, p_memory, 100, 1048576 * 16, &x) < 0)
-                r = -EINVAL;
-        else
-                f->usage_memory = (uint64_t) x << 20;
-        if ((v = gsh_map_get(n, "maxServersPerMachine")) &&
-            get_unsigned(m, v, p_maxServersPerMachine, 1, 65535, &f->usage_max_per_machine) < 0)
-                r = -EINVAL;
-        if ((v = gsh_map_get(n, "maxServersPerCore")) &&
-            get_unsigned(m, v, p_maxServersPerCore, 1, 65535, &f->usage_max_per_core) < 0)
-                r = -EINVAL;
-        return r;
-}
-
-static int map_usage_settings(GshMap *m, const GshNode *n, const char *path, FleetConfig *f) {
-        _cleanup_free_ char *p = path_join(m, path, "usageSettings", 0);
-        const GshNode *v = gsh_map_get(n, "usageSettings");
-        unsigned metal = 0;
-        int r = 0;
-
-        if (!p)
-                return -ENOMEM;
-        if (!v || gsh_is_null(v))
-                return 0;
-        if (expect_type(m, v, p, GSH_LIST) < 0)
-                return -EINVAL;
-        for (size_t i = 0; i < v->n_children; i++) {
-                _cleanup_free_ char *pi = path_join(m, p, NULL, i);
-
-                if (!pi)
-                        return -ENOMEM;
-                if (map_usage_setting(m, v->children[i], pi, f, &metal) < 0)
-                        r = -EINVAL;
-        }
-        return r;
-}
-
-/* The region of this machine among the fleet's: 1 when it runs here, 0 when not (with why in
- * m->elsewhere). A fleet without regions runs everywhere, in no region. */
-static int fleet_pick_region(GshMap *m, const GshNode *n, FleetConfig *f) {
-        _cleanup_free_ char *names = NULL, *msg = NULL;
-        const char *mine = m->c->region;
-
-        if (f->n_regions == 0)
-                return 1;
-        for (size_t i = 0; i < f->n_regions; i++) {
-                char *t = NULL;
-
-                if (mine && streq(f->regions[i].name, mine) && f->regions[i].online) {
-                        if (free_and_strdup(&f->region_id, mine) < 0 ||
-                            free_and_strdup(&f->region_name, mine) < 0)
-                                return m->oom = true, -ENOMEM;
-                        return 1;
-                }
-                if (asprintf(&t, "%s%s%s%s", names ?: "", names ? ", " : "", f->regions[i].name,
-                             f->regions[i].online ? "" : " (offline)") < 0)
-                        return m->oom = true, -ENOMEM;
-                free(names);
-                names = t;
-        }
-        if ((mine ? asprintf(&msg, "%s:%u:%u: fleets.%s: gets no slots on this machine: its "
-                             "regions are %s, and machine.region is '%s'", m->file, n->key_line,
-                             n->key_column, n->key, names, mine)
-                  : asprintf(&msg, "%s:%u:%u: fleets.%s: gets no slots on this machine: its "
-                             "regions are %s, and machine.region is not set", m->file,
-                             n->key_line, n->key_column, n->key, names)) < 0 ||
-            strv_extend(&m->elsewhere, msg) < 0)
-                return m->oom = true, -ENOMEM;
-        return 0;
-}
-
-static int fleet_fill(GshMap *m, const GshNode *n, FleetConfig *f, const GshBuildConfig *def) {
-        f->file = strdup(m->file);
-        f->line = n->key_line;
-        f->name = strdup(n->key);
-        f->build = strdup(def->bc.build);
-        f->args = strv_copy(def->bc.args);
-        f->environment = calloc(1, sizeof(char *));
-        f->build_configuration = strdup(def->bc.id);
-        f->user = strdup("nobody");
-        f->group = strdup("nogroup");
-        if (!f->region_id)
-                f->region_id = strdup("");
-        if (!f->region_name)
-                f->region_name = strdup("");
-        if (!f->file || !f->name || !f->build || !f->args || !f->environment ||
-            !f->build_configuration || !f->user || !f->group || !f->region_id || !f->region_name)
-                return m->oom = true, -ENOMEM;
-
-        f->query = def->bc.query;
-        f->readiness = gsh_readiness(def);
-        f->usage_cpu = def->cores;
-        if (f->usage_memory == 0)
-                f->usage_memory = (uint64_t) def->memory_mib << 20;
-        if (f->usage_speed_mhz == 0)
-                f->usage_speed_mhz = def->speed_mhz;
-        f->memory_max = f->usage_memory + 2 * f->memory_tolerance;
-        f->ports_auto = true;
-        return 0;
-}
-
-/* fleets.NAME: 1 with *f filled when it runs here, 0 when elsewhere. */
-static int map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
-        static const char *const keys[] = { "buildConfigurations", "regions", "usageSettings",
-                                            NULL };
-        _cleanup_free_ char *path = path_join(m, "fleets", n->key, 0);
-        _cleanup_free_ const GshBuildConfig **list = NULL;
-        const FleetConfig *other;
-        char q[QUOTE_BUF];
-        int r;
-
-        fleet_config_init(f);
-        if (!path)
-                return -ENOMEM;
-        if (expect_type(m, n, path, GSH_MAP) < 0)
-                return -EINVAL;
-        r = check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions and "
-                       "usageSettings");
-        if (!fleet_name_is_valid(n->key))
-                r = gsh_key_error(m, n, path, "the name is the fleet's name ('%s'): expected %s",
-                                  config_quote(n->key, q), FLEET_NAME_RULE);
-        else if ((other = config_find_fleet(m->c, n->key)))
-                r = gsh_key_error(m, n, path, "fleet %s is already defined by %s", n->key,
-                                  other->file);
-        if (map_fleet_configs(m, n, path, f, &list) < 0)
-                r = -EINVAL;
-        if (map_regions(m, n, path, f) < 0)
-                r = -EINVAL;
-        if (map_usage_settings(m, n, path, f) < 0)
-                r = -EINVAL;
-        if (r < 0 || m->oom)
-                return -EINVAL;
-        if (fleet_fill(m, n, f, list[0]) < 0)
-                return -ENOMEM;
-        return fleet_pick_region(m, n, f);
 }
 
 static int map_section(GshMap *m, const GshNode *root, const char *key) {
