@@ -43,7 +43,7 @@ static int fleet_configs_agree(GshMap *m, const GshNode *n, const GshBuildConfig
                 static const char *const usage[] = { "cores", "speedMhz", "memoryMiB" };
                 unsigned a[] = { list[0]->cores, list[0]->speed_mhz, list[0]->memory_mib };
                 unsigned b[] = { list[i]->cores, list[i]->speed_mhz, list[i]->memory_mib };
-                _cleanup_free_ char *bp = path_join(m, "buildConfigurations",
+                _cleanup_free_ char *bp = gsh_path(m, "buildConfigurations",
                                                     list[i]->node->key, 0);
 
                 if (!bp)
@@ -70,7 +70,7 @@ static int fleet_configs_agree(GshMap *m, const GshNode *n, const GshBuildConfig
 /* fleets.NAME.buildConfigurations: the fleet's build configurations, the first the default. */
 static int map_fleet_configs(GshMap *m, const GshNode *n, const char *path, FleetConfig *f,
                              const GshBuildConfig ***ret) {
-        _cleanup_free_ char *p = path_join(m, path, "buildConfigurations", 0);
+        _cleanup_free_ char *p = gsh_path(m, path, "buildConfigurations", 0);
         _cleanup_free_ const GshBuildConfig **list = NULL;
         const GshNode *v = gsh_map_get(n, "buildConfigurations");
         size_t k = 0;
@@ -81,20 +81,20 @@ static int map_fleet_configs(GshMap *m, const GshNode *n, const char *path, Flee
         if (!v || gsh_is_null(v) || (v->type == GSH_LIST && v->n_children == 0))
                 return gsh_error(m, v ?: n, p, "expected a list of one or more of "
                                  "buildConfigurations' names");
-        if (expect_type(m, v, p, GSH_LIST) < 0)
+        if (gsh_expect(m, v, p, GSH_LIST) < 0)
                 return -EINVAL;
         list = calloc(v->n_children + 1, sizeof(*list));
         if (!list)
                 return m->oom = true, -ENOMEM;
         for (size_t i = 0; i < v->n_children; i++) {
-                _cleanup_free_ char *pi = path_join(m, p, NULL, i), *name = NULL;
+                _cleanup_free_ char *pi = gsh_path(m, p, NULL, i), *name = NULL;
                 const GshBuildConfig *g;
 
-                if (!pi || get_string(m, v->children[i], pi, false, &name) < 0) {
+                if (!pi || gsh_get_string(m, v->children[i], pi, false, &name) < 0) {
                         r = -EINVAL;
                         continue;
                 }
-                g = find_build_config(m, name);
+                g = gsh_find_build_config(m, name);
                 if (!g) {
                         r = gsh_error(m, v->children[i], pi, "no build configuration '%s' in "
                                       "buildConfigurations", name);
@@ -127,7 +127,7 @@ static int map_fleet_configs(GshMap *m, const GshNode *n, const char *path, Flee
 /* fleets.NAME.regions.REGION */
 static int map_region(GshMap *m, const GshNode *n, const char *path, FleetRegion *region) {
         static const char *const keys[] = { "minAvailable", "maxServers", "online", NULL };
-        _cleanup_free_ char *p = path_join(m, path, n->key, 0);
+        _cleanup_free_ char *p = gsh_path(m, path, n->key, 0);
         const GshNode *v;
         int r = 0;
 
@@ -142,33 +142,33 @@ static int map_region(GshMap *m, const GshNode *n, const char *path, FleetRegion
                 return m->oom = true, -ENOMEM;
         if (gsh_is_null(n))
                 return r;
-        if (expect_type(m, n, p, GSH_MAP) < 0)
+        if (gsh_expect(m, n, p, GSH_MAP) < 0)
                 return -EINVAL;
-        if (check_keys(m, n, p, keys, "a region has minAvailable, maxServers and online") < 0)
+        if (gsh_check_keys(m, n, p, keys, "a region has minAvailable, maxServers and online") < 0)
                 r = -EINVAL;
         if ((v = gsh_map_get(n, "minAvailable"))) {
-                _cleanup_free_ char *pk = path_join(m, p, "minAvailable", 0);
-                if (!pk || get_unsigned(m, v, pk, 0, 1000000, &region->min_available) < 0)
+                _cleanup_free_ char *pk = gsh_path(m, p, "minAvailable", 0);
+                if (!pk || gsh_get_unsigned(m, v, pk, 0, 1000000, &region->min_available) < 0)
                         r = -EINVAL;
         }
         if ((v = gsh_map_get(n, "maxServers"))) {
-                _cleanup_free_ char *pk = path_join(m, p, "maxServers", 0);
-                if (!pk || get_unsigned(m, v, pk, 0, 1000000, &region->max_servers) < 0)
+                _cleanup_free_ char *pk = gsh_path(m, p, "maxServers", 0);
+                if (!pk || gsh_get_unsigned(m, v, pk, 0, 1000000, &region->max_servers) < 0)
                         r = -EINVAL;
                 else if (region->min_available > region->max_servers)
                         r = gsh_error(m, v, pk, "%u is below minAvailable %u",
                                       region->max_servers, region->min_available);
         }
         if ((v = gsh_map_get(n, "online"))) {
-                _cleanup_free_ char *pk = path_join(m, p, "online", 0);
-                if (!pk || get_bool(m, v, pk, &region->online) < 0)
+                _cleanup_free_ char *pk = gsh_path(m, p, "online", 0);
+                if (!pk || gsh_get_bool(m, v, pk, &region->online) < 0)
                         r = -EINVAL;
         }
         return r;
 }
 
 static int map_regions(GshMap *m, const GshNode *n, const char *path, FleetConfig *f) {
-        _cleanup_free_ char *p = path_join(m, path, "regions", 0);
+        _cleanup_free_ char *p = gsh_path(m, path, "regions", 0);
         const GshNode *v = gsh_map_get(n, "regions");
         int r = 0;
 
@@ -176,7 +176,7 @@ static int map_regions(GshMap *m, const GshNode *n, const char *path, FleetConfi
                 return -ENOMEM;
         if (!v || gsh_is_null(v))
                 return 0;
-        if (expect_type(m, v, p, GSH_MAP) < 0)
+        if (gsh_expect(m, v, p, GSH_MAP) < 0)
                 return -EINVAL;
         f->regions = calloc(v->n_children, sizeof(FleetRegion));
         if (!f->regions && v->n_children > 0)
@@ -200,12 +200,12 @@ static int map_usage_setting(GshMap *m, const GshNode *n, const char *path, Flee
         unsigned x;
         int r = 0;
 
-        if (expect_type(m, n, path, GSH_MAP) < 0)
+        if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
-        r = check_keys(m, n, path, keys, "a usage setting has fleetUsageID, hardwareType, "
+        r = gsh_check_keys(m, n, path, keys, "a usage setting has fleetUsageID, hardwareType, "
                        "machineType, speed, memory, maxServersPerMachine and maxServersPerCore");
 
-#define SUBPATH(k) _cleanup_free_ char *p_##k = path_join(m, path, #k, 0); if (!p_##k) return -ENOMEM
+#define SUBPATH(k) _cleanup_free_ char *p_##k = gsh_path(m, path, #k, 0); if (!p_##k) return -ENOMEM
         SUBPATH(hardwareType);
         SUBPATH(machineType);
         SUBPATH(speed);
@@ -229,30 +229,30 @@ static int map_usage_setting(GshMap *m, const GshNode *n, const char *path, Flee
         if ((v = gsh_map_get(n, "machineType")))
                 r = gsh_key_error(m, v, p_machineType, "is for CLOUD settings; a METAL setting "
                                   "applies to every machine (Unity: omit it)");
-        if ((v = gsh_map_get(n, "fleetUsageID")) && get_unsigned(m, v, p_fleetUsageID, 0,
+        if ((v = gsh_map_get(n, "fleetUsageID")) && gsh_get_unsigned(m, v, p_fleetUsageID, 0,
                                                                   UINT_MAX, &x) < 0)
                 r = -EINVAL;
         if (!(v = gsh_map_get(n, "speed")))
                 r = gsh_error(m, n, path, "speed is missing: the MHz of CPU a server takes");
-        else if (get_unsigned(m, v, p_speed, 100, 10000000, &f->usage_speed_mhz) < 0)
+        else if (gsh_get_unsigned(m, v, p_speed, 100, 10000000, &f->usage_speed_mhz) < 0)
                 r = -EINVAL;
         if (!(v = gsh_map_get(n, "memory")))
                 r = gsh_error(m, n, path, "memory is missing: the MiB a server takes");
-        else if (get_unsigned(m, v, p_memory, 100, 1048576 * 16, &x) < 0)
+        else if (gsh_get_unsigned(m, v, p_memory, 100, 1048576 * 16, &x) < 0)
                 r = -EINVAL;
         else
                 f->usage_memory = (uint64_t) x << 20;
         if ((v = gsh_map_get(n, "maxServersPerMachine")) &&
-            get_unsigned(m, v, p_maxServersPerMachine, 1, 65535, &f->usage_max_per_machine) < 0)
+            gsh_get_unsigned(m, v, p_maxServersPerMachine, 1, 65535, &f->usage_max_per_machine) < 0)
                 r = -EINVAL;
         if ((v = gsh_map_get(n, "maxServersPerCore")) &&
-            get_unsigned(m, v, p_maxServersPerCore, 1, 65535, &f->usage_max_per_core) < 0)
+            gsh_get_unsigned(m, v, p_maxServersPerCore, 1, 65535, &f->usage_max_per_core) < 0)
                 r = -EINVAL;
         return r;
 }
 
 static int map_usage_settings(GshMap *m, const GshNode *n, const char *path, FleetConfig *f) {
-        _cleanup_free_ char *p = path_join(m, path, "usageSettings", 0);
+        _cleanup_free_ char *p = gsh_path(m, path, "usageSettings", 0);
         const GshNode *v = gsh_map_get(n, "usageSettings");
         unsigned metal = 0;
         int r = 0;
@@ -261,10 +261,10 @@ static int map_usage_settings(GshMap *m, const GshNode *n, const char *path, Fle
                 return -ENOMEM;
         if (!v || gsh_is_null(v))
                 return 0;
-        if (expect_type(m, v, p, GSH_LIST) < 0)
+        if (gsh_expect(m, v, p, GSH_LIST) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < v->n_children; i++) {
-                _cleanup_free_ char *pi = path_join(m, p, NULL, i);
+                _cleanup_free_ char *pi = gsh_path(m, p, NULL, i);
 
                 if (!pi)
                         return -ENOMEM;
@@ -338,10 +338,10 @@ static int fleet_fill(GshMap *m, const GshNode *n, FleetConfig *f, const GshBuil
         return 0;
 }
 
-int map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
+int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
         static const char *const keys[] = { "buildConfigurations", "regions", "usageSettings",
                                             NULL };
-        _cleanup_free_ char *path = path_join(m, "fleets", n->key, 0);
+        _cleanup_free_ char *path = gsh_path(m, "fleets", n->key, 0);
         _cleanup_free_ const GshBuildConfig **list = NULL;
         const FleetConfig *other;
         char q[QUOTE_BUF];
@@ -350,9 +350,9 @@ int map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
         fleet_config_init(f);
         if (!path)
                 return -ENOMEM;
-        if (expect_type(m, n, path, GSH_MAP) < 0)
+        if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
-        r = check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions and "
+        r = gsh_check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions and "
                        "usageSettings");
         if (!fleet_name_is_valid(n->key))
                 r = gsh_key_error(m, n, path, "the name is the fleet's name ('%s'): expected %s",

@@ -66,7 +66,7 @@ static const char *type_name(GshNodeType t) {
         return t == GSH_MAP ? "a map" : t == GSH_LIST ? "a list" : "a scalar";
 }
 
-int expect_type(GshMap *m, const GshNode *n, const char *path, GshNodeType t) {
+int gsh_expect(GshMap *m, const GshNode *n, const char *path, GshNodeType t) {
         if (n->type != t)
                 return gsh_error(m, n, path, "expected %s, got %s", type_name(t),
                                  type_name(n->type));
@@ -74,7 +74,7 @@ int expect_type(GshMap *m, const GshNode *n, const char *path, GshNodeType t) {
 }
 
 /* "PATH.KEY" (or "PATH[I]" with key NULL) for messages; NULL on OOM, with m->oom set. */
-char *path_join(GshMap *m, const char *path, const char *key, size_t index) {
+char *gsh_path(GshMap *m, const char *path, const char *key, size_t index) {
         char *s;
         int k;
 
@@ -90,13 +90,13 @@ char *path_join(GshMap *m, const char *path, const char *key, size_t index) {
 }
 
 /* The keys of map must be among allowed (NULL-terminated); each other one is an error. */
-int check_keys(GshMap *m, const GshNode *map, const char *path,
+int gsh_check_keys(GshMap *m, const GshNode *map, const char *path,
                       const char *const *allowed, const char *which) {
         int r = 0;
 
         for (size_t i = 0; i < map->n_children; i++) {
                 const GshNode *n = map->children[i];
-                _cleanup_free_ char *p = path_join(m, path, n->key, 0);
+                _cleanup_free_ char *p = gsh_path(m, path, n->key, 0);
                 bool ok = false;
 
                 if (!p)
@@ -109,10 +109,10 @@ int check_keys(GshMap *m, const GshNode *map, const char *path,
         return r;
 }
 
-int get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, char **ret) {
+int gsh_get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, char **ret) {
         char q[QUOTE_BUF];
 
-        if (expect_type(m, n, path, GSH_SCALAR) < 0)
+        if (gsh_expect(m, n, path, GSH_SCALAR) < 0)
                 return -EINVAL;
         if (gsh_is_null(n) && !empty_ok)
                 return gsh_error(m, n, path, "expected a value");
@@ -126,12 +126,12 @@ int get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, cha
         return 0;
 }
 
-int get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min,
+int gsh_get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min,
                         unsigned max, unsigned *ret) {
         char q[QUOTE_BUF];
         unsigned v;
 
-        if (expect_type(m, n, path, GSH_SCALAR) < 0)
+        if (gsh_expect(m, n, path, GSH_SCALAR) < 0)
                 return -EINVAL;
         if (!n->plain || n->value[0] < '0' || n->value[0] > '9' ||
             parse_unsigned(n->value, &v) < 0 || v < min || v > max)
@@ -141,10 +141,10 @@ int get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min,
         return 0;
 }
 
-int get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret) {
+int gsh_get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret) {
         char q[QUOTE_BUF];
 
-        if (expect_type(m, n, path, GSH_SCALAR) < 0)
+        if (gsh_expect(m, n, path, GSH_SCALAR) < 0)
                 return -EINVAL;
         if (n->plain && (streq(n->value, "true") || streq(n->value, "True") ||
                          streq(n->value, "TRUE"))) {
@@ -195,21 +195,21 @@ static int shim_close(GshMap *m, IniShim *s, int r) {
 /* builds.NAME */
 static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
         static const char *const keys[] = { "executableName", "buildPath", "excludePaths", NULL };
-        _cleanup_free_ char *path = path_join(m, "builds", n->key, 0), *dir = NULL;
+        _cleanup_free_ char *path = gsh_path(m, "builds", n->key, 0), *dir = NULL;
         const GshNode *v;
         int r = 0;
 
         if (!path)
                 return -ENOMEM;
         b->node = n;
-        if (expect_type(m, n, path, GSH_MAP) < 0)
+        if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
-        r = check_keys(m, n, path, keys, "a build has executableName, buildPath and excludePaths");
+        r = gsh_check_keys(m, n, path, keys, "a build has executableName, buildPath and excludePaths");
 
         v = gsh_map_get(n, "executableName");
         if (v) {
-                _cleanup_free_ char *p = path_join(m, path, "executableName", 0);
-                if (!p || get_string(m, v, p, false, &b->executable) < 0)
+                _cleanup_free_ char *p = gsh_path(m, path, "executableName", 0);
+                if (!p || gsh_get_string(m, v, p, false, &b->executable) < 0)
                         r = -EINVAL;
         } else if (free_and_strdup(&b->executable, "Server") < 0)
                 return m->oom = true, -ENOMEM;
@@ -217,13 +217,13 @@ static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
         /* excludePaths: what the upload leaves out; a list of strings, nothing to do here. */
         v = gsh_map_get(n, "excludePaths");
         if (v && !gsh_is_null(v)) {
-                _cleanup_free_ char *p = path_join(m, path, "excludePaths", 0);
-                if (!p || expect_type(m, v, p, GSH_LIST) < 0)
+                _cleanup_free_ char *p = gsh_path(m, path, "excludePaths", 0);
+                if (!p || gsh_expect(m, v, p, GSH_LIST) < 0)
                         r = -EINVAL;
                 else
                         for (size_t i = 0; i < v->n_children; i++) {
-                                _cleanup_free_ char *pi = path_join(m, p, NULL, i), *s = NULL;
-                                if (!pi || get_string(m, v->children[i], pi, false, &s) < 0)
+                                _cleanup_free_ char *pi = gsh_path(m, p, NULL, i), *s = NULL;
+                                if (!pi || gsh_get_string(m, v->children[i], pi, false, &s) < 0)
                                         r = -EINVAL;
                         }
         }
@@ -233,11 +233,11 @@ static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
                 return gsh_error(m, n, path, "buildPath is missing: the build's directory "
                                  "(absolute, or under supervisor.builds_dir)");
         {
-                _cleanup_free_ char *p = path_join(m, path, "buildPath", 0), *full = NULL;
+                _cleanup_free_ char *p = gsh_path(m, path, "buildPath", 0), *full = NULL;
                 IniShim s;
                 ConfigKey k = { .section = path, .name = "buildPath" };
 
-                if (!p || get_string(m, v, p, false, &dir) < 0)
+                if (!p || gsh_get_string(m, v, p, false, &dir) < 0)
                         return -EINVAL;
                 if (dir[0] == '/')
                         full = strdup(dir);
@@ -269,8 +269,8 @@ static int map_binary_path(GshMap *m, const GshNode *n, const char *path, const 
         IniShim s;
 
         if (v) {
-                _cleanup_free_ char *p = path_join(m, path, "binaryPath", 0);
-                if (!p || get_string(m, v, p, false, &bin) < 0)
+                _cleanup_free_ char *p = gsh_path(m, path, "binaryPath", 0);
+                if (!p || gsh_get_string(m, v, p, false, &bin) < 0)
                         return -EINVAL;
         }
         if (!b)
@@ -290,14 +290,14 @@ static int map_binary_path(GshMap *m, const GshNode *n, const char *path, const 
 }
 
 static int map_query_type(GshMap *m, const GshNode *n, const char *path, GshBuildConfig *g) {
-        _cleanup_free_ char *p = path_join(m, path, "queryType", 0), *s = NULL;
+        _cleanup_free_ char *p = gsh_path(m, path, "queryType", 0), *s = NULL;
         const GshNode *v = gsh_map_get(n, "queryType");
         QueryType q;
 
         g->bc.query = QUERY_NONE;
         if (!v || gsh_is_null(v))
                 return 0;
-        if (!p || get_string(m, v, p, false, &s) < 0)
+        if (!p || gsh_get_string(m, v, p, false, &s) < 0)
                 return -EINVAL;
         for (char *c = s; *c; c++)
                 *c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
@@ -309,14 +309,14 @@ static int map_query_type(GshMap *m, const GshNode *n, const char *path, GshBuil
 }
 
 static int map_command_line(GshMap *m, const GshNode *n, const char *path, GshBuildConfig *g) {
-        _cleanup_free_ char *p = path_join(m, path, "commandLine", 0), *s = NULL;
+        _cleanup_free_ char *p = gsh_path(m, path, "commandLine", 0), *s = NULL;
         const GshNode *v = gsh_map_get(n, "commandLine");
         ConfigKey k = { .section = path, .name = "commandLine" };
         IniShim sh;
 
         if (!v || gsh_is_null(v))
                 return (g->bc.args = calloc(1, sizeof(char *))) ? 0 : (m->oom = true, -ENOMEM);
-        if (!p || get_string(m, v, p, true, &s) < 0)
+        if (!p || gsh_get_string(m, v, p, true, &s) < 0)
                 return -EINVAL;
         if (shim_open(m, &sh, v, path) < 0)
                 return -ENOMEM;
@@ -324,7 +324,7 @@ static int map_command_line(GshMap *m, const GshNode *n, const char *path, GshBu
 }
 
 static int map_variables(GshMap *m, const GshNode *n, const char *path, GshBuildConfig *g) {
-        _cleanup_free_ char *p = path_join(m, path, "variables", 0);
+        _cleanup_free_ char *p = gsh_path(m, path, "variables", 0);
         const GshNode *v = gsh_map_get(n, "variables");
         int r = 0;
 
@@ -333,14 +333,14 @@ static int map_variables(GshMap *m, const GshNode *n, const char *path, GshBuild
                 return m->oom = true, -ENOMEM;
         if (!v || gsh_is_null(v))
                 return 0;
-        if (expect_type(m, v, p, GSH_MAP) < 0)
+        if (gsh_expect(m, v, p, GSH_MAP) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < v->n_children; i++) {
                 const GshNode *var = v->children[i];
-                _cleanup_free_ char *pv = path_join(m, p, var->key, 0), *value = NULL;
+                _cleanup_free_ char *pv = gsh_path(m, p, var->key, 0), *value = NULL;
                 IniShim s;
 
-                if (!pv || get_string(m, var, pv, true, &value) < 0) {
+                if (!pv || gsh_get_string(m, var, pv, true, &value) < 0) {
                         r = -EINVAL;
                         continue;
                 }
@@ -358,7 +358,7 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                                             "variables", "readiness", "cores", "speedMhz",
                                             "memoryMiB", NULL };
         static const char *const usage[] = { "cores", "speedMhz", "memoryMiB" };
-        _cleanup_free_ char *path = path_join(m, "buildConfigurations", n->key, 0), *bn = NULL;
+        _cleanup_free_ char *path = gsh_path(m, "buildConfigurations", n->key, 0), *bn = NULL;
         const GshBuild *b = NULL;
         const GshNode *v;
         int r;
@@ -370,9 +370,9 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
         g->memory_mib = 800;
         if (!path)
                 return -ENOMEM;
-        if (expect_type(m, n, path, GSH_MAP) < 0)
+        if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
-        r = check_keys(m, n, path, keys, "a build configuration has build, queryType, "
+        r = gsh_check_keys(m, n, path, keys, "a build configuration has build, queryType, "
                        "binaryPath, commandLine, variables, readiness, cores, speedMhz and "
                        "memoryMiB");
         if (!build_config_id_is_valid(n->key))
@@ -386,8 +386,8 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
         if (!v)
                 r = gsh_error(m, n, path, "build is missing: the name of one of builds");
         else {
-                _cleanup_free_ char *p = path_join(m, path, "build", 0);
-                if (!p || get_string(m, v, p, false, &bn) < 0)
+                _cleanup_free_ char *p = gsh_path(m, path, "build", 0);
+                if (!p || gsh_get_string(m, v, p, false, &bn) < 0)
                         r = -EINVAL;
                 else if (!(b = find_build(m, bn))) {
                         bool defined = false;
@@ -413,8 +413,8 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
 
         v = g->readiness_node = gsh_map_get(n, "readiness");
         if (v) {
-                _cleanup_free_ char *p = path_join(m, path, "readiness", 0);
-                if (!p || get_bool(m, v, p, &g->readiness) < 0)
+                _cleanup_free_ char *p = gsh_path(m, path, "readiness", 0);
+                if (!p || gsh_get_bool(m, v, p, &g->readiness) < 0)
                         r = -EINVAL;
         }
         for (size_t i = 0; i < ELEMENTSOF(usage); i++) {
@@ -424,14 +424,14 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                 v = g->usage_node[i] = gsh_map_get(n, usage[i]);
                 if (!v)
                         continue;
-                p = path_join(m, path, usage[i], 0);
-                if (!p || get_unsigned(m, v, p, 1, i == 0 ? 1024 : 1048576, field[i]) < 0)
+                p = gsh_path(m, path, usage[i], 0);
+                if (!p || gsh_get_unsigned(m, v, p, 1, i == 0 ? 1024 : 1048576, field[i]) < 0)
                         r = -EINVAL;
         }
         return r;
 }
 
-const GshBuildConfig *find_build_config(const GshMap *m, const char *name) {
+const GshBuildConfig *gsh_find_build_config(const GshMap *m, const char *name) {
         for (size_t i = 0; i < m->n_configs; i++)
                 if (streq(m->configs[i].node->key, name))
                         return &m->configs[i];
@@ -448,7 +448,7 @@ static int map_section(GshMap *m, const GshNode *root, const char *key) {
 
         if (!v || gsh_is_null(v))
                 return 0;
-        if (expect_type(m, v, key, GSH_MAP) < 0)
+        if (gsh_expect(m, v, key, GSH_MAP) < 0)
                 return -EINVAL;
         array = calloc(MAX(v->n_children, 1u), size);
         if (!array)
@@ -468,7 +468,7 @@ static int map_section(GshMap *m, const GshNode *root, const char *key) {
                 } else if (configs) {
                         k = map_build_config(m, v->children[i], &m->configs[m->n_configs++]);
                 } else {
-                        k = map_fleet(m, v->children[i], &m->fleets[m->n_fleets]);
+                        k = gsh_map_fleet(m, v->children[i], &m->fleets[m->n_fleets]);
                         if (k > 0)
                                 m->n_fleets++;
                         else
@@ -504,9 +504,9 @@ static int map_root(GshMap *m, const GshNode *root) {
         if (!root)
                 return gsh_error_at(m, 1, 1, "(file)", "empty: expected version, builds, "
                                     "buildConfigurations and fleets");
-        if (expect_type(m, root, "(file)", GSH_MAP) < 0)
+        if (gsh_expect(m, root, "(file)", GSH_MAP) < 0)
                 return -EINVAL;
-        (void) check_keys(m, root, NULL, keys, "a .gsh file has version, builds, "
+        (void) gsh_check_keys(m, root, NULL, keys, "a .gsh file has version, builds, "
                           "buildConfigurations and fleets");
         v = gsh_map_get(root, "version");
         if (v && (v->type != GSH_SCALAR || !streq(v->value, "1.0")))

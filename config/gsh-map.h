@@ -50,18 +50,18 @@ int gsh_error_at(GshMap *m, unsigned line, unsigned column, const char *path, co
 #define gsh_key_error(m, node, path, ...) \
         gsh_error_at(m, (node)->key_line, (node)->key_column, path, __VA_ARGS__)
 
-int expect_type(GshMap *m, const GshNode *n, const char *path, GshNodeType t);
+int gsh_expect(GshMap *m, const GshNode *n, const char *path, GshNodeType t);
 /* "PATH.KEY" (or "PATH[I]" with key NULL) for messages; NULL on OOM, with m->oom set. */
-char *path_join(GshMap *m, const char *path, const char *key, size_t index);
+char *gsh_path(GshMap *m, const char *path, const char *key, size_t index);
 /* The keys of map must be among allowed (NULL-terminated); each other one is an error. */
-int check_keys(GshMap *m, const GshNode *map, const char *path, const char *const *allowed,
+int gsh_check_keys(GshMap *m, const GshNode *map, const char *path, const char *const *allowed,
                const char *which);
-int get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, char **ret);
-int get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min, unsigned max,
+int gsh_get_string(GshMap *m, const GshNode *n, const char *path, bool empty_ok, char **ret);
+int gsh_get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min, unsigned max,
                  unsigned *ret);
-int get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret);
-const GshBuildConfig *find_build_config(const GshMap *m, const char *name);
+int gsh_get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret);
+const GshBuildConfig *gsh_find_build_config(const GshMap *m, const char *name);
 
 /* gsh-fleet.c: fleets.NAME; 1 with *f filled when the fleet runs on this machine, 0 when
  * elsewhere (why is in m->elsewhere), < 0 on errors. */
-int map_fleet(GshMap *m, const GshNode *n, FleetConfig *f);
+int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f);
