@@ -104,6 +104,8 @@ static int map_fleet_configs(GshMap *m, const GshNode *n, const char *path, Flee
                         if (list[j] == g)
                                 r = gsh_error(m, v->children[i], pi, "'%s' is listed twice",
                                               name);
+                if (!g->ok)
+                        r = -EINVAL; /* its own errors are reported where it is */
                 list[k++] = g;
         }
         if (r < 0)

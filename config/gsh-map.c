@@ -239,9 +239,15 @@ static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
 
                 if (!p || gsh_get_string(m, v, p, false, &dir) < 0)
                         return -EINVAL;
+                /* "." is supervisor.builds_dir itself, "./x" its x. */
+                const char *rel = dir;
+                while (rel[0] == '.' && (rel[1] == '/' || rel[1] == '\0'))
+                        rel += rel[1] ? 2 : 1;
+                while (rel[0] == '/' && dir[0] != '/')
+                        rel++;
                 if (dir[0] == '/')
                         full = strdup(dir);
-                else if (asprintf(&full, "%s/%s", m->c->builds_dir, dir) < 0)
+                else if (asprintf(&full, "%s%s%s", m->c->builds_dir, rel[0] ? "/" : "", rel) < 0)
                         full = NULL;
                 if (!full)
                         return m->oom = true, -ENOMEM;
@@ -428,6 +434,7 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                 if (!p || gsh_get_unsigned(m, v, p, 1, i == 0 ? 1024 : 1048576, field[i]) < 0)
                         r = -EINVAL;
         }
+        g->ok = r >= 0 && g->bc.build;
         return r;
 }
 

@@ -22,6 +22,7 @@ typedef struct GshBuildConfig {
         const GshNode *readiness_node;
         unsigned cores, speed_mhz, memory_mib;
         const GshNode *usage_node[3]; /* cores, speedMhz, memoryMiB when set */
+        bool ok;                   /* mapped without error: fleets may copy it */
 } GshBuildConfig;
 
 typedef struct GshMap {
