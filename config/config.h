@@ -9,7 +9,8 @@
 #include "macro.h"
 #include "time-util.h"
 
-/* The parsed and validated configuration: slotd.ini plus every fleets.d/\*.ini (SPEC §2).
+/* The parsed and validated configuration: slotd.ini plus every fleets.d/\*.ini and \*.gsh
+ * (SPEC §2).
  * Pure data; the parser does no I/O beyond reading the files it is given and never logs. */
 
 typedef enum QueryType {
@@ -274,11 +275,12 @@ bool fleet_config_runs_any_build(const FleetConfig *f);
 bool fleet_config_build_equal(const FleetConfig *a, const FleetConfig *b);
 bool build_config_equal(const BuildConfig *a, const BuildConfig *b);
 
-/* Reads config_file (a missing file is not an error: all defaults) and every *.ini and *.gsh in
- * fleets_dir (a missing directory means no fleets) in name order, validates every key, and
+/* Reads config_file (a missing file is not an error: all defaults) and every *.ini and *.gsh
+ * in fleets_dir (a missing directory means no fleets) in name order, validates every key, and
  * fills in defaults. Does not run the density calculation. On error returns a negative errno
  * and, when ret_error is non-NULL, a malloc'd message of the form
- * "FILE:LINE: section.key: what is wrong" (or "FILE: what is wrong" where no line applies). */
+ * "FILE:LINE: section.key: what is wrong" (or "FILE: what is wrong" where no line applies; a
+ * .gsh file's: every error of it, "FILE:LINE:COLUMN: path.to.key: what is wrong" a line). */
 int config_load(const char *config_file, const char *fleets_dir, Config **ret, char **ret_error);
 
 /* The same for an in-memory slotd.ini and fleet files, for tests and fuzzers: 'name' is used
