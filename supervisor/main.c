@@ -433,6 +433,11 @@ static int load_config(MachineResources *ret_detected, Config **ret_config) {
                 log_error("%s", error ?: "Failed to load the configuration");
                 return r;
         }
+        /* .gsh fleets of other regions: not an error, but no slot either (--check prints
+         * them in its plan). */
+        if (!arg_check)
+                STRV_FOREACH(e, (*ret_config)->fleets_elsewhere)
+                        log_notice("%s", *e);
         return 0;
 }
 

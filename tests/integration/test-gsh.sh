@@ -76,6 +76,7 @@ start_slotd
 set -- $(list_slots | awk '$2 == "eu-fleet" { print $1 }')
 assert_eq "$#" "$planned" "eu-fleet's slots, as --check planned"
 assert_eq "$(list_slots | awk '$2 != "eu-fleet"' | wc -l)" 0 "no slot of another fleet"
+assert_ok "slotd says us-fleet gets no slots here" grep -qF "game.gsh:35:3: fleets.us-fleet: gets no slots on this machine" "$T/slotd.log"
 A=$1
 for id in "$@"; do wait_prop $id ProcessState running; done
 
