@@ -192,19 +192,69 @@ static int shim_close(GshMap *m, IniShim *s, int r) {
         return r < 0 ? r : 0;
 }
 
+/* builds.NAME.excludePaths: what Multiplay's upload leaves out; a list of strings, and
+ * nothing to do on a machine. */
+static int map_exclude_paths(GshMap *m, const GshNode *n, const char *path) {
+        _cleanup_free_ char *p = gsh_path(m, path, "excludePaths", 0);
+        const GshNode *v = gsh_map_get(n, "excludePaths");
+        int r = 0;
+
+        if (!v || gsh_is_null(v))
+                return 0;
+        if (!p || gsh_expect(m, v, p, GSH_LIST) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < v->n_children; i++) {
+                _cleanup_free_ char *pi = gsh_path(m, p, NULL, i), *s = NULL;
+
+                if (!pi || gsh_get_string(m, v->children[i], pi, false, &s) < 0)
+                        r = -EINVAL;
+        }
+        return r;
+}
+
+/* builds.NAME.buildPath: as it is when absolute, else under supervisor.builds_dir ("." is
+ * builds_dir itself, "./x" its x). */
+static int map_build_path(GshMap *m, const GshNode *n, const char *path, GshBuild *b) {
+        _cleanup_free_ char *p = gsh_path(m, path, "buildPath", 0), *dir = NULL, *full = NULL;
+        const GshNode *v = gsh_map_get(n, "buildPath");
+        ConfigKey k = { .section = path, .name = "buildPath" };
+        const char *rel;
+        IniShim s;
+
+        if (!v)
+                return gsh_error(m, n, path, "buildPath is missing: the build's directory "
+                                 "(absolute, or under supervisor.builds_dir)");
+        if (!p || gsh_get_string(m, v, p, false, &dir) < 0)
+                return -EINVAL;
+        for (rel = dir; rel[0] == '.' && (rel[1] == '/' || rel[1] == '\0');)
+                rel += rel[1] ? 2 : 1;
+        while (rel[0] == '/' && dir[0] != '/')
+                rel++;
+        if (dir[0] == '/')
+                full = strdup(dir);
+        else if (asprintf(&full, "%s%s%s", m->c->builds_dir, rel[0] ? "/" : "", rel) < 0)
+                full = NULL;
+        if (!full)
+                return m->oom = true, -ENOMEM;
+        if (shim_open(m, &s, v, path) < 0)
+                return -ENOMEM;
+        return shim_close(m, &s, parse_path_key(&s.ctx, &k, full, &b->root));
+}
+
 /* builds.NAME */
 static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
         static const char *const keys[] = { "executableName", "buildPath", "excludePaths", NULL };
-        _cleanup_free_ char *path = gsh_path(m, "builds", n->key, 0), *dir = NULL;
+        _cleanup_free_ char *path = gsh_path(m, "builds", n->key, 0);
         const GshNode *v;
-        int r = 0;
+        int r;
 
         if (!path)
                 return -ENOMEM;
         b->node = n;
         if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
-        r = gsh_check_keys(m, n, path, keys, "a build has executableName, buildPath and excludePaths");
+        r = gsh_check_keys(m, n, path, keys,
+                           "a build has executableName, buildPath and excludePaths");
 
         v = gsh_map_get(n, "executableName");
         if (v) {
@@ -214,48 +264,10 @@ static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
         } else if (free_and_strdup(&b->executable, "Server") < 0)
                 return m->oom = true, -ENOMEM;
 
-        /* excludePaths: what the upload leaves out; a list of strings, nothing to do here. */
-        v = gsh_map_get(n, "excludePaths");
-        if (v && !gsh_is_null(v)) {
-                _cleanup_free_ char *p = gsh_path(m, path, "excludePaths", 0);
-                if (!p || gsh_expect(m, v, p, GSH_LIST) < 0)
-                        r = -EINVAL;
-                else
-                        for (size_t i = 0; i < v->n_children; i++) {
-                                _cleanup_free_ char *pi = gsh_path(m, p, NULL, i), *s = NULL;
-                                if (!pi || gsh_get_string(m, v->children[i], pi, false, &s) < 0)
-                                        r = -EINVAL;
-                        }
-        }
-
-        v = gsh_map_get(n, "buildPath");
-        if (!v)
-                return gsh_error(m, n, path, "buildPath is missing: the build's directory "
-                                 "(absolute, or under supervisor.builds_dir)");
-        {
-                _cleanup_free_ char *p = gsh_path(m, path, "buildPath", 0), *full = NULL;
-                IniShim s;
-                ConfigKey k = { .section = path, .name = "buildPath" };
-
-                if (!p || gsh_get_string(m, v, p, false, &dir) < 0)
-                        return -EINVAL;
-                /* "." is supervisor.builds_dir itself, "./x" its x. */
-                const char *rel = dir;
-                while (rel[0] == '.' && (rel[1] == '/' || rel[1] == '\0'))
-                        rel += rel[1] ? 2 : 1;
-                while (rel[0] == '/' && dir[0] != '/')
-                        rel++;
-                if (dir[0] == '/')
-                        full = strdup(dir);
-                else if (asprintf(&full, "%s%s%s", m->c->builds_dir, rel[0] ? "/" : "", rel) < 0)
-                        full = NULL;
-                if (!full)
-                        return m->oom = true, -ENOMEM;
-                if (shim_open(m, &s, v, path) < 0)
-                        return -ENOMEM;
-                if (shim_close(m, &s, parse_path_key(&s.ctx, &k, full, &b->root)) < 0)
-                        return -EINVAL;
-        }
+        if (map_exclude_paths(m, n, path) < 0)
+                r = -EINVAL;
+        if (map_build_path(m, n, path, b) < 0)
+                r = -EINVAL;
         return r;
 }
 
@@ -358,64 +370,35 @@ static int map_variables(GshMap *m, const GshNode *n, const char *path, GshBuild
         return r;
 }
 
-/* buildConfigurations.NAME */
-static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
-        static const char *const keys[] = { "build", "queryType", "binaryPath", "commandLine",
-                                            "variables", "readiness", "cores", "speedMhz",
-                                            "memoryMiB", NULL };
-        static const char *const usage[] = { "cores", "speedMhz", "memoryMiB" };
-        _cleanup_free_ char *path = gsh_path(m, "buildConfigurations", n->key, 0), *bn = NULL;
-        const GshBuild *b = NULL;
-        const GshNode *v;
-        int r;
+/* buildConfigurations.NAME.build: one of builds; NULL (with the error where it is) when not. */
+static const GshBuild *map_build_ref(GshMap *m, const GshNode *n, const char *path) {
+        _cleanup_free_ char *p = gsh_path(m, path, "build", 0), *name = NULL;
+        const GshNode *v = gsh_map_get(n, "build");
+        const GshBuild *b;
 
-        g->node = n;
-        g->readiness = true;
-        g->cores = 1;
-        g->speed_mhz = 750;
-        g->memory_mib = 800;
-        if (!path)
-                return -ENOMEM;
-        if (gsh_expect(m, n, path, GSH_MAP) < 0)
-                return -EINVAL;
-        r = gsh_check_keys(m, n, path, keys, "a build configuration has build, queryType, "
-                       "binaryPath, commandLine, variables, readiness, cores, speedMhz and "
-                       "memoryMiB");
-        if (!build_config_id_is_valid(n->key))
-                r = gsh_key_error(m, n, path, "the name is the build configuration's ID: "
-                                  "expected %s", BUILD_CONFIG_ID_RULE);
-        if (free_and_strdup(&g->bc.id, n->key) < 0)
-                return m->oom = true, -ENOMEM;
-        g->bc.line = n->key_line;
-
-        v = gsh_map_get(n, "build");
-        if (!v)
-                r = gsh_error(m, n, path, "build is missing: the name of one of builds");
-        else {
-                _cleanup_free_ char *p = gsh_path(m, path, "build", 0);
-                if (!p || gsh_get_string(m, v, p, false, &bn) < 0)
-                        r = -EINVAL;
-                else if (!(b = find_build(m, bn))) {
-                        bool defined = false;
-                        for (size_t i = 0; i < m->n_builds; i++)
-                                defined = defined || streq(m->builds[i].node->key, bn);
-                        if (!defined)
-                                r = gsh_error(m, v, p, "no build '%s' in builds", bn);
-                        else
-                                r = -EINVAL; /* its own error is reported at builds */
-                }
+        if (!v) {
+                (void) gsh_error(m, n, path, "build is missing: the name of one of builds");
+                return NULL;
         }
-        /* Each, not the first that fails: every error of the file is reported. */
-        if (map_binary_path(m, n, path, b, g) < 0)
-                r = -EINVAL;
-        if (map_query_type(m, n, path, g) < 0)
-                r = -EINVAL;
-        if (map_command_line(m, n, path, g) < 0)
-                r = -EINVAL;
-        if (map_variables(m, n, path, g) < 0)
-                r = -EINVAL;
-        if (!(g->bc.environment = calloc(1, sizeof(char *))))
-                return m->oom = true, -ENOMEM;
+        if (!p || gsh_get_string(m, v, p, false, &name) < 0)
+                return NULL;
+        b = find_build(m, name);
+        if (b)
+                return b;
+        for (size_t i = 0; i < m->n_builds; i++)
+                if (streq(m->builds[i].node->key, name))
+                        return NULL; /* it is there, with errors of its own */
+        (void) gsh_error(m, v, p, "no build '%s' in builds", name);
+        return NULL;
+}
+
+/* buildConfigurations.NAME.readiness, cores, speedMhz and memoryMiB: what its servers are
+ * judged ready by and take, which the fleet's usage comes from. */
+static int map_sizes(GshMap *m, const GshNode *n, const char *path, GshBuildConfig *g) {
+        static const char *const usage[] = { "cores", "speedMhz", "memoryMiB" };
+        unsigned *field[] = { &g->cores, &g->speed_mhz, &g->memory_mib };
+        const GshNode *v;
+        int r = 0;
 
         v = g->readiness_node = gsh_map_get(n, "readiness");
         if (v) {
@@ -424,7 +407,6 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                         r = -EINVAL;
         }
         for (size_t i = 0; i < ELEMENTSOF(usage); i++) {
-                unsigned *field[] = { &g->cores, &g->speed_mhz, &g->memory_mib };
                 _cleanup_free_ char *p = NULL;
 
                 v = g->usage_node[i] = gsh_map_get(n, usage[i]);
@@ -434,6 +416,48 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                 if (!p || gsh_get_unsigned(m, v, p, 1, i == 0 ? 1024 : 1048576, field[i]) < 0)
                         r = -EINVAL;
         }
+        return r;
+}
+
+/* buildConfigurations.NAME: Unity's defaults are readiness true, 1 core, 750 MHz, 800 MiB. */
+static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
+        static const char *const keys[] = { "build", "queryType", "binaryPath", "commandLine",
+                                            "variables", "readiness", "cores", "speedMhz",
+                                            "memoryMiB", NULL };
+        _cleanup_free_ char *path = gsh_path(m, "buildConfigurations", n->key, 0);
+        const GshBuild *b;
+        int r;
+
+        *g = (GshBuildConfig) { .node = n, .readiness = true, .cores = 1, .speed_mhz = 750,
+                                .memory_mib = 800, .bc.line = n->key_line };
+        if (!path)
+                return -ENOMEM;
+        if (gsh_expect(m, n, path, GSH_MAP) < 0)
+                return -EINVAL;
+        r = gsh_check_keys(m, n, path, keys, "a build configuration has build, queryType, "
+                           "binaryPath, commandLine, variables, readiness, cores, speedMhz and "
+                           "memoryMiB");
+        if (!build_config_id_is_valid(n->key))
+                r = gsh_key_error(m, n, path, "the name is the build configuration's ID: "
+                                  "expected %s", BUILD_CONFIG_ID_RULE);
+        if (free_and_strdup(&g->bc.id, n->key) < 0 ||
+            !(g->bc.environment = calloc(1, sizeof(char *))))
+                return m->oom = true, -ENOMEM;
+
+        /* Each, not the first that fails: every error of the file is reported. */
+        b = map_build_ref(m, n, path);
+        if (!b)
+                r = -EINVAL;
+        if (map_binary_path(m, n, path, b, g) < 0)
+                r = -EINVAL;
+        if (map_query_type(m, n, path, g) < 0)
+                r = -EINVAL;
+        if (map_command_line(m, n, path, g) < 0)
+                r = -EINVAL;
+        if (map_variables(m, n, path, g) < 0)
+                r = -EINVAL;
+        if (map_sizes(m, n, path, g) < 0)
+                r = -EINVAL;
         g->ok = r >= 0 && g->bc.build;
         return r;
 }
