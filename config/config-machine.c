@@ -251,8 +251,8 @@ Config *config_new(void) {
         c->slots_dir = strdup("/var/lib/slotd/slots");
         c->bus = strdup("system");
         c->builds_dir = strdup("/srv/slotd/builds");
-        if (!c->state_dir || !c->slots_dir || !c->bus || !c->builds_dir || localproxy_init(&c->localproxy) < 0 ||
-            fleet_layer_init(&c->fleet) < 0)
+        if (!c->state_dir || !c->slots_dir || !c->bus || !c->builds_dir ||
+            localproxy_init(&c->localproxy) < 0 || fleet_layer_init(&c->fleet) < 0)
                 return NULL;
 
         return TAKE_PTR(c);

@@ -46,7 +46,9 @@ typedef struct GshMap {
 _printf_(5, 6)
 int gsh_error_at(GshMap *m, unsigned line, unsigned column, const char *path, const char *fmt,
                  ...);
-#define gsh_error(m, node, path, ...) gsh_error_at(m, (node)->line, (node)->column, path, __VA_ARGS__)
+/* An error about a value: where it is. */
+#define gsh_error(m, node, path, ...) \
+        gsh_error_at(m, (node)->line, (node)->column, path, __VA_ARGS__)
 /* An error about a key itself (unknown, not allowed here): at the key. */
 #define gsh_key_error(m, node, path, ...) \
         gsh_error_at(m, (node)->key_line, (node)->key_column, path, __VA_ARGS__)

@@ -452,7 +452,8 @@ static void test_gsh_ini_clash(_unused_ void **state) {
  * ports after the others'; a changed file is a changed fleet for Reload. */
 static void test_gsh_load(_unused_ void **state) {
         _cleanup_(rm_rfp) char *dir = make_tmpdir();
-        _cleanup_free_ char *fleets = path_join(dir, "fleets.d"), *ini = path_join(dir, "slotd.ini");
+        _cleanup_free_ char *fleets = path_join(dir, "fleets.d");
+        _cleanup_free_ char *ini = path_join(dir, "slotd.ini");
         _cleanup_free_ char *build = NULL, *text = NULL, *err = NULL;
         MachineResources m = { .cpus = 8, .memory = UINT64_C(16) << 30 };
         _cleanup_(config_freep) Config *c = NULL, *c2 = NULL;
