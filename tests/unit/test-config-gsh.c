@@ -369,6 +369,65 @@ static void test_gsh_refusals(_unused_ void **state) {
                       "readiness a fleet");
 }
 
+static void test_gsh_refusals_more(_unused_ void **state) {
+        check_refusal("builds: {b: {buildPath: /srv/b, excludePaths: x}}\n"
+                      "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
+                      GSH ":1:47: builds.b.excludePaths: expected a list, got a scalar");
+        check_refusal("builds: {b: {buildPath: [a]}}\n"
+                      "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
+                      GSH ":1:25: builds.b.buildPath: expected a scalar, got a list");
+        check_refusal("builds: x\nbuildConfigurations: {}\nfleets: {}\n",
+                      GSH ":1:9: builds: expected a map, got a scalar");
+        check_refusal(BASE "  f:\n    buildConfigurations: [c, c]\n",
+                      GSH ":5:30: fleets.f.buildConfigurations[1]: 'c' is listed twice");
+        check_refusal(BASE FLEET "    regions: {Europe: {online: maybe}}\n",
+                      GSH ":6:32: fleets.f.regions.Europe.online: expected true or false (got "
+                      "'maybe')");
+        check_refusal(BASE FLEET "    usageSettings: [{hardwareType: METAL, speed: 100, "
+                      "memory: 100, fleetUsageID: x}]\n",
+                      GSH ":6:82: fleets.f.usageSettings[0].fleetUsageID: expected an integer "
+                      "from 0 to 4294967295 (got 'x')");
+        check_refusal(BASE FLEET "    usageSettings: [{speed: 100}]\n",
+                      GSH ":6:21: fleets.f.usageSettings[0]: hardwareType is missing: slotd "
+                      "takes METAL");
+        check_refusal(BASE "  .hidden:\n    buildConfigurations: [c]\n",
+                      GSH ":4:3: fleets..hidden: the name is the fleet's name ('.hidden'): "
+                      "expected 1 to 64 characters from A-Z a-z 0-9 _ . -, not starting with "
+                      "'.'");
+        check_refusal("builds: {b: {buildPath: /srv/b}}\n"
+                      "buildConfigurations: {c: {build: b, variables: {map: [a]}}}\n"
+                      "fleets:\n" FLEET,
+                      GSH ":2:54: buildConfigurations.c.variables.map: expected a scalar, got a "
+                      "list");
+}
+
+/* machine.region and supervisor.builds_dir in slotd.ini. */
+static void test_gsh_machine_keys(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = new_config();
+        char *err = NULL;
+
+        assert_null(c->region);
+        assert_string_equal(c->builds_dir, "/srv/slotd/builds");
+        assert_int_equal(config_parse_machine(c, "slotd.ini", "[machine]\nregion = \n", &err),
+                         -EINVAL);
+        assert_string_equal(err, "slotd.ini:2: machine.region: expected 1 to 128 bytes without "
+                            "control characters (got '')");
+        err = mfree(err);
+        assert_int_equal(config_parse_machine(c, "slotd.ini",
+                                              "[supervisor]\nbuilds_dir = builds\n", &err),
+                         -EINVAL);
+        assert_string_equal(err, "slotd.ini:2: supervisor.builds_dir: expected an absolute path "
+                            "(got 'builds')");
+        err = mfree(err);
+        config_free(c);
+        c = new_config();
+        assert_int_equal(config_parse_machine(c, "slotd.ini", "[machine]\nregion = South "
+                                              "America\n[supervisor]\nbuilds_dir = /b//x/\n",
+                                              &err), 0);
+        assert_string_equal(c->region, "South America");
+        assert_string_equal(c->builds_dir, "/b/x");
+}
+
 static void test_gsh_yaml_errors(_unused_ void **state) {
         check_refusal("builds: {b: [}\n", GSH ":1:14: YAML syntax error: did not find expected "
                       "node content while parsing a flow node");
@@ -535,6 +594,8 @@ int main(void) {
                 cmocka_unit_test(test_gsh_studio),
                 cmocka_unit_test(test_gsh_regions),
                 cmocka_unit_test(test_gsh_refusals),
+                cmocka_unit_test(test_gsh_refusals_more),
+                cmocka_unit_test(test_gsh_machine_keys),
                 cmocka_unit_test(test_gsh_yaml_errors),
                 cmocka_unit_test(test_gsh_every_error),
                 cmocka_unit_test(test_gsh_ini_clash),
