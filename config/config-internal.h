@@ -171,6 +171,9 @@ bool fleet_has_query(const FleetConfig *f);
 /* Fleet names become cgroup directory names and D-Bus strings: no slash, no leading dot
  * (".", ".." and hidden directories), nothing that needs quoting. */
 bool fleet_name_is_valid(const char *s);
+/* The file that defines fleet name, whether it runs here or (a .gsh fleet) elsewhere; NULL
+ * when none does. */
+const char *config_fleet_defined_by(const Config *c, const char *name);
 /* A FleetConfig with every default of a fleet file. */
 void fleet_config_init(FleetConfig *f);
 #define FLEET_NAME_RULE "1 to 64 characters from A-Z a-z 0-9 _ . -, not starting with '.'"

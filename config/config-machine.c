@@ -275,6 +275,8 @@ Config *config_free(Config *c) {
         free(c->region);
         free(c->builds_dir);
         strv_free(c->fleets_elsewhere);
+        strv_free(c->fleets_elsewhere_names);
+        strv_free(c->fleets_elsewhere_files);
         localproxy_listen_done(&c->localproxy);
         free(c->localproxy.user);
         free(c->localproxy.group);

@@ -245,8 +245,11 @@ typedef struct Config {
         size_t n_fleets;
 
         /* .gsh fleets that run nowhere on this machine (none of their regions is
-         * machine.region, or it is offline): one message each, for --check; NULL = none. */
+         * machine.region, or it is offline): one message each, for --check; NULL = none. Their
+         * names and files, in the same order: a name is still taken by such a fleet. */
         char **fleets_elsewhere;
+        char **fleets_elsewhere_names;
+        char **fleets_elsewhere_files;
 } Config;
 
 /* A Config holding every default of slotd.ini and no fleets; NULL on OOM. */

@@ -305,7 +305,7 @@ static int fleet_pick_region(GshMap *m, const GshNode *n, FleetConfig *f) {
                   : asprintf(&msg, "%s:%u:%u: fleets.%s: gets no slots on this machine: its "
                              "regions are %s, and machine.region is not set", m->file,
                              n->key_line, n->key_column, n->key, names)) < 0 ||
-            strv_extend(&m->elsewhere, msg) < 0)
+            strv_extend(&m->elsewhere, msg) < 0 || strv_extend(&m->elsewhere_names, n->key) < 0)
                 return m->oom = true, -ENOMEM;
         return 0;
 }
@@ -345,7 +345,7 @@ int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
                                             NULL };
         _cleanup_free_ char *path = gsh_path(m, "fleets", n->key, 0);
         _cleanup_free_ const GshBuildConfig **list = NULL;
-        const FleetConfig *other;
+        const char *other;
         char q[QUOTE_BUF];
         int r;
 
@@ -355,13 +355,13 @@ int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
         if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
         r = gsh_check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions and "
-                       "usageSettings");
+                           "usageSettings");
         if (!fleet_name_is_valid(n->key))
                 r = gsh_key_error(m, n, path, "the name is the fleet's name ('%s'): expected %s",
                                   config_quote(n->key, q), FLEET_NAME_RULE);
-        else if ((other = config_find_fleet(m->c, n->key)))
+        else if ((other = config_fleet_defined_by(m->c, n->key)))
                 r = gsh_key_error(m, n, path, "fleet %s is already defined by %s", n->key,
-                                  other->file);
+                                  other);
         if (map_fleet_configs(m, n, path, f, &list) < 0)
                 r = -EINVAL;
         if (map_regions(m, n, path, f) < 0)

@@ -525,6 +525,7 @@ static void gsh_map_done(GshMap *m) {
         free(m->fleets);
         strv_free(m->errors);
         strv_free(m->elsewhere);
+        strv_free(m->elsewhere_names);
 }
 
 static int map_root(GshMap *m, const GshNode *root) {
@@ -621,8 +622,10 @@ int config_parse_gsh(Config *c, const char *name, const char *text, size_t size,
                 }
                 c->fleets = fleets;
         }
-        STRV_FOREACH(e, m.elsewhere)
-                if (strv_extend(&c->fleets_elsewhere, *e) < 0) {
+        for (size_t i = 0; m.elsewhere && m.elsewhere[i]; i++)
+                if (strv_extend(&c->fleets_elsewhere, m.elsewhere[i]) < 0 ||
+                    strv_extend(&c->fleets_elsewhere_names, m.elsewhere_names[i]) < 0 ||
+                    strv_extend(&c->fleets_elsewhere_files, name) < 0) {
                         r = -ENOMEM;
                         goto finish;
                 }

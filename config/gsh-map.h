@@ -38,7 +38,8 @@ typedef struct GshMap {
         size_t n_configs;
         FleetConfig *fleets;
         size_t n_fleets;
-        char **elsewhere;
+        char **elsewhere;          /* fleets that run nowhere here: why, and their names */
+        char **elsewhere_names;
 } GshMap;
 
 /* Records "FILE:LINE:COLUMN: PATH: BODY" at (line, column); always -EINVAL (-ENOMEM with

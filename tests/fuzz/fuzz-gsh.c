@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "fuzz.h"
+#include "strv.h"
 
 #define FILE_NAME "fleets.d/game.gsh"
 
@@ -84,8 +85,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         }
         FUZZ_ASSERT(!error);
-        for (char **e = c->fleets_elsewhere; e && *e; e++)
-                assert_lines_name_file(*e);
+        FUZZ_ASSERT(strv_length(c->fleets_elsewhere) == strv_length(c->fleets_elsewhere_names));
+        FUZZ_ASSERT(strv_length(c->fleets_elsewhere) == strv_length(c->fleets_elsewhere_files));
+        for (size_t i = 0; c->fleets_elsewhere && c->fleets_elsewhere[i]; i++) {
+                assert_lines_name_file(c->fleets_elsewhere[i]);
+                FUZZ_ASSERT(strcmp(c->fleets_elsewhere_files[i], FILE_NAME) == 0);
+                FUZZ_ASSERT(!config_find_fleet(c, c->fleets_elsewhere_names[i]));
+        }
         for (size_t i = 0; i < c->n_fleets; i++) {
                 assert_fleet_sane(&c->fleets[i]);
                 for (size_t j = 0; j < i; j++)

@@ -504,6 +504,23 @@ static void test_gsh_ini_clash(_unused_ void **state) {
                                  -EEXIST);
                 assert_string_equal(err, "fleets.d/x.ini:7: fleet.name: fleet game is already "
                                     "defined by " GSH);
+                err = mfree(err);
+        }
+        {
+                /* A .gsh fleet of another region still takes its name. */
+                _cleanup_(config_freep) Config *c = machine("");
+                char text[sizeof(gsh) + 64];
+
+                assert_true(snprintf(text, sizeof(text), "%s    regions: {Asia: {}}\n", gsh) > 0);
+                assert_int_equal(parse_gsh(c, text, &err), 0);
+                assert_int_equal(c->n_fleets, 0);
+                assert_string_equal(c->fleets_elsewhere_names[0], "game");
+                assert_string_equal(c->fleets_elsewhere_files[0], GSH);
+                assert_int_equal(config_parse_fleet(c, "fleets.d/x.ini",
+                                                    FLEET_MIN "[fleet]\nname = game\n", &err),
+                                 -EEXIST);
+                assert_string_equal(err, "fleets.d/x.ini:7: fleet.name: fleet game is already "
+                                    "defined by " GSH);
         }
 }
 
