@@ -75,11 +75,14 @@ int gsh_expect(GshMap *m, const GshNode *n, const char *path, GshNodeType t) {
 
 /* "PATH.KEY" (or "PATH[I]" with key NULL) for messages; NULL on OOM, with m->oom set. */
 char *gsh_path(GshMap *m, const char *path, const char *key, size_t index) {
+        char q[QUOTE_BUF];
         char *s;
         int k;
 
+        /* A quoted key may hold a line break or a control character: a message has none. */
         if (key)
-                k = path ? asprintf(&s, "%s.%s", path, key) : asprintf(&s, "%s", key);
+                k = path ? asprintf(&s, "%s.%s", path, config_quote(key, q))
+                         : asprintf(&s, "%s", config_quote(key, q));
         else
                 k = asprintf(&s, "%s[%zu]", path, index);
         if (k < 0) {

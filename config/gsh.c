@@ -8,6 +8,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "config-internal.h"
 #include "gsh.h"
 
 GshNode *gsh_node_free(GshNode *n) {
@@ -90,6 +91,7 @@ static GshNode *node_new(GshNodeType type, const yaml_mark_t *m) {
  * key. Takes n (freed on failure). */
 static int builder_add(Builder *b, GshNode *n, const yaml_mark_t *m) {
         GshNode *parent, **children;
+        char q[QUOTE_BUF];
         _cleanup_(gsh_node_freep) GshNode *owned = n;
 
         if (b->depth == 0) {
@@ -103,7 +105,8 @@ static int builder_add(Builder *b, GshNode *n, const yaml_mark_t *m) {
                 if (n->type != GSH_SCALAR)
                         return builder_error(b, -EINVAL, m, "a key must be a scalar");
                 if (gsh_map_get(parent, n->value))
-                        return builder_error(b, -EINVAL, m, "duplicate key '%s'", n->value);
+                        return builder_error(b, -EINVAL, m, "duplicate key '%s'",
+                                             config_quote(n->value, q));
                 b->pending_key[b->depth - 1] = TAKE_PTR(owned);
                 return 0;
         }

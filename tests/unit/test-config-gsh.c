@@ -434,6 +434,10 @@ static void test_gsh_yaml_errors(_unused_ void **state) {
         check_refusal("builds: &x {}\nfleets: *x\n",
                       GSH ":2:9: YAML aliases (*x) are not supported");
         check_refusal("builds: {}\nbuilds: {}\n", GSH ":2:1: duplicate key 'builds'");
+        check_refusal("\"a\\nb\": {}\n\"a\\nb\": {}\n", GSH ":2:1: duplicate key 'a\\x0ab'");
+        /* A key's line break stays out of the message: one error, one line. */
+        check_refusal("\"a\\nb\": 1\n", GSH ":1:1: a\\x0ab: unknown key; a .gsh file has version, "
+                      "builds, buildConfigurations and fleets");
         check_refusal("builds: {}\n---\nfleets: {}\n",
                       GSH ":2:1: a .gsh file holds one YAML document");
         check_refusal("builds: !!map {}\n", GSH ":1:9: YAML tags are not supported");
