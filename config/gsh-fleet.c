@@ -191,6 +191,20 @@ static int map_regions(GshMap *m, const GshNode *n, const char *path, FleetConfi
         return r;
 }
 
+/* An integer field of a usage setting: 1 when set (in *ret), 0 when not, < 0 when bad. */
+static int usage_field(GshMap *m, const GshNode *n, const char *path, const char *key,
+                       unsigned min, unsigned max, unsigned *ret) {
+        const GshNode *v = gsh_map_get(n, key);
+        _cleanup_free_ char *p = NULL;
+
+        if (!v)
+                return 0;
+        p = gsh_path(m, path, key, 0);
+        if (!p || gsh_get_unsigned(m, v, p, min, max, ret) < 0)
+                return -EINVAL;
+        return 1;
+}
+
 /* fleets.NAME.usageSettings[I]: bare metal only, and one setting (Multiplay's METAL setting
  * applies to every machine of the fleet). */
 static int map_usage_setting(GshMap *m, const GshNode *n, const char *path, FleetConfig *f,
@@ -198,57 +212,53 @@ static int map_usage_setting(GshMap *m, const GshNode *n, const char *path, Flee
         static const char *const keys[] = { "fleetUsageID", "hardwareType", "machineType",
                                             "speed", "memory", "maxServersPerMachine",
                                             "maxServersPerCore", NULL };
+        _cleanup_free_ char *ph = gsh_path(m, path, "hardwareType", 0);
         const GshNode *v;
+        char q[QUOTE_BUF];
         unsigned x;
-        int r = 0;
+        int r, k;
 
+        if (!ph)
+                return -ENOMEM;
         if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
         r = gsh_check_keys(m, n, path, keys, "a usage setting has fleetUsageID, hardwareType, "
-                       "machineType, speed, memory, maxServersPerMachine and maxServersPerCore");
-
-#define SUBPATH(k) _cleanup_free_ char *p_##k = gsh_path(m, path, #k, 0); if (!p_##k) return -ENOMEM
-        SUBPATH(hardwareType);
-        SUBPATH(machineType);
-        SUBPATH(speed);
-        SUBPATH(memory);
-        SUBPATH(maxServersPerMachine);
-        SUBPATH(maxServersPerCore);
-        SUBPATH(fleetUsageID);
-#undef SUBPATH
+                           "machineType, speed, memory, maxServersPerMachine and "
+                           "maxServersPerCore");
 
         v = gsh_map_get(n, "hardwareType");
         if (!v)
                 return gsh_error(m, n, path, "hardwareType is missing: slotd takes METAL");
         if (v->type != GSH_SCALAR || !streq(v->value, "METAL"))
-                return gsh_error(m, v, p_hardwareType, "%s is not supported: slotd runs on the "
-                                 "machines it is given (expected METAL)",
-                                 v->type == GSH_SCALAR && !isempty(v->value) ? v->value :
-                                 "this");
+                return gsh_error(m, v, ph, "%s is not supported: slotd runs on the machines it "
+                                 "is given (expected METAL)",
+                                 v->type == GSH_SCALAR && !isempty(v->value) ?
+                                 config_quote(v->value, q) : "this");
         if ((*metal)++ > 0)
-                return gsh_error(m, v, p_hardwareType, "a second METAL setting: Multiplay's "
-                                 "METAL setting applies to every machine of the fleet");
-        if ((v = gsh_map_get(n, "machineType")))
-                r = gsh_key_error(m, v, p_machineType, "is for CLOUD settings; a METAL setting "
+                return gsh_error(m, v, ph, "a second METAL setting: Multiplay's METAL setting "
+                                 "applies to every machine of the fleet");
+        if ((v = gsh_map_get(n, "machineType"))) {
+                _cleanup_free_ char *pm = gsh_path(m, path, "machineType", 0);
+                r = gsh_key_error(m, v, pm ?: path, "is for CLOUD settings; a METAL setting "
                                   "applies to every machine (Unity: omit it)");
-        if ((v = gsh_map_get(n, "fleetUsageID")) && gsh_get_unsigned(m, v, p_fleetUsageID, 0,
-                                                                  UINT_MAX, &x) < 0)
+        }
+        if (usage_field(m, n, path, "fleetUsageID", 0, UINT_MAX, &x) < 0)
                 r = -EINVAL;
-        if (!(v = gsh_map_get(n, "speed")))
-                r = gsh_error(m, n, path, "speed is missing: the MHz of CPU a server takes");
-        else if (gsh_get_unsigned(m, v, p_speed, 100, 10000000, &f->usage_speed_mhz) < 0)
-                r = -EINVAL;
-        if (!(v = gsh_map_get(n, "memory")))
-                r = gsh_error(m, n, path, "memory is missing: the MiB a server takes");
-        else if (gsh_get_unsigned(m, v, p_memory, 100, 1048576 * 16, &x) < 0)
-                r = -EINVAL;
+        /* Each, not the first that fails: every error of the file is reported. */
+        k = usage_field(m, n, path, "speed", 100, 10000000, &f->usage_speed_mhz);
+        if (k <= 0)
+                r = k < 0 ? k : gsh_error(m, n, path, "speed is missing: the MHz of CPU a "
+                                          "server takes");
+        k = usage_field(m, n, path, "memory", 100, 16 * 1048576, &x);
+        if (k <= 0)
+                r = k < 0 ? k : gsh_error(m, n, path, "memory is missing: the MiB a server "
+                                          "takes");
         else
                 f->usage_memory = (uint64_t) x << 20;
-        if ((v = gsh_map_get(n, "maxServersPerMachine")) &&
-            gsh_get_unsigned(m, v, p_maxServersPerMachine, 1, 65535, &f->usage_max_per_machine) < 0)
+        if (usage_field(m, n, path, "maxServersPerMachine", 1, 65535,
+                        &f->usage_max_per_machine) < 0)
                 r = -EINVAL;
-        if ((v = gsh_map_get(n, "maxServersPerCore")) &&
-            gsh_get_unsigned(m, v, p_maxServersPerCore, 1, 65535, &f->usage_max_per_core) < 0)
+        if (usage_field(m, n, path, "maxServersPerCore", 1, 65535, &f->usage_max_per_core) < 0)
                 r = -EINVAL;
         return r;
 }

@@ -464,7 +464,7 @@ static void test_gsh_every_error(_unused_ void **state) {
                 "  f:\n"
                 "    buildConfigurations: [c, z]\n"
                 "    regions: {Europe: {minAvailable: -1}}\n"
-                "    usageSettings: [{hardwareType: METAL, speed: 50, memory: 1024}]\n",
+                "    usageSettings: [{hardwareType: METAL, speed: 50, memory: 5}]\n",
                 &err), -EINVAL);
         assert_non_null(err);
         lines = split_lines(err);
@@ -481,7 +481,9 @@ static void test_gsh_every_error(_unused_ void **state) {
                 "1000000 (got '-1')",
                 GSH ":10:50: fleets.f.usageSettings[0].speed: expected an integer from 100 to "
                 "10000000 (got '50')",
-        }, 7);
+                GSH ":10:62: fleets.f.usageSettings[0].memory: expected an integer from 100 to "
+                "16777216 (got '5')",
+        }, 8);
 }
 
 /* A .gsh fleet and an INI fleet of the same name, in either order, name both files. */
