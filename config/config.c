@@ -460,8 +460,9 @@ static bool is_fleet_file(const char *name) {
         return n > 4 && (streq(name + n - 4, ".ini") || streq(name + n - 4, ".gsh"));
 }
 
-/* The *.ini and *.gsh files of dir sorted by strcmp(); a missing dir has none. Dotfiles are skipped:
- * editors and package managers leave ".foo.ini.swp"-style and ".dpkg-new" files around. */
+/* The *.ini and *.gsh files of dir sorted by strcmp(); a missing dir has none. Dotfiles are
+ * skipped: editors and package managers leave ".foo.ini.swp"-style and ".dpkg-new" files
+ * around. */
 static int list_fleet_files(const char *dir, char ***ret, char **ret_error) {
         _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_strv_free_ char **names = NULL;
