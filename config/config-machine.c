@@ -210,6 +210,8 @@ static const ConfigKey machine_keys[] = {
         MACHINE_KEY("machine", "reserved_memory", parse_size_key, reserved_memory, false),
         MACHINE_KEY("machine", "idle_ttl", parse_duration_key, idle_ttl, true),
         MACHINE_KEY("machine", "region", parse_machine_region_key, region, false),
+        MACHINE_KEY("machine", "game_port_base", parse_port_key, game_port_base, false),
+        MACHINE_KEY("machine", "query_port_base", parse_port_key, query_port_base, false),
         MACHINE_KEY("supervisor", "cgroup", parse_path_key, cgroup, false),
         MACHINE_KEY("supervisor", "state_dir", parse_path_key, state_dir, false),
         MACHINE_KEY("supervisor", "slots_dir", parse_path_key, slots_dir, false),
@@ -247,6 +249,8 @@ Config *config_new(void) {
                 return NULL;
 
         c->idle_ttl = 30 * USEC_PER_MINUTE;
+        c->game_port_base = 9000;
+        c->query_port_base = 9600;
         c->state_dir = strdup("/var/lib/slotd");
         c->slots_dir = strdup("/var/lib/slotd/slots");
         c->bus = strdup("system");

@@ -238,8 +238,9 @@ static uint16_t lowest_free_base(const Config *c, const FleetConfig *f, unsigned
         return (uint16_t) from; /* config_validate() says it does not fit */
 }
 
-/* A .gsh fleet's ports (the format has none): in file order, the lowest game ports from 9000
- * and query ports from 9600 that no other fleet, the local proxy nor the metrics take. */
+/* A .gsh fleet's ports (the format has none): in file order, the lowest game ports from
+ * machine.game_port_base and query ports from machine.query_port_base that no other fleet,
+ * the local proxy nor the metrics take. */
 static void config_assign_ports(Config *c) {
         for (size_t i = 0; i < c->n_fleets; i++) {
                 FleetConfig *f = &c->fleets[i];
@@ -248,8 +249,8 @@ static void config_assign_ports(Config *c) {
                         continue;
                 /* Out of the way while its own ranges are looked for. */
                 f->game_port_base = f->query_port_base = 0;
-                f->game_port_base = lowest_free_base(c, f, 9000);
-                f->query_port_base = lowest_free_base(c, f, 9600);
+                f->game_port_base = lowest_free_base(c, f, c->game_port_base);
+                f->query_port_base = lowest_free_base(c, f, c->query_port_base);
         }
 }
 

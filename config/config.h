@@ -215,6 +215,9 @@ typedef struct Config {
         char *region;              /* machine.region: the region this machine is in, NULL =
                                     * none; a .gsh fleet runs here only in the region of
                                     * that name */
+        uint16_t game_port_base;   /* machine.game_port_base, machine.query_port_base: where */
+        uint16_t query_port_base;  /* the ports of .gsh fleets (which have none) start;
+                                    * default 9000 and 9600 */
 
         /* [supervisor] */
         char *cgroup;              /* NULL = "slots" beside slotd's own leaf cgroup */

@@ -11,6 +11,9 @@
 
 MACHINE_CPUS=4 MACHINE_MEMORY=4G write_config
 config_key machine "region = Europe"
+# Ports of their own: other tests run at the same time (the file has no ports).
+config_key machine "game_port_base = 38100"
+config_key machine "query_port_base = 38150"
 config_key supervisor "builds_dir = $T/builds"
 mkdir -p "$T/builds/Builds/Server"
 ln -s "$TEST_SERVER" "$T/builds/Builds/Server/Game.x86_64"
@@ -70,6 +73,7 @@ assert_ok "--check: the usage settings" grep -q "usage settings: speed 1000 MHz"
 assert_ok "--check: this machine's region" grep -qx "  region Europe: minAvailable 1, maxServers 4 (this machine's)" <<<"$out"
 assert_ok "--check: us-fleet runs elsewhere" grep -qF "game.gsh:35:3: fleets.us-fleet: gets no slots on this machine: its regions are North America, and machine.region is 'Europe'" <<<"$out"
 planned=$(sed -n 's/^fleet eu-fleet .*: \([0-9]*\) slots,.*/\1/p' <<<"$out")
+assert_ok "--check: the ports from machine.game_port_base and query_port_base" grep -q "^fleet eu-fleet .*, ports 38100-$((38100 + planned - 1)), query ports 38150-$((38150 + planned - 1)), " <<<"$out"
 
 # 2. The slots: eu-fleet's as planned, none of us-fleet's.
 start_slotd

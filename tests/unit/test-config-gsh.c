@@ -408,6 +408,8 @@ static void test_gsh_machine_keys(_unused_ void **state) {
 
         assert_null(c->region);
         assert_string_equal(c->builds_dir, "/srv/slotd/builds");
+        assert_int_equal(c->game_port_base, 9000);
+        assert_int_equal(c->query_port_base, 9600);
         assert_int_equal(config_parse_machine(c, "slotd.ini", "[machine]\nregion = \n", &err),
                          -EINVAL);
         assert_string_equal(err, "slotd.ini:2: machine.region: expected 1 to 128 bytes without "
@@ -422,9 +424,13 @@ static void test_gsh_machine_keys(_unused_ void **state) {
         config_free(c);
         c = new_config();
         assert_int_equal(config_parse_machine(c, "slotd.ini", "[machine]\nregion = South "
-                                              "America\n[supervisor]\nbuilds_dir = /b//x/\n",
+                                              "America\ngame_port_base = 20000\n"
+                                              "query_port_base = 20100\n"
+                                              "[supervisor]\nbuilds_dir = /b//x/\n",
                                               &err), 0);
         assert_string_equal(c->region, "South America");
+        assert_int_equal(c->game_port_base, 20000);
+        assert_int_equal(c->query_port_base, 20100);
         assert_string_equal(c->builds_dir, "/b/x");
 }
 
@@ -583,6 +589,17 @@ static void test_gsh_load(_unused_ void **state) {
         assert_int_equal(config_load_full(ini, fleets, &m, &c2, &err), 0);
         assert_false(fleet_config_build_equal(&c->fleets[1], &c2->fleets[1]));
         assert_null(c2->fleets_elsewhere);
+
+        /* machine.game_port_base and query_port_base move them. */
+        c2 = config_free(c2);
+        text = mfree(text);
+        assert_true(asprintf(&text, "[machine]\nregion = Europe\ngame_port_base = 20000\n"
+                             "query_port_base = 20100\n[supervisor]\nbuilds_dir = %s\n", dir) > 0);
+        write_file(dir, "slotd.ini", text);
+        assert_int_equal(config_load_full(ini, fleets, &m, &c2, &err), 0);
+        assert_int_equal(c2->fleets[0].game_port_base, 9000);
+        assert_int_equal(c2->fleets[1].game_port_base, 20000);
+        assert_int_equal(c2->fleets[1].query_port_base, 20100);
 }
 
 static void test_gsh_tree(_unused_ void **state) {
