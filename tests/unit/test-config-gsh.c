@@ -447,6 +447,15 @@ static void test_gsh_yaml_errors(_unused_ void **state) {
         check_refusal("builds: {}\n---\nfleets: {}\n",
                       GSH ":2:1: a .gsh file holds one YAML document");
         check_refusal("builds: !!map {}\n", GSH ":1:9: YAML tags are not supported");
+        {
+                /* The root map and 31 lists fit GSH_DEPTH_MAX (32); the 32nd list does not. */
+                char deep[3 + 40 + 40 + 2] = "a: ";
+
+                memset(deep + 3, '[', 40);
+                memset(deep + 43, ']', 40);
+                strcpy(deep + 83, "\n");
+                check_refusal(deep, GSH ":1:35: nested more than 32 deep");
+        }
         check_refusal("", GSH ":1:1: (file): empty: expected version, builds, buildConfigurations "
                       "and fleets");
         check_refusal("- a\n", GSH ":1:1: (file): expected a map, got a list");
