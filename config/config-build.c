@@ -124,8 +124,8 @@ static int variable_error(ParseContext *ctx, const char *name, const char *value
                          ctx->section, config_quote(name, q), what);
 }
 
-static int build_section_variable(ParseContext *ctx, BuildConfig *bc, const char *name,
-                                  const char *value) {
+int build_section_variable(ParseContext *ctx, BuildConfig *bc, const char *name,
+                           const char *value) {
         if (!variable_name_is_valid(name))
                 return variable_error(ctx, name, value, "expected variables.NAME, NAME %s",
                                       VARIABLE_NAME_RULE);

@@ -236,7 +236,21 @@ void config_fleet_done(FleetConfig *f) {
         for (size_t i = 0; i < f->n_build_configs; i++)
                 build_config_done(&f->build_configs[i]);
         free(f->build_configs);
+        for (size_t i = 0; i < f->n_regions; i++)
+                free(f->regions[i].name);
+        free(f->regions);
         *f = (FleetConfig) {};
+}
+
+const char *config_fleet_defined_by(const Config *c, const char *name) {
+        const FleetConfig *f = config_find_fleet(c, name);
+
+        if (f)
+                return f->file;
+        for (size_t i = 0; c->fleets_elsewhere_names && c->fleets_elsewhere_names[i]; i++)
+                if (streq(c->fleets_elsewhere_names[i], name))
+                        return c->fleets_elsewhere_files[i];
+        return NULL;
 }
 
 FleetConfig *config_find_fleet(const Config *c, const char *name) {
@@ -246,7 +260,7 @@ FleetConfig *config_find_fleet(const Config *c, const char *name) {
         return NULL;
 }
 
-static void fleet_config_init(FleetConfig *f) {
+void fleet_config_init(FleetConfig *f) {
         *f = (FleetConfig) {
                 .start_on_provision = true,
                 .stop_timeout = 10 * USEC_PER_SEC,
@@ -286,7 +300,7 @@ static char *fleet_name_from_file(const char *file) {
 
 static int fleet_finalize_name(ParseContext *ctx, const Config *c, FleetConfig *f) {
         char q[QUOTE_BUF];
-        const FleetConfig *other;
+        const char *other;
         unsigned line = key_line(ctx, "fleet", "name");
 
         if (!f->name) {
@@ -301,11 +315,11 @@ static int fleet_finalize_name(ParseContext *ctx, const Config *c, FleetConfig *
                                          config_quote(f->name, q), FLEET_NAME_RULE);
         }
 
-        other = config_find_fleet(c, f->name);
+        other = config_fleet_defined_by(c, f->name);
         if (other)
                 return ctx_error(ctx, -EEXIST, line, NULL,
                                  "fleet.name: fleet %s is already defined by %s", f->name,
-                                 other->file);
+                                 other);
         return 0;
 }
 

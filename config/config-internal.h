@@ -154,6 +154,9 @@ typedef struct BuildSections {
 } BuildSections;
 
 int build_section_open(ParseContext *ctx, const char *id);
+/* variables.NAME = value of bc: the name's rule, the keys slotd writes itself, the value's. */
+int build_section_variable(ParseContext *ctx, BuildConfig *bc, const char *name,
+                           const char *value);
 int build_section_key(ParseContext *ctx, const char *name, const char *value);
 /* Gives fleet.build the default section's build when [fleet] has none; 1 when it did. */
 int build_sections_default_build(ParseContext *ctx, FleetConfig *f);
@@ -168,4 +171,9 @@ bool fleet_has_query(const FleetConfig *f);
 /* Fleet names become cgroup directory names and D-Bus strings: no slash, no leading dot
  * (".", ".." and hidden directories), nothing that needs quoting. */
 bool fleet_name_is_valid(const char *s);
+/* The file that defines fleet name, whether it runs here or (a .gsh fleet) elsewhere; NULL
+ * when none does. */
+const char *config_fleet_defined_by(const Config *c, const char *name);
+/* A FleetConfig with every default of a fleet file. */
+void fleet_config_init(FleetConfig *f);
 #define FLEET_NAME_RULE "1 to 64 characters from A-Z a-z 0-9 _ . -, not starting with '.'"

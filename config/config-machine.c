@@ -186,6 +186,17 @@ static int parse_machine_number_key(ParseContext *ctx, const ConfigKey *k, const
         return 0;
 }
 
+/* machine.region: matched against the region names of .gsh fleets, which Multiplay names in
+ * words ("North America"). */
+static int parse_machine_region_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                    void *data) {
+        if (isempty(value) || strlen(value) > REGION_MAX || !text_is_printable(value))
+                return key_error(ctx, k, value, -EINVAL,
+                                 "expected 1 to %d bytes without control characters",
+                                 REGION_MAX);
+        return store_string(ctx, data, value);
+}
+
 #define MACHINE_KEY(s, n, parser, field, nz) { s, n, parser, offsetof(Config, field), nz }
 
 static const ConfigKey machine_keys[] = {
@@ -198,11 +209,15 @@ static const ConfigKey machine_keys[] = {
         MACHINE_KEY("machine", "reserved_cpus", parse_cores_key, reserved_cpus, false),
         MACHINE_KEY("machine", "reserved_memory", parse_size_key, reserved_memory, false),
         MACHINE_KEY("machine", "idle_ttl", parse_duration_key, idle_ttl, true),
+        MACHINE_KEY("machine", "region", parse_machine_region_key, region, false),
+        MACHINE_KEY("machine", "game_port_base", parse_port_key, game_port_base, false),
+        MACHINE_KEY("machine", "query_port_base", parse_port_key, query_port_base, false),
         MACHINE_KEY("supervisor", "cgroup", parse_path_key, cgroup, false),
         MACHINE_KEY("supervisor", "state_dir", parse_path_key, state_dir, false),
         MACHINE_KEY("supervisor", "slots_dir", parse_path_key, slots_dir, false),
         MACHINE_KEY("supervisor", "bus", parse_string_key, bus, false),
         MACHINE_KEY("supervisor", "admin_group", parse_string_key, admin_group, false),
+        MACHINE_KEY("supervisor", "builds_dir", parse_path_key, builds_dir, false),
         MACHINE_KEY("localproxy", "listen", parse_listen_key, localproxy.listen, false),
         MACHINE_KEY("localproxy", "payload_ttl", parse_duration_key, localproxy.payload_ttl, true),
         MACHINE_KEY("localproxy", "user", parse_string_key, localproxy.user, false),
@@ -234,11 +249,14 @@ Config *config_new(void) {
                 return NULL;
 
         c->idle_ttl = 30 * USEC_PER_MINUTE;
+        c->game_port_base = 9000;
+        c->query_port_base = 9600;
         c->state_dir = strdup("/var/lib/slotd");
         c->slots_dir = strdup("/var/lib/slotd/slots");
         c->bus = strdup("system");
-        if (!c->state_dir || !c->slots_dir || !c->bus || localproxy_init(&c->localproxy) < 0 ||
-            fleet_layer_init(&c->fleet) < 0)
+        c->builds_dir = strdup("/srv/slotd/builds");
+        if (!c->state_dir || !c->slots_dir || !c->bus || !c->builds_dir ||
+            localproxy_init(&c->localproxy) < 0 || fleet_layer_init(&c->fleet) < 0)
                 return NULL;
 
         return TAKE_PTR(c);
@@ -258,6 +276,11 @@ Config *config_free(Config *c) {
         free(c->slots_dir);
         free(c->bus);
         free(c->admin_group);
+        free(c->region);
+        free(c->builds_dir);
+        strv_free(c->fleets_elsewhere);
+        strv_free(c->fleets_elsewhere_names);
+        strv_free(c->fleets_elsewhere_files);
         localproxy_listen_done(&c->localproxy);
         free(c->localproxy.user);
         free(c->localproxy.group);

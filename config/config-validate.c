@@ -209,6 +209,51 @@ int config_validate(Config *c, char **ret_error) {
         return validate_proxy_ports(c, ret_error);
 }
 
+/* Whether [first, last] meets a port taken by a fleet with fixed ports (or already placed),
+ * the local proxy or the metrics. */
+static bool ports_taken(const Config *c, const FleetConfig *self, unsigned first, unsigned last) {
+        for (size_t i = 0; i < c->n_fleets; i++) {
+                const FleetConfig *f = &c->fleets[i];
+                unsigned n = MAX(f->slots, 1u);
+
+                if (f->ports_auto && f > self)
+                        continue;
+                if (!(first > f->game_port_base + n - 1 || f->game_port_base > last) ||
+                    !(first > f->query_port_base + n - 1 || f->query_port_base > last))
+                        return true;
+        }
+        for (size_t i = 0; i < c->localproxy.n_listen; i++)
+                if (c->localproxy.listen[i].port >= first && c->localproxy.listen[i].port <= last)
+                        return true;
+        return c->metrics_listen.family != AF_UNSPEC && c->metrics_listen.port >= first &&
+               c->metrics_listen.port <= last;
+}
+
+static uint16_t lowest_free_base(const Config *c, const FleetConfig *f, unsigned from) {
+        unsigned n = MAX(f->slots, 1u);
+
+        for (unsigned base = from; base + n - 1 <= UINT16_MAX; base++)
+                if (!ports_taken(c, f, base, base + n - 1))
+                        return (uint16_t) base;
+        return (uint16_t) from; /* config_validate() says it does not fit */
+}
+
+/* A .gsh fleet's ports (the format has none): in file order, the lowest game ports from
+ * machine.game_port_base and query ports from machine.query_port_base that no other fleet,
+ * the local proxy nor the metrics take. */
+static void config_assign_ports(Config *c) {
+        for (size_t i = 0; i < c->n_fleets; i++) {
+                FleetConfig *f = &c->fleets[i];
+
+                if (!f->ports_auto)
+                        continue;
+                /* Out of the way while its own ranges are looked for. */
+                f->game_port_base = f->query_port_base = 0;
+                f->game_port_base = lowest_free_base(c, f, c->game_port_base);
+                f->query_port_base = lowest_free_base(c, f, c->query_port_base);
+        }
+}
+
 int config_load_full(const char *config_file, const char *fleets_dir,
                      const MachineResources *detected, Config **ret, char **ret_error) {
         _cleanup_(config_freep) Config *c = NULL;
@@ -233,6 +278,7 @@ int config_load_full(const char *config_file, const char *fleets_dir,
         r = density_compute(c, &m, ret_error);
         if (r < 0)
                 return r;
+        config_assign_ports(c);
 
         r = config_validate(c, ret_error);
         if (r < 0)

@@ -454,8 +454,15 @@ static int cmp_strings(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* The *.ini files of dir sorted by strcmp(); a missing dir has none. Dotfiles are skipped:
- * editors and package managers leave ".foo.ini.swp"-style and ".dpkg-new" files around. */
+static bool is_fleet_file(const char *name) {
+        size_t n = strlen(name);
+
+        return n > 4 && (streq(name + n - 4, ".ini") || streq(name + n - 4, ".gsh"));
+}
+
+/* The *.ini and *.gsh files of dir sorted by strcmp(); a missing dir has none. Dotfiles are
+ * skipped: editors and package managers leave ".foo.ini.swp"-style and ".dpkg-new" files
+ * around. */
 static int list_fleet_files(const char *dir, char ***ret, char **ret_error) {
         _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_strv_free_ char **names = NULL;
@@ -476,8 +483,6 @@ static int list_fleet_files(const char *dir, char ***ret, char **ret_error) {
         }
 
         for (;;) {
-                size_t n;
-
                 errno = 0;
                 de = readdir(d);
                 if (!de) {
@@ -486,8 +491,7 @@ static int list_fleet_files(const char *dir, char ***ret, char **ret_error) {
                                                         "cannot read directory: %m");
                         break;
                 }
-                n = strlen(de->d_name);
-                if (de->d_name[0] == '.' || n <= 4 || !streq(de->d_name + n - 4, ".ini"))
+                if (de->d_name[0] == '.' || !is_fleet_file(de->d_name))
                         continue;
                 if (strv_extend(&names, de->d_name) < 0)
                         return -ENOMEM;
@@ -546,7 +550,10 @@ int config_load(const char *config_file, const char *fleets_dir, Config **ret, c
                 r = read_config_file(path, false, &data, &size, ret_error);
                 if (r < 0)
                         return r;
-                r = parse_fleet_data(c, path, data, size, ret_error);
+                if (streq(path + strlen(path) - 4, ".gsh"))
+                        r = config_parse_gsh(c, path, data, size, ret_error);
+                else
+                        r = parse_fleet_data(c, path, data, size, ret_error);
                 if (r < 0)
                         return r;
         }

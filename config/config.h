@@ -9,7 +9,8 @@
 #include "macro.h"
 #include "time-util.h"
 
-/* The parsed and validated configuration: slotd.ini plus every fleets.d/\*.ini (SPEC §2).
+/* The parsed and validated configuration: slotd.ini plus every fleets.d/\*.ini and \*.gsh
+ * (SPEC §2).
  * Pure data; the parser does no I/O beyond reading the files it is given and never logs. */
 
 typedef enum QueryType {
@@ -56,8 +57,18 @@ typedef struct BuildConfig {
         unsigned build_line;       /* of the section's own build key; 0 = fleet.build */
 } BuildConfig;
 
+/* One region of a Multiplay .gsh fleet (fleets.NAME.regions.REGION): Multiplay's scaling
+ * settings for the fleet in that region. The fleet layer's scaler (SPEC §13) is to read them
+ * as the region's buffer and ceiling; nothing reads them on the machine yet. */
+typedef struct FleetRegion {
+        char *name;                /* the key: "North America", "Europe", ... */
+        unsigned min_available;    /* minAvailable: servers kept free, default 0 */
+        unsigned max_servers;      /* maxServers: servers in the region at most, default 0 */
+        bool online;               /* online, default true */
+} FleetRegion;
+
 typedef struct FleetConfig {
-        char *file;                /* path of the fleet's INI file */
+        char *file;                /* path of the fleet's INI or .gsh file */
         unsigned line;             /* line of the [fleet] section header, for errors */
 
         /* [fleet] */
@@ -73,15 +84,26 @@ typedef struct FleetConfig {
         usec_t stop_timeout;       /* default 10s */
         char *region_id;           /* regionID in server.json; default "", never NULL */
         char *region_name;         /* regionName in server.json; default "", never NULL */
+        /* A .gsh fleet's regions (fleets.NAME.regions), in file order; none for an INI fleet.
+         * The fleet runs on this machine only in the one named machine.region: its name is
+         * then region_id and region_name. */
+        FleetRegion *regions;
+        size_t n_regions;
 
         /* [usage] */
         double usage_cpu;          /* cores per server, > 0 (required) */
         uint64_t usage_memory;     /* bytes per server, > 0 (required) */
         unsigned usage_servers;    /* fixed count; 0 = auto (density decides) */
+        /* Multiplay's usage settings (issue 26): 0 = unset. */
+        unsigned usage_speed_mhz;       /* usage.speed: MHz of CPU per server */
+        unsigned usage_max_per_core;    /* usage.max_per_core: servers per core at most */
+        unsigned usage_max_per_machine; /* usage.max_per_machine: servers per machine at most */
 
         /* [ports] */
         uint16_t game_port_base;   /* default 9000 */
         uint16_t query_port_base;  /* default 9600 */
+        bool ports_auto;           /* a .gsh fleet's (the format has no ports): its bases are
+                                    * the lowest free after the density (config_load_full) */
 
         /* [checks] */
         usec_t check_interval;     /* default 1m; 0 = checks off */
@@ -191,6 +213,12 @@ typedef struct Config {
         double reserved_cpus;      /* default 0 */
         uint64_t reserved_memory;  /* default 0 */
         usec_t idle_ttl;           /* default 30m */
+        char *region;              /* machine.region: the region this machine is in, NULL =
+                                    * none; a .gsh fleet runs here only in the region of
+                                    * that name */
+        uint16_t game_port_base;   /* machine.game_port_base, machine.query_port_base: where */
+        uint16_t query_port_base;  /* the ports of .gsh fleets (which have none) start;
+                                    * default 9000 and 9600 */
 
         /* [supervisor] */
         char *cgroup;              /* NULL = "slots" beside slotd's own leaf cgroup */
@@ -198,6 +226,8 @@ typedef struct Config {
         char *slots_dir;           /* default <state_dir>/slots, i.e. /var/lib/slotd/slots */
         char *bus;                 /* "system" (default), "session" or a D-Bus address */
         char *admin_group;         /* NULL = root only */
+        char *builds_dir;          /* supervisor.builds_dir: where a .gsh file's relative
+                                    * builds.NAME.buildPath are; default /srv/slotd/builds */
 
         /* [localproxy] */
         LocalProxyConfig localproxy; /* default: listen 127.0.0.1:8086 [::1]:8086 */
@@ -217,6 +247,13 @@ typedef struct Config {
 
         FleetConfig *fleets;       /* in file-name order */
         size_t n_fleets;
+
+        /* .gsh fleets that run nowhere on this machine (none of their regions is
+         * machine.region, or it is offline): one message each, for --check; NULL = none. Their
+         * names and files, in the same order: a name is still taken by such a fleet. */
+        char **fleets_elsewhere;
+        char **fleets_elsewhere_names;
+        char **fleets_elsewhere_files;
 } Config;
 
 /* A Config holding every default of slotd.ini and no fleets; NULL on OOM. */
@@ -245,11 +282,12 @@ bool fleet_config_runs_any_build(const FleetConfig *f);
 bool fleet_config_build_equal(const FleetConfig *a, const FleetConfig *b);
 bool build_config_equal(const BuildConfig *a, const BuildConfig *b);
 
-/* Reads config_file (a missing file is not an error: all defaults) and every *.ini in
- * fleets_dir (a missing directory means no fleets) in name order, validates every key, and
+/* Reads config_file (a missing file is not an error: all defaults) and every *.ini and *.gsh
+ * in fleets_dir (a missing directory means no fleets) in name order, validates every key, and
  * fills in defaults. Does not run the density calculation. On error returns a negative errno
  * and, when ret_error is non-NULL, a malloc'd message of the form
- * "FILE:LINE: section.key: what is wrong" (or "FILE: what is wrong" where no line applies). */
+ * "FILE:LINE: section.key: what is wrong" (or "FILE: what is wrong" where no line applies; a
+ * .gsh file's: every error of it, "FILE:LINE:COLUMN: path.to.key: what is wrong" a line). */
 int config_load(const char *config_file, const char *fleets_dir, Config **ret, char **ret_error);
 
 /* The same for an in-memory slotd.ini and fleet files, for tests and fuzzers: 'name' is used
@@ -258,6 +296,11 @@ int config_load(const char *config_file, const char *fleets_dir, Config **ret, c
  * failure, so discard c then. */
 int config_parse_machine(Config *c, const char *name, const char *text, char **ret_error);
 int config_parse_fleet(Config *c, const char *name, const char *text, char **ret_error);
+/* A Multiplay config-as-code file (.gsh, YAML): appends one FleetConfig per fleets entry that
+ * runs on this machine, all of them or none. On error every error of the file, one
+ * "FILE:LINE:COLUMN: path.to.key: what is wrong" a line, in *ret_error. */
+int config_parse_gsh(Config *c, const char *name, const char *text, size_t size,
+                     char **ret_error);
 /* Cross-fleet validation, done by config_load_full() after the density: unique fleet names,
  * port ranges that do not overlap and fit below 65536 (needs slot counts, so call after
  * density), a build that is an executable regular file. */

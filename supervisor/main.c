@@ -254,7 +254,26 @@ static void print_fleet(const FleetConfig *f) {
                 printf("  build configuration %s%s: build %s, query %s, %zu variables\n",
                        bc->id, j == 0 ? " (default)" : "", bc->build,
                        query_type_to_string(bc->query), bc->n_variables);
+                if (f->n_regions == 0 && !f->ports_auto)
+                        continue;
+                /* A .gsh fleet's: what its file said, as slotd runs it. */
+                printf("    args:");
+                STRV_FOREACH(arg, bc->args)
+                        printf(" %s", *arg);
+                printf("\n");
+                for (size_t k = 0; k < bc->n_variables; k++)
+                        printf("    variable %s = %s\n", bc->variable_names[k],
+                               bc->variable_values[k]);
         }
+        if (f->usage_speed_mhz > 0 || f->usage_max_per_core > 0 || f->usage_max_per_machine > 0)
+                printf("  usage settings: speed %u MHz, at most %u a core, at most %u a machine "
+                       "(0 = no limit)\n", f->usage_speed_mhz, f->usage_max_per_core,
+                       f->usage_max_per_machine);
+        for (size_t k = 0; k < f->n_regions; k++)
+                printf("  region %s: minAvailable %u, maxServers %u%s%s\n", f->regions[k].name,
+                       f->regions[k].min_available, f->regions[k].max_servers,
+                       f->regions[k].online ? "" : ", offline",
+                       streq(f->regions[k].name, f->region_name) ? " (this machine's)" : "");
 }
 
 static void print_localproxy(const LocalProxyConfig *p) {
@@ -340,6 +359,8 @@ static int print_plan(const Config *c, const MachineResources *res) {
                 return r;
         for (size_t i = 0; i < c->n_fleets; i++)
                 print_fleet(&c->fleets[i]);
+        STRV_FOREACH(e, c->fleets_elsewhere)
+                printf("%s\n", *e);
         print_localproxy(&c->localproxy);
         printf("metrics: %s\n", c->metrics_listen.text ?: "off");
         print_fleet_layer(&c->fleet);
@@ -455,6 +476,11 @@ static int load_config(MachineResources *ret_detected, Config **ret_config) {
                 log_error("%s", error ?: "Failed to load the configuration");
                 return r;
         }
+        /* .gsh fleets of other regions: not an error, but no slot either (--check prints
+         * them in its plan). */
+        if (!arg_check)
+                STRV_FOREACH(e, (*ret_config)->fleets_elsewhere)
+                        log_notice("%s", *e);
         return 0;
 }
 

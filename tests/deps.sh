@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
-       libinih-dev libcmocka-dev libssl-dev libjansson-dev libcurl4-openssl-dev
+       libinih-dev libyaml-dev libcmocka-dev libssl-dev libjansson-dev libcurl4-openssl-dev
        libwebsockets-dev libmicrohttpd-dev libwslay-dev curl
        libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libc-ares-dev libgnutls28-dev)
 run=(dbus-daemon systemd python3)

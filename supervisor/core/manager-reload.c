@@ -236,6 +236,8 @@ int manager_reload(Manager *m, char **ret_error) {
 
         log_info("Reloading the configuration from %s and %s", strempty(c->config_file),
                  strempty(c->fleets_dir));
+        STRV_FOREACH(e, c->fleets_elsewhere)
+                log_notice("%s", *e);
         old = m->config;
         m->config = TAKE_PTR(c);
         m->payloads.ttl = m->config->localproxy.payload_ttl;

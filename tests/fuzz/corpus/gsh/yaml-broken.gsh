@@ -1,0 +1,4 @@
+builds:
+  b:
+	- tab
+  "bad\0nul": 1

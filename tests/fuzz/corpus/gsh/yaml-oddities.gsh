@@ -1,0 +1,6 @@
+a: &x [1, 2]
+b: *x
+---
+c: !!str d
+? [complex]
+: key
