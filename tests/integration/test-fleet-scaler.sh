@@ -4,7 +4,8 @@
 # no), etcd. First the registry alone: a command <prefix>/hosts/<machineID>/scale/<slotID>
 # written by hand is carried out through slotd's Start()/Stop() and deleted; a stop of an
 # allocated slot and a document that is no command are refused (deleted, logged, the slot
-# untouched). Then the scaler: an allocator replica with [scaler] targets = game buffer=2
+# untouched), and slotd's StopIfFree(), which the registry stops with, refuses an allocated
+# slot itself. Then the scaler: an allocator replica with [scaler] targets = game buffer=2
 # leads, and its commands keep 2 free servers running across the 4 slots: 2 run (and no more
 # start); an allocation makes a third start within SCALE_WITHIN seconds; its deletion makes
 # the surplus one stop, back to 2.
@@ -66,6 +67,14 @@ busctl --address="$(fleet_bus 2)" call org.slotd.Supervisor1 /org/slotd/Supervis
 wait_until $((10 * TIME_SCALE)) "host 2 slot 1 allocated" test "$(slot_state 2 1)" = allocated
 pid=$(busctl --address="$(fleet_bus 2)" get-property org.slotd.Supervisor1 \
         /org/slotd/Supervisor1/slot/1 org.slotd.Supervisor1.Slot MainPID | cut -d' ' -f2)
+# slotd's own rule, which the registry's stop goes through (its copy may be behind): StopIfFree
+# on an allocated slot is refused, InvalidState, saying why; the server runs on.
+out=$(dbus-send --bus="$(fleet_bus 2)" --print-reply --dest=org.slotd.Supervisor1 \
+        /org/slotd/Supervisor1/slot/1 org.slotd.Supervisor1.Slot.StopIfFree 2>&1) &&
+        fail "StopIfFree of an allocated slot answered: $out"
+assert_eq "$out" "Error org.slotd.Supervisor1.Error.InvalidState: Slot 1 is allocated: StopIfFree stops a free slot only" \
+        "StopIfFree of an allocated slot refused"
+assert_eq "$(slot_proc 2 1)" running "host 2 slot 1 running after a refused StopIfFree"
 refused() { grep -q "Refusing the scaler's command $FLEET_PREFIX/$(scale_key 2 1): the slot is allocated" \
         "$(fleet_dir 2)/registry.log"; }
 wait_until $((10 * TIME_SCALE)) "the registry's state shows the allocation" \
