@@ -8,7 +8,8 @@
 # slot itself. Then the scaler: an allocator replica with [scaler] targets = game buffer=2
 # leads, and its commands keep 2 free servers running across the 4 slots: 2 run (and no more
 # start); an allocation makes a third start within SCALE_WITHIN seconds; its deletion makes
-# the surplus one stop, back to 2.
+# the surplus one stop, back to 2. The capacity view shows the region's buffer, floor and
+# ceiling, its busy and free servers and the servers it wants.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 [ -n "${SLOTD_REGISTRY:-}" ] && [ -x "$SLOTD_REGISTRY" ] || skip "slotd-registry is not built"
@@ -125,6 +126,17 @@ wait_until $((10 * TIME_SCALE)) "allocator 1 leads the scaler" \
 wait_until "$SCALE_WITHIN" "2 servers running (buffer=2)" settled 2
 assert_eq "$(wrote start)" 2 "the leader's start commands"
 assert_eq "$(wrote stop)" 0 "the leader's stop commands"
+# The capacity view shows the region's target and its servers as the scaler counts them.
+REGION=$(FLEET_REGION_OF 1)
+scaler_view() {
+        local out
+        out=$(fleet_get 1 "/v1/fleets/$FLEET_NAME/capacity")
+        [ "${out%% *}" = 200 ] || { echo "status ${out%% *}"; return; }
+        cut -d' ' -f2- <<<"$out" | jq -c --arg r "$REGION" '.regions[$r].scaler'
+}
+scaler_view_is() { [ "$(scaler_view)" = "$1" ]; }
+wait_until $((10 * TIME_SCALE)) "the capacity view's scaler with 2 free" scaler_view_is \
+        '{"buffer":2,"floor":0,"ceiling":null,"busy":0,"free":2,"wanted":2}'
 COLL=$(fleet_allocations)
 U=$(cat /proc/sys/kernel/random/uuid)
 t0=$(date +%s%N)
@@ -134,6 +146,9 @@ fulfilled() { [ "$(fleet_get 1 "$COLL/$U" | cut -d' ' -f2- | json status)" = ful
 wait_until $((10 * TIME_SCALE)) "allocation $U fulfilled" fulfilled
 wait_until "$SCALE_WITHIN" "a third server running (1 busy + 2 free)" settled 3
 echo "# a third server ran $((($(date +%s%N) - t0) / 1000000)) ms after the POST"
+# The slot documents' states reach the view through the registries: wait for them.
+wait_until $((10 * TIME_SCALE)) "the capacity view's scaler with 1 busy, 2 free" scaler_view_is \
+        '{"buffer":2,"floor":0,"ceiling":null,"busy":1,"free":2,"wanted":3}'
 busy=$( (fleet_slots 1; fleet_slots 2) | awk -v u="$U" '$5 == u' | wc -l)
 assert_eq "$busy" 1 "one slot holds the allocation"
 # Placement takes a running slot (§7's order): the third is the scaler's start.
