@@ -9,6 +9,8 @@
 #      anything. A server stopped by hand on its host during the outage (the buffer short by
 #      one) is not replaced while etcd has no quorum, no server stops, and no command is
 #      written; once quorum returns, the scaler starts one again.
+#   3. A command for a machine that is gone (its registry killed, its lease expired): the
+#      scaler deletes it, and keeps the buffer on the machines left.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 [ -n "${SLOTD_REGISTRY:-}" ] && [ -x "$SLOTD_REGISTRY" ] || skip "slotd-registry is not built"
@@ -126,5 +128,23 @@ assert_eq "$(grep -c "Scaler: wrote" "$T/allocator-2.log" || true)" $((wrote_bef
 assert_eq "$(wrote 2 stop)" 0 "no stop command through the outage"
 busy=$( (fleet_slots 1; fleet_slots 2) | awk -v u="$U" '$5 == u && $4 == "running"' | wc -l)
 assert_eq "$busy" 1 "the allocation's server runs on"
+
+# ---- 3. a command for a machine that is gone ----
+# Host 2's registry SIGKILLed: its lease expires, and with it its machine key and slot
+# documents (its slotd and servers run on, out of the fleet view). A command then written for
+# it (as one the leader wrote just before the machine died) is deleted by the scaler, and
+# does not hold the scaler up: host 1 keeps the buffer of 2 free servers on its own.
+fleet_registry_kill 2
+note "host 2's registry SIGKILLed"
+wait_until $((FLEET_LEASE_TTL + 5 * TIME_SCALE)) "host 2's machine gone from etcd" fleet_machine_gone 2
+M2=$(fleet_machine_id 2)
+fleet_etcdctl put "$FLEET_PREFIX/hosts/$M2/scale/0" "{\"action\":\"start\",\"fleetId\":\"$FLEET_NAME\"}" >/dev/null
+t_put=$(ms)
+deleted_log() { grep -q "Scaler: deleted $FLEET_PREFIX/hosts/$M2/scale/0: its machine is gone" "$T/allocator-2.log"; }
+wait_until "$SCALE_WITHIN" "the command for the machine gone deleted by the scaler" deleted_log
+note "the command for the machine gone deleted $(($(ms) - t_put)) ms after it was written"
+free_on_1() { fleet_slots 1 | awk '$3 == "online" && $4 == "running"' | wc -l; }
+host1_keeps_buffer() { [ "$(free_on_1)" = 2 ] && no_commands; }
+wait_until "$SCALE_WITHIN" "host 1 keeps the buffer alone (2 free), no command left" host1_keeps_buffer
 
 finish
