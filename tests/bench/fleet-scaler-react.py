@@ -4,14 +4,16 @@
 time"): one round drains the scaler's buffer with a burst of allocations, times how long the
 fleet view takes to show the buffer refilled, then deletes them and times how long the surplus
 takes to be stopped. The fleet view is read through the allocator's capacity answer (SPEC §13):
-the region's "scaler" object, {"buffer","busy","free","wanted",...}, polled every 20 ms.
+the region's "scaler" object, {"buffer","busy","free","wanted",...}, polled every --poll s
+(50 ms: at 50,000 slots each answer tallies the whole fleet).
 
   fleet-scaler-react.py --url URL --token-file F --path COLLECTION --fleet NAME --region ID
-                        --build-configuration ID --drain D [--threads T] [--timeout S]
+                        --build-configuration ID --drain D [--threads T] [--timeout S] [--poll S]
 
 Prints one JSON object: drain (D), post_s (first POST sent -> last 200), refill_s (last 200 ->
 free back to the buffer with D busy), delete_s (first DELETE sent -> last 204), stop_s (last
-204 -> free back to the buffer with none busy), buffer, and the errors (a non-200/204)."""
+204 -> free back to the buffer with none busy), buffer, the errors (a non-200/204), and
+capacity_ms_median (the capacity answer's time, the poll's cost)."""
 import argparse
 import concurrent.futures
 import http.client
@@ -51,8 +53,13 @@ def request(a, method, path, body=None):
     return None, b""
 
 
+VIEW_MS = []
+
+
 def scaler_view(a):
+    t0 = time.monotonic()
     status, body = request(a, "GET", "/v1/fleets/%s/capacity" % a.fleet)
+    VIEW_MS.append((time.monotonic() - t0) * 1000)
     if status != 200:
         return None
     return json.loads(body)["regions"].get(a.region, {}).get("scaler")
@@ -64,7 +71,7 @@ def wait_for(a, what, cond):
         v = scaler_view(a)
         if v is not None and cond(v):
             return time.monotonic(), v
-        time.sleep(0.02)
+        time.sleep(a.poll)
     sys.exit("fleet-scaler-react: timed out after %d s waiting for %s (last view %s)"
              % (a.timeout, what, scaler_view(a)))
 
@@ -88,6 +95,7 @@ def main():
     ap.add_argument("--drain", type=int, required=True)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--poll", type=float, default=0.05)
     a = ap.parse_args()
     a.token = open(a.token_file).read().strip()
     a.build = a.build_configuration
@@ -104,7 +112,8 @@ def main():
     errors = sum(c != 200 for c in posts) + sum(c != 204 for c in deletes)
     print(json.dumps({"drain": a.drain, "buffer": buffer, "post_s": round(p1 - p0, 3),
                       "refill_s": round(t_refill - p1, 3), "delete_s": round(d1 - d0, 3),
-                      "stop_s": round(t_stop - d1, 3), "errors": errors}))
+                      "stop_s": round(t_stop - d1, 3), "errors": errors,
+                      "capacity_ms_median": round(sorted(VIEW_MS)[len(VIEW_MS) // 2], 1)}))
     return 1 if errors else 0
 
 
