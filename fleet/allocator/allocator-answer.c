@@ -230,12 +230,36 @@ static json_t *tally_json(const CapacityTally *t) {
                          (json_int_t) t->claimed);
 }
 
+/* The region's scaler (SPEC §13, "The scaler"): its target, and its servers as the scaler
+ * counts them; absent when the region has no target. */
+static json_t *region_scaler_json(const CapacityRegion *r) {
+        const ScalerTarget *t = r->target;
+        uint64_t busy = MIN(r->busy, (uint64_t) UINT32_MAX);
+
+        return json_pack("{s:I, s:I, s:o, s:I, s:I, s:I}", "buffer", (json_int_t) t->buffer,
+                         "floor", (json_int_t) t->floor, "ceiling",
+                         t->ceiling == SCALER_CEILING_NONE ? json_null()
+                                                           : json_integer(t->ceiling),
+                         "busy", (json_int_t) r->busy, "free", (json_int_t) r->free, "wanted",
+                         (json_int_t) scaler_wanted(t, (uint32_t) busy));
+}
+
+static json_t *region_json(const CapacityRegion *r) {
+        json_t *o = tally_json(&r->tally);
+
+        if (o && r->target && json_object_set_new(o, "scaler", region_scaler_json(r)) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
 static json_t *regions_json(const FleetCapacity *c) {
         json_t *o = json_object();
 
         for (size_t i = 0; o && i < c->n_regions; i++)
                 if (json_object_set_new(o, c->regions[i].region_id,
-                                        tally_json(&c->regions[i].tally)) < 0) {
+                                        region_json(&c->regions[i])) < 0) {
                         json_decref(o);
                         return NULL;
                 }

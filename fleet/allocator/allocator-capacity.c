@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A fleet's capacity (SPEC §13, GET /v1/fleets/{fleetId}/capacity), tallied from the fleet
  * view: its slots, machines, states and claims, in total and by region, its machines that may
- * be deprovisioned, and the latest hold. An outcome (allocator-ops.h) that the door turns into
+ * be deprovisioned, and the latest hold; by region also the scaler's target (this replica's
+ * [scaler] targets) and its busy and free servers. An outcome (allocator-ops.h) that the door turns into
  * its answer. */
 #include "allocator-cache.h"
 #include "allocator-ops.h"
@@ -71,23 +72,38 @@ static int tally_slot(CapacityTally *t, const CacheSlot *s, bool new_machine) {
         return r;
 }
 
-/* region's tally, added at the end if it has none yet. */
-static CapacityTally *region_tally(FleetCapacity *c, const char *region) {
+/* region's entry, added at the end if it has none yet, with its scaler's target. */
+static CapacityRegion *region_of(const Allocator *a, FleetCapacity *c, const char *region) {
+        const ScalerTargets *t = &a->config->scaler_targets;
         CapacityRegion *grown;
 
         for (size_t i = 0; i < c->n_regions; i++)
                 if (streq(c->regions[i].region_id, region))
-                        return &c->regions[i].tally;
+                        return &c->regions[i];
         grown = reallocarray(c->regions, c->n_regions + 1, sizeof(CapacityRegion));
         if (!grown)
                 return NULL;
         c->regions = grown;
-        c->regions[c->n_regions] = (CapacityRegion){ .region_id = region };
+        c->regions[c->n_regions] = (CapacityRegion){
+                .region_id = region,
+                .target = scaler_target_find(t->targets, t->n, c->fleet, region),
+        };
         if (tally_init(&c->regions[c->n_regions].tally) < 0) {
                 tally_done(&c->regions[c->n_regions].tally);
                 return NULL;
         }
-        return &c->regions[c->n_regions++].tally;
+        return &c->regions[c->n_regions++];
+}
+
+/* The slot as the scaler counts it (scaler-plan.h): busy, free or neither. */
+static void region_count_scaler(CapacityRegion *cr, const CacheSlot *s) {
+        ScalerSlotKind k = scaler_slot_kind_of(s->doc.state, s->doc.process_state,
+                                               s->doc.allocation_id, s->claimed);
+
+        if (k == SCALER_BUSY)
+                cr->busy++;
+        else if (k == SCALER_FREE)
+                cr->free++;
 }
 
 /* Whether (key) is new to seen: its keys are strings the caller frees with the map. */
@@ -116,12 +132,13 @@ static void seen_done(Seen *seen) {
 static int capacity_add(const Allocator *a, FleetCapacity *c, Seen *seen, const CacheSlot *s) {
         const char *region = strempty(s->doc.region_id);
         const CacheMachine *m;
-        CapacityTally *t = region_tally(c, region);
+        CapacityRegion *cr = region_of(a, c, region);
         char *rm;
         int r, new_machine, new_in_region;
 
-        if (!t || asprintf(&rm, "%s/%s", region, s->machine_id) < 0)
+        if (!cr || asprintf(&rm, "%s/%s", region, s->machine_id) < 0)
                 return -ENOMEM;
+        region_count_scaler(cr, s);
         new_in_region = first_time(&seen->region_machines, rm);
         r = hashmap_put(&seen->machines, s->machine_id, (void *) s);
         new_machine = r >= 0;
@@ -132,7 +149,7 @@ static int capacity_add(const Allocator *a, FleetCapacity *c, Seen *seen, const 
                 c->deprovisionable[c->n_deprovisionable++] = m->machine_id;
         c->hold_until = MAX(c->hold_until, s->doc.hold_until);
         r = tally_slot(&c->total, s, new_machine);
-        return r < 0 ? r : tally_slot(t, s, new_in_region > 0);
+        return r < 0 ? r : tally_slot(&cr->tally, s, new_in_region > 0);
 }
 
 static int capacity_tally(const Allocator *a, FleetCapacity *c) {

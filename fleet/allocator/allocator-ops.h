@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "docs.h"
+#include "scaler-plan.h"
 
 typedef struct Allocator Allocator;
 typedef struct ClaimOp ClaimOp;
@@ -184,6 +185,10 @@ typedef struct CapacityTally {
 typedef struct CapacityRegion {
         const char *region_id; /* "" for the slots without */
         CapacityTally tally;
+        /* the scaler's target of the region in this replica's [scaler] targets (NULL: none),
+         * and its servers as the scaler counts them (scaler_slot_kind_of) */
+        const ScalerTarget *target;
+        uint64_t busy, free;
 } CapacityRegion;
 
 typedef struct FleetCapacity {

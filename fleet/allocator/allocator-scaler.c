@@ -290,6 +290,31 @@ static int entry_by_target(const void *x, const void *y) {
 
 static void on_command(Etcd *e, const EtcdResponse *r, void *userdata);
 
+/* Sends a command's transaction (its compares, then op), with a read of the leader key as its
+ * failure branch; *key (the command's) moves into the ScaleCommand. SCALER_NONE: a deletion. */
+static int command_send(Scaler *s, char **key, ScalerAction action, const EtcdCompare *cmp,
+                        size_t n_cmp, const EtcdOp *op) {
+        EtcdOp fail = { .type = ETCD_OP_RANGE, .key = s->leader.key };
+        ScaleCommand *cmd = new0(ScaleCommand, 1);
+        int r;
+
+        if (!cmd)
+                return -ENOMEM;
+        cmd->s = s;
+        cmd->action = action;
+        cmd->key = TAKE_PTR(*key);
+        /* (the txn's arguments are copied at the call) */
+        r = etcd_txn(s->a->etcd, cmp, n_cmp, op, 1, &fail, 1, on_command, cmd, &cmd->req);
+        if (r < 0) {
+                free(cmd->key);
+                free(cmd);
+                return r;
+        }
+        LIST_PREPEND(commands, s->commands, cmd);
+        s->in_flight++;
+        return 0;
+}
+
 /* The command's transaction: written only while this replica leads (its leader key's
  * create_revision), on the slot's document as the plan saw it, with no claim and no command
  * on the slot. The failure branch reads the leader key: gone, and leading is over. */
@@ -316,28 +341,65 @@ static int command_write(Scaler *s, const CacheSlot *slot, ScalerAction action) 
                 { .key = key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = 0 },
         };
         EtcdOp put = { .type = ETCD_OP_PUT, .key = key, .value = value };
-        /* (key moves into the command below: the txn's arguments are copied at the call) */
-        EtcdOp fail = { .type = ETCD_OP_RANGE, .key = s->leader.key };
-        ScaleCommand *cmd = new0(ScaleCommand, 1);
 
-        if (!cmd)
-                return -ENOMEM;
-        cmd->s = s;
-        cmd->action = action;
-        cmd->key = TAKE_PTR(key);
-        r = etcd_txn(a->etcd, cmp, ELEMENTSOF(cmp), &put, 1, &fail, 1, on_command, cmd,
-                     &cmd->req);
-        if (r < 0) {
-                free(cmd->key);
-                free(cmd);
+        r = command_send(s, &key, action, cmp, ELEMENTSOF(cmp), &put);
+        if (r < 0)
                 return r;
-        }
-        LIST_PREPEND(commands, s->commands, cmd);
-        s->in_flight++;
         log_debug("Scaler: %s slot %" PRIu32 " of machine %s (fleet %s, region %s)",
                   scaler_action_to_string(action), slot->slot_id, slot->machine_id,
                   slot->fleet, strempty(slot->doc.region_id));
         return 0;
+}
+
+/* A command left for a machine that is gone (its key machines/<id> went with its lease):
+ * deleted while this replica leads, if the machine's key is still absent and the command
+ * unchanged. Its registry, back one day, would otherwise carry out a plan long stale. */
+static int command_drop(Scaler *s, const CacheScale *c, const char *machine_id) {
+        _cleanup_free_ char *key = strdup(c->key),
+                            *machine = fleet_key_machine(s->a->config->prefix, machine_id);
+        int r;
+
+        if (!key || !machine)
+                return -ENOMEM;
+        EtcdCompare cmp[] = {
+                { .key = s->leader.key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL,
+                  .number = s->leader.rev },
+                { .key = machine, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL,
+                  .number = 0 },
+                { .key = key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                  .number = c->mod_revision },
+        };
+        EtcdOp del = { .type = ETCD_OP_DELETE, .key = key };
+
+        r = command_send(s, &key, SCALER_NONE, cmp, ELEMENTSOF(cmp), &del);
+        if (r >= 0)
+                log_debug("Scaler: deleting %s: machine %s is gone", c->key, machine_id);
+        return r;
+}
+
+/* The commands of machines the view no longer has, dropped: at most budget; the number sent. */
+static size_t sweep_gone(Scaler *s, size_t budget) {
+        size_t sent = 0;
+
+        for (const CacheScale *c = s->a->cache.all_scales; c && sent < budget; c = c->all_next) {
+                _cleanup_free_ char *machine = strndup(c->index_key,
+                                                       strcspn(c->index_key, "/"));
+                int r;
+
+                if (!machine) {
+                        log_oom();
+                        break;
+                }
+                if (cache_machine(s->a, machine))
+                        continue;
+                r = command_drop(s, c, machine);
+                if (r < 0) {
+                        log_warning_errno(r, "Scaler: cannot delete a command: %m");
+                        break;
+                }
+                sent++;
+        }
+        return sent;
 }
 
 static void on_command(Etcd *e, const EtcdResponse *r, void *userdata) {
@@ -349,8 +411,12 @@ static void on_command(Etcd *e, const EtcdResponse *r, void *userdata) {
         LIST_REMOVE(commands, s->commands, cmd);
         free(cmd);
         s->in_flight--;
-        if (r->error >= 0 && r->succeeded)
+        if (r->error >= 0 && r->succeeded && action == SCALER_NONE)
+                log_info("Scaler: deleted %s: its machine is gone", key);
+        else if (r->error >= 0 && r->succeeded)
                 log_info("Scaler: wrote %s (%s)", key, scaler_action_to_string(action));
+        else if (r->error >= 0 && action == SCALER_NONE)
+                log_debug("Scaler: %s not deleted: its machine is back, or it changed", key);
         else if (r->error >= 0)
                 log_debug("Scaler: %s not written: the view it was planned on moved on", key);
         if (r->error < 0) {
@@ -411,7 +477,9 @@ static int entries_build(Scaler *s, PlanEntry **ret, size_t *ret_n) {
                         .ready = slot->doc.ready,
                         .draining = slot->doc.draining || (m && m->doc.draining),
                 };
-                if (c && c->action == SCALE_START)
+                if (c && !m)
+                        e[i].ss.kind = SCALER_OTHER; /* its machine is gone: sweep_gone() */
+                else if (c && c->action == SCALE_START)
                         e[i].ss.pending = SCALER_START;
                 else if (c && c->action == SCALE_STOP)
                         e[i].ss.pending = SCALER_STOP;
@@ -466,6 +534,7 @@ static void scaler_plan_now(Scaler *s) {
         _cleanup_free_ PlanEntry *e = NULL;
         size_t n = 0, budget = s->writes_failing ? 1 : SIZE_MAX;
 
+        budget -= sweep_gone(s, MIN(budget, (size_t) PLAN_ACTIONS_MAX));
         if (entries_build(s, &e, &n) < 0) {
                 log_oom();
                 return;

@@ -352,7 +352,7 @@ static size_t plan_machines(const ScalerSlot **order, size_t n, PlanMachine *m, 
         return n_m;
 }
 
-static uint32_t wanted_of(const ScalerTarget *t, uint32_t busy) {
+uint32_t scaler_wanted(const ScalerTarget *t, uint32_t busy) {
         uint64_t w = (uint64_t) busy + t->buffer;
 
         if (w < t->floor)
@@ -379,7 +379,7 @@ size_t scaler_plan(const ScalerTarget *target, PlacementStrategy strategy,
                 qsort(order, n, sizeof(*order), slot_compare);
         n_m = plan_machines(order, n, m, idx, &c);
         c.running = c.busy + c.free;
-        c.wanted = target ? wanted_of(target, c.busy) : c.running;
+        c.wanted = target ? scaler_wanted(target, c.busy) : c.running;
         if (target && c.running < c.wanted)
                 k = plan_starts(strategy, m, n_m, order, slots, c.wanted - c.running, actions,
                                 kinds, max);

@@ -51,6 +51,10 @@ int scaler_targets_parse(const char *text, ScalerTarget **ret, size_t *ret_n, ch
 const ScalerTarget *scaler_target_find(const ScalerTarget *t, size_t n, const char *fleet,
                                        const char *region);
 
+/* The servers a region with target t and busy busy ones wants running:
+ * min(ceiling, max(floor, busy + buffer)). */
+uint32_t scaler_wanted(const ScalerTarget *t, uint32_t busy);
+
 typedef enum ScalerSlotKind {
         SCALER_STOPPED, /* available, process stopped: may be started */
         SCALER_FREE,    /* online (starting or running), nothing on it: may be stopped */

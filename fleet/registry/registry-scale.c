@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* One command of the scaler (SPEC §13, The scaler): <prefix>/hosts/<machineID>/scale/<slotID>
- * = {"action":"start"|"stop","fleetId"}, carried out with slotd's own Start() or Stop() on the
- * slot's object, then deleted (if unchanged) whatever came of it: the leader plans again from
- * the slot's document, and writes no command on a slot whose command key still exists. A stop
- * of a slot that is allocated, reserved or held, or that a claim is being carried out on, is
- * refused (logged): the leader's compares saw it free, but it may have been given away since. */
+ * = {"action":"start"|"stop","fleetId"}, carried out with slotd's own Start() or StopIfFree()
+ * on the slot's object, then deleted (if unchanged) whatever came of it: the leader plans again
+ * from the slot's document, and writes no command on a slot whose command key still exists. A
+ * stop of a slot that is allocated, reserved or held, or that a claim is being carried out on,
+ * is refused (logged): the leader's compares saw it free, but it may have been given away since.
+ * The registry's copy of slotd's state may be behind it, so a stop is slotd's StopIfFree(), which
+ * slotd itself refuses (InvalidState) if the slot was allocated, reserved or held meanwhile. */
 #include <inttypes.h>
 
 #include "log.h"
@@ -68,7 +70,7 @@ void scale_start(RegHostKey *k) {
                 scale_refuse(k, "the slot is allocated, reserved, held or being claimed");
                 return;
         }
-        if (registry_bus_slot_call(r, k->slot_id, d.action == SCALE_STOP ? "Stop" : "Start",
+        if (registry_bus_slot_call(r, k->slot_id, d.action == SCALE_STOP ? "StopIfFree" : "Start",
                                    on_scaled, k, &k->call) < 0)
                 host_key_work_done(k, host_key_unreached(k));
 }

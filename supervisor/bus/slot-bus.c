@@ -171,7 +171,7 @@ static int method_release_hold(sd_bus_message *msg, void *userdata, sd_bus_error
         return bus_reply_empty_durable(msg, bs->door->manager);
 }
 
-/* Start, Stop, Restart, ResetFailed: no arguments, no answer but done or the error. */
+/* Start, Stop, StopIfFree, Restart, ResetFailed: no arguments, no answer but done or the error. */
 static int slot_manage(sd_bus_message *msg, BusSlot *bs, sd_bus_message_handler_t handler,
                        int (*op)(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st),
                        sd_bus_error *error) {
@@ -193,6 +193,10 @@ static int method_start(sd_bus_message *msg, void *userdata, sd_bus_error *error
 
 static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return slot_manage(msg, userdata, method_stop, ops_slot_stop, error);
+}
+
+static int method_stop_if_free(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return slot_manage(msg, userdata, method_stop_if_free, ops_slot_stop_if_free, error);
 }
 
 static int method_restart(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -267,6 +271,7 @@ const sd_bus_vtable slot_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Start", NULL, NULL, method_start, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("StopIfFree", NULL, NULL, method_stop_if_free, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Restart", NULL, NULL, method_restart, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("ResetFailed", NULL, NULL, method_reset_failed, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Allocate", SD_BUS_ARGS("s", uuid, "s", build_configuration),

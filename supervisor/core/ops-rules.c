@@ -90,6 +90,16 @@ int ops_check_draining(bool draining, bool draining_ok, const char *what, OpsSta
         return ops_fail(st, OPS_ERROR_DRAINING, -EAGAIN, "%s: the machine is draining", what);
 }
 
+/* StopIfFree: only a slot that nobody has, one allocated, reserved or held is refused (the
+ * fleet's scaler stops surplus servers with it, SPEC §8, §13). */
+int ops_check_free(unsigned slot_id, SlotState state, OpsStatus *st) {
+        if (state != SLOT_ALLOCATED && state != SLOT_RESERVED && state != SLOT_HELD)
+                return 0;
+        return ops_fail(st, OPS_ERROR_INVALID_STATE, -EBUSY,
+                        "Slot %u is %s: StopIfFree stops a free slot only", slot_id,
+                        slot_state_to_string(state));
+}
+
 int ops_token_subject(const OpsCaller *c, unsigned *ret_server, OpsStatus *st) {
         int r;
 

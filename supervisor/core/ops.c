@@ -533,6 +533,19 @@ int ops_slot_stop(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *s
         return 0;
 }
 
+/* Decided and done in one turn of the loop: nothing can allocate the slot in between. */
+int ops_slot_stop_if_free(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
+        Slot *s;
+        int r;
+
+        if ((r = ops_check_admin(c, st)) < 0 || (r = ops_find_slot(m, slot_id, &s, st)) < 0 ||
+            (r = ops_check_free(s->id, slot_state(s), st)) < 0)
+                return r;
+        log_slot_info(s, "StopIfFree requested over %s", c->door ?: "a door");
+        (void) slot_stop(s);
+        return 0;
+}
+
 int ops_slot_restart(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st) {
         Slot *s;
         int r;

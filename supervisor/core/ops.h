@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "allocation.h" /* SlotState */
 #include "time-util.h"
 
 /* The operations on allocations, reservations, holds, readiness and payloads (SPEC §7), in
@@ -108,6 +109,8 @@ int ops_reload(Manager *m, const OpsCaller *c, OpsStatus *st);
 int ops_stop_all(Manager *m, const OpsCaller *c, OpsStatus *st);
 int ops_slot_start(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
 int ops_slot_stop(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
+/* Stop, unless the slot is allocated, reserved or held (InvalidState): the fleet's scaler. */
+int ops_slot_stop_if_free(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
 int ops_slot_restart(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
 int ops_slot_reset_failed(Manager *m, const OpsCaller *c, unsigned slot_id, OpsStatus *st);
 
@@ -123,6 +126,8 @@ int ops_check_id(const char *what, const char *s, bool empty_ok, OpsStatus *st);
  * draining: refused (Draining), unless draining_ok (a fleet allocator's last resort, SPEC
  * §8). A retry of one in effect is no new one: the caller does not ask. */
 int ops_check_draining(bool draining, bool draining_ok, const char *what, OpsStatus *st);
+/* StopIfFree: a slot allocated, reserved or held is refused (InvalidState, -EBUSY). */
+int ops_check_free(unsigned slot_id, SlotState state, OpsStatus *st);
 /* Whom a token of the caller names: its own slot, or the machine (0) for a manager. */
 int ops_token_subject(const OpsCaller *c, unsigned *ret_server, OpsStatus *st);
 /* Before a change is applied: can state_dir make it durable? Else StateUnwritable, saying

@@ -22,6 +22,11 @@
  *                 record's excluded.
  *   deallocation  the slot's document put back online and ready (slotd's Deallocate and the
  *                 server's restart, taken as instant), and the key deleted if unchanged.
+ *   scale         the scaler's command (registry-scale.c's): start puts the slot's document
+ *                 online, running and ready (the server's start taken as instant), stop (of a
+ *                 free slot only, as StopIfFree) puts it available and stopped; the key deleted
+ *                 if unchanged, whatever came of it. --stopped K: the last K slots of each host
+ *                 start stopped, for the scaler to start (tests/bench/fleet-scaler-react).
  *
  * The confirmations and deletions go through one group commit (etcd_batch_*), as a registry's
  * do. What the simulator leaves out is slotd: no D-Bus AllocateWithOptions (~0.5 ms beside the
@@ -30,7 +35,7 @@
  *
  *   host-sim --etcd URL[,URL] [--prefix P] [--fleet NAME] [--build-configuration ID]
  *            [--region ID] [--hosts N] [--slots M] [--host-base K] [--lease-ttl S]
- *            [--in-flight N] [--ready-file F]
+ *            [--in-flight N] [--ready-file F] [--stopped K]
  *
  * Host k's machine ID is 5e1f + k (8 hex digits) + 20 hex digits, 32 in all like
  * /etc/machine-id. Once every host's documents are in etcd it prints one line, "ready hosts=N
@@ -76,6 +81,7 @@ typedef struct Work { /* one claim being confirmed */
 typedef struct Slot {
         char *allocation_id; /* NULL: free */
         Work *work;
+        bool stopped;        /* no server: available, stopped (the scaler's to start) */
 } Slot;
 
 struct Host {
@@ -99,6 +105,7 @@ struct Sim {
         Hashmap by_machine;
         Host *hosts;
         unsigned n_hosts, n_slots, host_base, in_flight, next_start, writing, written;
+        unsigned n_stopped; /* --stopped: slots of each host that start stopped */
         const char *prefix, *fleet, *build, *region, *ready_file;
         uint64_t lease_ttl_sec;
         usec_t started;
@@ -126,8 +133,11 @@ static int slot_document(Host *h, uint32_t i, char **ret_key, char **ret_value) 
         SlotDoc d = {
                 .machine_id = h->machine_id, .machine_number = h->machine_number, .slot_id = i,
                 .fleet_id = (char *) s->fleet, .region_id = (char *) s->region,
-                .state = h->slots[i].allocation_id ? "allocated" : "online",
-                .process_state = "running", .ready = true,
+                .state = h->slots[i].allocation_id ? "allocated"
+                         : h->slots[i].stopped     ? "available"
+                                                   : "online",
+                .process_state = h->slots[i].stopped ? "stopped" : "running",
+                .ready = !h->slots[i].stopped,
                 .build_configuration_id = (char *) s->build, .ipv4 = h->ipv4,
                 .game_port = (uint16_t) (7000 + i), .query_port = (uint16_t) (17000 + i),
                 .allocation_id = h->slots[i].allocation_id,
@@ -514,6 +524,7 @@ static void claim_put(Host *h, uint32_t slot, const EtcdKv *kv) {
                 work_free(w);
                 return;
         }
+        sl->stopped = false; /* slotd starts a stopped slot's server on allocation */
         record_read(w);
 }
 
@@ -570,6 +581,62 @@ static void dealloc_put(Host *h, const EtcdKv *kv) {
         }
 }
 
+/* ---- the scaler's commands ---- */
+
+typedef struct Scaled {
+        Sim *sim;
+} Scaled;
+
+static void on_scaled(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        Scaled *d = userdata;
+
+        if (resp->error < 0)
+                d->sim->errors++;
+        free(d);
+}
+
+/* As registry-scale.c with slotd's Start() and StopIfFree(): a stop of a busy slot refused,
+ * the key deleted if unchanged whatever came of it. */
+static void scale_put(Host *h, uint32_t slot, const EtcdKv *kv) {
+        _cleanup_(scale_doc_done) ScaleDoc doc = {};
+        _cleanup_free_ char *slot_key = NULL, *slot_value = NULL;
+        Scaled *d;
+        Slot *sl;
+        size_t n_ops = 1;
+
+        if (scale_doc_parse(kv->value, kv->value_len, &doc) < 0 || slot >= h->sim->n_slots ||
+            !streq_ptr(doc.fleet_id, h->sim->fleet)) {
+                h->sim->errors++;
+                return;
+        }
+        sl = &h->slots[slot];
+        if (doc.action == SCALE_START && sl->stopped) {
+                sl->stopped = false;
+                n_ops = 2;
+        } else if (doc.action == SCALE_STOP && !sl->stopped && !sl->allocation_id && !sl->work) {
+                sl->stopped = true;
+                n_ops = 2;
+        }
+        d = new0(Scaled, 1);
+        if (!d || (n_ops == 2 && slot_document(h, slot, &slot_key, &slot_value) < 0)) {
+                free(d);
+                h->sim->errors++;
+                return;
+        }
+        d->sim = h->sim;
+        EtcdCompare cmp = { .key = kv->key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                            .number = kv->mod_revision };
+        EtcdOp ops[2] = {
+                { .type = ETCD_OP_DELETE, .key = kv->key },
+                { .type = ETCD_OP_PUT, .key = slot_key, .value = slot_value,
+                  .lease = h->lease_id },
+        };
+        if (etcd_batch_txn(h->sim->batch, &cmp, 1, ops, n_ops, NULL, 0, on_scaled, d, NULL) < 0) {
+                free(d);
+                h->sim->errors++;
+        }
+}
+
 /* ---- the watch ---- */
 
 static void on_event(Sim *s, const EtcdEvent *ev) {
@@ -588,7 +655,8 @@ static void on_event(Sim *s, const EtcdEvent *ev) {
                 claim_put(h, slot, &ev->kv);
         else if (kind == FLEET_HOST_KEY_DEALLOCATION)
                 dealloc_put(h, &ev->kv);
-        /* the scaler's commands: simulated hosts have no servers to start or stop */
+        else if (kind == FLEET_HOST_KEY_SCALE)
+                scale_put(h, slot, &ev->kv);
 }
 
 static void on_watch(Etcd *e, EtcdWatch *w, const EtcdEvent *events, size_t n, int64_t revision,
@@ -638,6 +706,7 @@ static int parse_args(Sim *s, int argc, char **argv, char ***ret_endpoints) {
                 { "lease-ttl", required_argument, NULL, 't' },
                 { "in-flight", required_argument, NULL, 'i' },
                 { "ready-file", required_argument, NULL, 'R' },
+                { "stopped", required_argument, NULL, 'S' },
                 {}
         };
         int c;
@@ -660,11 +729,13 @@ static int parse_args(Sim *s, int argc, char **argv, char ***ret_endpoints) {
                 case 't': s->lease_ttl_sec = strtoull(optarg, NULL, 10); break;
                 case 'i': s->in_flight = (unsigned) strtoul(optarg, NULL, 10); break;
                 case 'R': s->ready_file = optarg; break;
+                case 'S': s->n_stopped = (unsigned) strtoul(optarg, NULL, 10); break;
                 default: return -EINVAL;
                 }
         }
         if (!*ret_endpoints || s->n_hosts == 0 || s->n_slots == 0 || s->n_slots > 127 ||
-            s->lease_ttl_sec < 2 || s->in_flight == 0 || optind != argc)
+            s->lease_ttl_sec < 2 || s->in_flight == 0 || s->n_stopped > s->n_slots ||
+            optind != argc)
                 return -EINVAL;
         return 0;
 }
@@ -680,6 +751,8 @@ static int hosts_make(Sim *s) {
                 *h = (Host){ .sim = s, .index = n, .slots = new0(Slot, s->n_slots) };
                 if (!h->slots)
                         return -ENOMEM;
+                for (unsigned i = s->n_slots - s->n_stopped; i < s->n_slots; i++)
+                        h->slots[i].stopped = true;
                 snprintf(h->machine_id, sizeof(h->machine_id), "5e1f%08x%020x", n, 0xa11 + n);
                 snprintf(h->ipv4, sizeof(h->ipv4), "10.%u.%u.%u", n >> 16 & 255, n >> 8 & 255,
                          n & 255);
@@ -701,7 +774,8 @@ int main(int argc, char **argv) {
         if (parse_args(&s, argc, argv, &endpoints) < 0) {
                 fprintf(stderr, "usage: host-sim --etcd URL[,URL] [--prefix P] [--fleet NAME] "
                         "[--build-configuration ID] [--region ID] [--hosts N] [--slots M<=127] "
-                        "[--host-base K] [--lease-ttl S>=2] [--in-flight N] [--ready-file F]\n");
+                        "[--host-base K] [--lease-ttl S>=2] [--in-flight N] [--ready-file F] "
+                        "[--stopped K<=M]\n");
                 return 2;
         }
         signal(SIGPIPE, SIG_IGN);

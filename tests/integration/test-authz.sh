@@ -44,7 +44,7 @@ denied as_nobody "${B[@]}" call "${M[@]}" SetDraining b true
 denied as_nobody "${B[@]}" call "${M[@]}" Reload
 denied as_nobody "${B[@]}" call "${M[@]}" StopAll
 denied as_nobody "${B[@]}" call "${M[@]}" Reexecute
-for m in Start Stop Restart ResetFailed Deallocate ReleaseHold; do
+for m in Start Stop StopIfFree Restart ResetFailed Deallocate ReleaseHold; do
         denied as_nobody "${B[@]}" call "${S0[@]}" $m
 done
 denied as_nobody "${B[@]}" call "${S0[@]}" Allocate ss u-y ""

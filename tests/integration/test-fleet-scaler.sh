@@ -4,10 +4,12 @@
 # no), etcd. First the registry alone: a command <prefix>/hosts/<machineID>/scale/<slotID>
 # written by hand is carried out through slotd's Start()/Stop() and deleted; a stop of an
 # allocated slot and a document that is no command are refused (deleted, logged, the slot
-# untouched). Then the scaler: an allocator replica with [scaler] targets = game buffer=2
+# untouched), and slotd's StopIfFree(), which the registry stops with, refuses an allocated
+# slot itself. Then the scaler: an allocator replica with [scaler] targets = game buffer=2
 # leads, and its commands keep 2 free servers running across the 4 slots: 2 run (and no more
 # start); an allocation makes a third start within SCALE_WITHIN seconds; its deletion makes
-# the surplus one stop, back to 2.
+# the surplus one stop, back to 2. The capacity view shows the region's buffer, floor and
+# ceiling, its busy and free servers and the servers it wants.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 [ -n "${SLOTD_REGISTRY:-}" ] && [ -x "$SLOTD_REGISTRY" ] || skip "slotd-registry is not built"
@@ -66,6 +68,14 @@ busctl --address="$(fleet_bus 2)" call org.slotd.Supervisor1 /org/slotd/Supervis
 wait_until $((10 * TIME_SCALE)) "host 2 slot 1 allocated" test "$(slot_state 2 1)" = allocated
 pid=$(busctl --address="$(fleet_bus 2)" get-property org.slotd.Supervisor1 \
         /org/slotd/Supervisor1/slot/1 org.slotd.Supervisor1.Slot MainPID | cut -d' ' -f2)
+# slotd's own rule, which the registry's stop goes through (its copy may be behind): StopIfFree
+# on an allocated slot is refused, InvalidState, saying why; the server runs on.
+out=$(dbus-send --bus="$(fleet_bus 2)" --print-reply --dest=org.slotd.Supervisor1 \
+        /org/slotd/Supervisor1/slot/1 org.slotd.Supervisor1.Slot.StopIfFree 2>&1) &&
+        fail "StopIfFree of an allocated slot answered: $out"
+assert_eq "$out" "Error org.slotd.Supervisor1.Error.InvalidState: Slot 1 is allocated: StopIfFree stops a free slot only" \
+        "StopIfFree of an allocated slot refused"
+assert_eq "$(slot_proc 2 1)" running "host 2 slot 1 running after a refused StopIfFree"
 refused() { grep -q "Refusing the scaler's command $FLEET_PREFIX/$(scale_key 2 1): the slot is allocated" \
         "$(fleet_dir 2)/registry.log"; }
 wait_until $((10 * TIME_SCALE)) "the registry's state shows the allocation" \
@@ -116,6 +126,17 @@ wait_until $((10 * TIME_SCALE)) "allocator 1 leads the scaler" \
 wait_until "$SCALE_WITHIN" "2 servers running (buffer=2)" settled 2
 assert_eq "$(wrote start)" 2 "the leader's start commands"
 assert_eq "$(wrote stop)" 0 "the leader's stop commands"
+# The capacity view shows the region's target and its servers as the scaler counts them.
+REGION=$(FLEET_REGION_OF 1)
+scaler_view() {
+        local out
+        out=$(fleet_get 1 "/v1/fleets/$FLEET_NAME/capacity")
+        [ "${out%% *}" = 200 ] || { echo "status ${out%% *}"; return; }
+        cut -d' ' -f2- <<<"$out" | jq -c --arg r "$REGION" '.regions[$r].scaler'
+}
+scaler_view_is() { [ "$(scaler_view)" = "$1" ]; }
+wait_until $((10 * TIME_SCALE)) "the capacity view's scaler with 2 free" scaler_view_is \
+        '{"buffer":2,"floor":0,"ceiling":null,"busy":0,"free":2,"wanted":2}'
 COLL=$(fleet_allocations)
 U=$(cat /proc/sys/kernel/random/uuid)
 t0=$(date +%s%N)
@@ -125,6 +146,9 @@ fulfilled() { [ "$(fleet_get 1 "$COLL/$U" | cut -d' ' -f2- | json status)" = ful
 wait_until $((10 * TIME_SCALE)) "allocation $U fulfilled" fulfilled
 wait_until "$SCALE_WITHIN" "a third server running (1 busy + 2 free)" settled 3
 echo "# a third server ran $((($(date +%s%N) - t0) / 1000000)) ms after the POST"
+# The slot documents' states reach the view through the registries: wait for them.
+wait_until $((10 * TIME_SCALE)) "the capacity view's scaler with 1 busy, 2 free" scaler_view_is \
+        '{"buffer":2,"floor":0,"ceiling":null,"busy":1,"free":2,"wanted":3}'
 busy=$( (fleet_slots 1; fleet_slots 2) | awk -v u="$U" '$5 == u' | wc -l)
 assert_eq "$busy" 1 "one slot holds the allocation"
 # Placement takes a running slot (§7's order): the third is the scaler's start.

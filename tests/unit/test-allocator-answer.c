@@ -435,11 +435,15 @@ static void test_capacity(void **state) {
                                         { "starting-up", 1 } };
         CapacityCount none_process[] = { { "stopped", 0 }, { "starting", 1 }, { "running", 1 },
                                          { "stopping", 0 }, { "failed", 0 } };
+        /* eu-west has a target of the scaler, "" none (no "scaler" in its answer). */
+        const ScalerTarget eu_target = { .fleet = (char *) "game", .region = (char *) "eu-west",
+                                         .buffer = 2, .floor = 1, .ceiling = 8 };
         CapacityRegion regions[] = {
                 { "eu-west", { .slots = 2, .machines = 1, .claimed = 1,
                                .states = eu_states, .n_states = ELEMENTSOF(eu_states),
                                .process_states = eu_process,
-                               .n_process_states = ELEMENTSOF(eu_process) } },
+                               .n_process_states = ELEMENTSOF(eu_process) },
+                  .target = &eu_target, .busy = 1, .free = 1 },
                 { "", { .slots = 2, .machines = 2, .claimed = 0,
                         .states = none_states, .n_states = ELEMENTSOF(none_states),
                         .process_states = none_process,
@@ -473,13 +477,50 @@ static void test_capacity(void **state) {
                 "\"regions\":{\"eu-west\":{\"slots\":2,\"machines\":1,\"states\":{\"available\":1,"
                 "\"online\":0,\"held\":0,\"reserved\":0,\"allocated\":1},\"processStates\":"
                 "{\"stopped\":0,\"starting\":0,\"running\":2,\"stopping\":0,\"failed\":0},"
-                "\"claimed\":1},"
+                "\"claimed\":1,\"scaler\":{\"buffer\":2,\"floor\":1,\"ceiling\":8,\"busy\":1,"
+                "\"free\":1,\"wanted\":3}},"
                 "\"\":{\"slots\":2,\"machines\":2,\"states\":{\"available\":0,\"online\":0,"
                 "\"held\":0,\"reserved\":0,\"allocated\":1,\"starting-up\":1},\"processStates\":"
                 "{\"stopped\":0,\"starting\":1,\"running\":1,\"stopping\":0,\"failed\":0},"
                 "\"claimed\":0}},"
                 "\"deprovisionable\":[\"0a1b\",\"9f1c\"],"
                 "\"holdUntil\":\"2023-11-14T22:13:20.250Z\"}");
+        free(text);
+        json_decref(body);
+}
+
+/* A target without a ceiling: null; wanted never above it otherwise, never below floor. */
+static void test_capacity_scaler(void **state) {
+        CapacityCount st[] = { { "available", 3 } };
+        CapacityCount ps[] = { { "stopped", 3 } };
+        ScalerTarget open = { .fleet = (char *) "game", .buffer = 1, .floor = 5,
+                              .ceiling = SCALER_CEILING_NONE };
+        ScalerTarget capped = { .fleet = (char *) "game", .region = (char *) "us",
+                                .buffer = 4, .ceiling = 2 };
+        CapacityRegion regions[] = {
+                { "eu", { .slots = 3, .machines = 1, .states = st, .n_states = 1,
+                          .process_states = ps, .n_process_states = 1 },
+                  .target = &open, .busy = 0, .free = 0 },
+                { "us", { .slots = 3, .machines = 1, .states = st, .n_states = 1,
+                          .process_states = ps, .n_process_states = 1 },
+                  .target = &capped, .busy = 1, .free = 0 },
+        };
+        FleetCapacity c = { .outcome = CAPACITY_TALLIED, .fleet = "game",
+                            .total = { .slots = 6, .machines = 2, .states = st, .n_states = 1,
+                                       .process_states = ps, .n_process_states = 1 },
+                            .regions = regions, .n_regions = ELEMENTSOF(regions) };
+        json_t *body = NULL;
+        char *text;
+
+        assert_int_equal(capacity_answer_http(&c, &body), 200);
+        text = json_dumps(json_object_get(body, "regions"), JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(text,
+                "{\"eu\":{\"slots\":3,\"machines\":1,\"states\":{\"available\":3},"
+                "\"processStates\":{\"stopped\":3},\"claimed\":0,\"scaler\":{\"buffer\":1,"
+                "\"floor\":5,\"ceiling\":null,\"busy\":0,\"free\":0,\"wanted\":5}},"
+                "\"us\":{\"slots\":3,\"machines\":1,\"states\":{\"available\":3},"
+                "\"processStates\":{\"stopped\":3},\"claimed\":0,\"scaler\":{\"buffer\":4,"
+                "\"floor\":0,\"ceiling\":2,\"busy\":1,\"free\":0,\"wanted\":2}}}");
         free(text);
         json_decref(body);
 }
@@ -678,6 +719,7 @@ int main(void) {
                 cmocka_unit_test(test_record_failures),
                 cmocka_unit_test(test_record_every_outcome),
                 cmocka_unit_test(test_capacity),
+                cmocka_unit_test(test_capacity_scaler),
                 cmocka_unit_test(test_capacity_empty),
                 cmocka_unit_test(test_capacity_failures),
                 cmocka_unit_test(test_list_query),

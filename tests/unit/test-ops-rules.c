@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The operations' pure rules (supervisor/core/ops-rules.c): the right to manage, to act on a
- * slot, to a token; draining; IDs. The error texts are the contract's (scripts read them). */
+ * slot, to a token; draining; IDs; StopIfFree's free slot. The error texts are the contract's (scripts read them). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +102,30 @@ static void test_check_id(_unused_ void **state) {
         assert_int_equal(ops_check_id("allocation UUID", "a/b", false, &st), -EINVAL);
 }
 
+/* StopIfFree stops a free slot (available or online) and refuses every one somebody has. */
+static void test_check_free(_unused_ void **state) {
+        OpsStatus st = {};
+
+        assert_int_equal(ops_check_free(4, SLOT_AVAILABLE, &st), 0);
+        assert_int_equal(ops_check_free(4, SLOT_ONLINE, &st), 0);
+        assert_int_equal(st.code, OPS_OK);
+
+        assert_int_equal(ops_check_free(4, SLOT_ALLOCATED, &st), -EBUSY);
+        assert_int_equal(st.code, OPS_ERROR_INVALID_STATE);
+        assert_string_equal(st.message, "Slot 4 is allocated: StopIfFree stops a free slot only");
+        assert_string_equal(ops_error_code_to_string(st.code), "invalid-state");
+
+        st = (OpsStatus) {};
+        assert_int_equal(ops_check_free(9, SLOT_RESERVED, &st), -EBUSY);
+        assert_int_equal(st.code, OPS_ERROR_INVALID_STATE);
+        assert_string_equal(st.message, "Slot 9 is reserved: StopIfFree stops a free slot only");
+
+        st = (OpsStatus) {};
+        assert_int_equal(ops_check_free(0, SLOT_HELD, &st), -EBUSY);
+        assert_int_equal(st.code, OPS_ERROR_INVALID_STATE);
+        assert_string_equal(st.message, "Slot 0 is held: StopIfFree stops a free slot only");
+}
+
 static void test_fail(_unused_ void **state) {
         OpsStatus st = {};
 
@@ -119,6 +143,7 @@ int main(void) {
                 cmocka_unit_test(test_check_draining),
                 cmocka_unit_test(test_token_subject),
                 cmocka_unit_test(test_check_id),
+                cmocka_unit_test(test_check_free),
                 cmocka_unit_test(test_fail),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
