@@ -286,6 +286,7 @@ void build_sections_done(BuildSections *b) {
 
 void build_config_done(BuildConfig *b) {
         free(b->id);
+        free(b->gsh_name);
         free(b->build);
         strv_free(b->args);
         strv_free(b->environment);

@@ -224,6 +224,7 @@ static const ConfigSchema fleet_schema = {
 void config_fleet_done(FleetConfig *f) {
         free(f->file);
         free(f->name);
+        free(f->gsh_name);
         free(f->build);
         strv_free(f->args);
         strv_free(f->environment);

@@ -44,6 +44,7 @@ bool build_config_id_is_valid(const char *s);
  * checks.query). */
 typedef struct BuildConfig {
         char *id;
+        char *gsh_name;            /* a .gsh build configuration's name when the ID differs */
         char *build;               /* absolute path */
         char **args;               /* ${…} not yet expanded */
         char **environment;        /* "KEY=value" words, ${…} not yet expanded */
@@ -73,6 +74,7 @@ typedef struct FleetConfig {
 
         /* [fleet] */
         char *name;                /* fleet.name, default: file name without ".ini" */
+        char *gsh_name;            /* a .gsh fleet's name when slotd's differs ("my fleet") */
         char *build;               /* fleet.build, absolute path, required unless the default
                                     * build configuration's section sets build (then that) */
         char **args;               /* fleet.args split into words, ${…} not yet expanded */

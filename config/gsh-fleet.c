@@ -9,6 +9,7 @@
 static int build_config_copy(const BuildConfig *from, BuildConfig *to) {
         *to = (BuildConfig) {
                 .id = strdup(from->id),
+                .gsh_name = from->gsh_name ? strdup(from->gsh_name) : NULL,
                 .build = strdup(from->build),
                 .args = strv_copy(from->args),
                 .environment = strv_copy(from->environment),
@@ -20,7 +21,7 @@ static int build_config_copy(const BuildConfig *from, BuildConfig *to) {
                 .build_line = from->build_line,
         };
         if (!to->id || !to->build || !to->args || !to->environment || !to->variable_names ||
-            !to->variable_values) {
+            !to->variable_values || (from->gsh_name && !to->gsh_name)) {
                 build_config_done(to);
                 return -ENOMEM;
         }
@@ -315,15 +316,25 @@ static int fleet_pick_region(GshMap *m, const GshNode *n, FleetConfig *f) {
                   : asprintf(&msg, "%s:%u:%u: fleets.%s: gets no slots on this machine: its "
                              "regions are %s, and machine.region is not set", m->file,
                              n->key_line, n->key_column, n->key, names)) < 0 ||
-            strv_extend(&m->elsewhere, msg) < 0 || strv_extend(&m->elsewhere_names, n->key) < 0)
+            strv_extend(&m->elsewhere, msg) < 0 || strv_extend(&m->elsewhere_names, f->name) < 0)
                 return m->oom = true, -ENOMEM;
         return 0;
+}
+
+/* Another fleet of this file with the same slotd name ("EU fleet", "EU-fleet"): where. */
+static const char *fleet_defined_here(GshMap *m, const FleetConfig *f) {
+        for (size_t i = 0; i < m->n_fleets; i++)
+                if (&m->fleets[i] != f && m->fleets[i].name && streq(m->fleets[i].name, f->name))
+                        return m->file;
+        STRV_FOREACH(e, m->elsewhere_names)
+                if (streq(*e, f->name))
+                        return m->file;
+        return NULL;
 }
 
 static int fleet_fill(GshMap *m, const GshNode *n, FleetConfig *f, const GshBuildConfig *def) {
         f->file = strdup(m->file);
         f->line = n->key_line;
-        f->name = strdup(n->key);
         f->build = strdup(def->bc.build);
         f->args = strv_copy(def->bc.args);
         f->environment = calloc(1, sizeof(char *));
@@ -366,11 +377,17 @@ int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
                 return -EINVAL;
         r = gsh_check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions and "
                            "usageSettings");
-        if (!fleet_name_is_valid(n->key))
-                r = gsh_key_error(m, n, path, "the name is the fleet's name ('%s'): expected %s",
-                                  config_quote(n->key, q), FLEET_NAME_RULE);
-        else if ((other = config_fleet_defined_by(m->c, n->key)))
-                r = gsh_key_error(m, n, path, "fleet %s is already defined by %s", n->key,
+        /* Multiplay's names are free text: the fleet is the name as slotd spells fleets. */
+        f->name = gsh_name_to_id(n->key, FLEET_NAME_MAX, false);
+        if (f->name && !streq(f->name, n->key) && !(f->gsh_name = strdup(n->key)))
+                return m->oom = true, -ENOMEM;
+        if (!f->name || !fleet_name_is_valid(f->name))
+                r = gsh_key_error(m, n, path, "the name ('%s') makes no fleet name: expected a "
+                                  "letter or digit among its characters",
+                                  config_quote(n->key, q));
+        else if ((other = config_fleet_defined_by(m->c, f->name)) ||
+                 (other = fleet_defined_here(m, f)))
+                r = gsh_key_error(m, n, path, "fleet %s is already defined by %s", f->name,
                                   other);
         if (map_fleet_configs(m, n, path, f, &list) < 0)
                 r = -EINVAL;

@@ -423,6 +423,18 @@ static int map_sizes(GshMap *m, const GshNode *n, const char *path, GshBuildConf
 }
 
 /* buildConfigurations.NAME: Unity's defaults are readiness true, 1 core, 750 MHz, 800 MiB. */
+/* Two names that make the same ID (e.g. "EU fleet" and "EU-fleet"): an error at the later. */
+static int gsh_check_id_clash(GshMap *m, const GshNode *n, const char *path, const char *id,
+                              const GshBuildConfig *self) {
+        for (size_t i = 0; i < m->n_configs && &m->configs[i] != self; i++)
+                if (m->configs[i].bc.id && streq(m->configs[i].bc.id, id))
+                        return gsh_key_error(m, n, path, "its ID '%s' is also that of "
+                                             "buildConfigurations.%s (line %u)", id,
+                                             m->configs[i].node->key,
+                                             m->configs[i].node->key_line);
+        return 0;
+}
+
 static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
         static const char *const keys[] = { "build", "queryType", "binaryPath", "commandLine",
                                             "variables", "readiness", "cores", "speedMhz",
@@ -440,11 +452,16 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
         r = gsh_check_keys(m, n, path, keys, "a build configuration has build, queryType, "
                            "binaryPath, commandLine, variables, readiness, cores, speedMhz and "
                            "memoryMiB");
-        if (!build_config_id_is_valid(n->key))
-                r = gsh_key_error(m, n, path, "the name is the build configuration's ID: "
-                                  "expected %s", BUILD_CONFIG_ID_RULE);
-        if (free_and_strdup(&g->bc.id, n->key) < 0 ||
-            !(g->bc.environment = calloc(1, sizeof(char *))))
+        /* Multiplay's names are free text: the ID is the name as slotd spells IDs. */
+        g->bc.id = gsh_name_to_id(n->key, 128, true);
+        if (g->bc.id && !streq(g->bc.id, n->key) && !(g->bc.gsh_name = strdup(n->key)))
+                return m->oom = true, -ENOMEM;
+        if (!g->bc.id || !build_config_id_is_valid(g->bc.id))
+                r = gsh_key_error(m, n, path, "the name makes no build configuration ID: "
+                                  "expected a letter or digit among its characters");
+        else if (gsh_check_id_clash(m, n, path, g->bc.id, g) < 0)
+                r = -EINVAL;
+        if (!(g->bc.environment = calloc(1, sizeof(char *))))
                 return m->oom = true, -ENOMEM;
 
         /* Each, not the first that fails: every error of the file is reported. */
@@ -463,6 +480,30 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                 r = -EINVAL;
         g->ok = r >= 0 && g->bc.build;
         return r;
+}
+
+char *gsh_name_to_id(const char *name, size_t max, bool colon) {
+        char *id = malloc(max + 1);
+        size_t n = 0;
+
+        if (!id)
+                return NULL;
+        for (const char *p = name; *p && n < max; p++) {
+                bool keep = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                            (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' ||
+                            (colon && *p == ':');
+
+                if (keep && !(n == 0 && *p == '.'))
+                        id[n++] = *p;
+                else if (n > 0 && id[n - 1] != '-')
+                        id[n++] = '-';
+        }
+        while (n > 0 && id[n - 1] == '-')
+                n--;
+        id[n] = '\0';
+        if (n == 0)
+                return mfree(id);
+        return id;
 }
 
 const GshBuildConfig *gsh_find_build_config(const GshMap *m, const char *name) {

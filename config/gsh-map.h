@@ -66,6 +66,12 @@ int gsh_get_unsigned(GshMap *m, const GshNode *n, const char *path, unsigned min
 int gsh_get_bool(GshMap *m, const GshNode *n, const char *path, bool *ret);
 const GshBuildConfig *gsh_find_build_config(const GshMap *m, const char *name);
 
+/* A Multiplay name (free text: "EU Fleet", "my build configuration") as a slotd name (SPEC
+ * §2, "Multiplay config-as-code"): each run of characters other than A-Z a-z 0-9 _ . (and :
+ * with colon) becomes one '-', leading '.' and '-' and trailing '-' are dropped, and at most
+ * max bytes are kept. NULL when nothing is left or on OOM. Pure. */
+char *gsh_name_to_id(const char *name, size_t max, bool colon);
+
 /* gsh-fleet.c: fleets.NAME; 1 with *f filled when the fleet runs on this machine, 0 when
  * elsewhere (why is in m->elsewhere), < 0 on errors. */
 int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f);

@@ -246,14 +246,17 @@ static void print_fleet(const FleetConfig *f) {
                f->name, f->file, f->slots, f->usage_cpu, a, b, h, f->game_port_base,
                f->game_port_base + f->slots - 1, f->query_port_base,
                f->query_port_base + f->slots - 1, f->build);
+        if (f->gsh_name)
+                printf("  named '%s' in its .gsh file\n", f->gsh_name);
         printf("  readiness %s, region %s%s%s\n", readiness_source_to_string(f->readiness),
                f->region_id[0] ? f->region_id : "-",
                f->region_name[0] ? " " : "", f->region_name);
         for (size_t j = 0; j < f->n_build_configs; j++) {
                 const BuildConfig *bc = &f->build_configs[j];
-                printf("  build configuration %s%s: build %s, query %s, %zu variables\n",
-                       bc->id, j == 0 ? " (default)" : "", bc->build,
-                       query_type_to_string(bc->query), bc->n_variables);
+                printf("  build configuration %s%s%s%s%s: build %s, query %s, %zu variables\n",
+                       bc->id, bc->gsh_name ? " ('" : "", strempty(bc->gsh_name),
+                       bc->gsh_name ? "' in its .gsh file)" : "", j == 0 ? " (default)" : "",
+                       bc->build, query_type_to_string(bc->query), bc->n_variables);
                 if (f->n_regions == 0 && !f->ports_auto)
                         continue;
                 /* A .gsh fleet's: what its file said, as slotd runs it. */

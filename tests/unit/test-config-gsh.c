@@ -4,6 +4,7 @@
  * error of a file in one run, the name clash with an INI fleet, and regions. The files are
  * Unity's documented examples typed out here. */
 #include "gsh.h"
+#include "gsh-map.h"
 #include "test-config-util.h"
 
 #define GSH "fleets.d/game.gsh"
@@ -126,13 +127,9 @@ static void test_gsh_unity_template(_unused_ void **state) {
         _cleanup_(config_freep) Config *c = machine("[machine]\nregion = North America\n");
         _cleanup_free_ char *err = NULL;
 
-        /* Every error of the file at once, in file order. */
         assert_int_equal(parse_gsh(c, unity_template, &err), -EINVAL);
+        /* Its names are taken (as my-build-configuration, my-fleet); CLOUD is not. */
         assert_string_equal(err,
-                GSH ":10:3: buildConfigurations.my build configuration: the name is the build "
-                "configuration's ID: expected 1 to 128 characters from A-Z a-z 0-9 . _ : -\n"
-                GSH ":17:3: fleets.my fleet: the name is the fleet's name ('my fleet'): expected "
-                "1 to 64 characters from A-Z a-z 0-9 _ . -, not starting with '.'\n"
                 GSH ":25:23: fleets.my fleet.usageSettings[0].hardwareType: CLOUD is not "
                 "supported: slotd runs on the machines it is given (expected METAL)");
         assert_int_equal(c->n_fleets, 0);
@@ -205,6 +202,50 @@ static void test_gsh_studio(_unused_ void **state) {
         assert_strv_is(b->variable_values, (const char *[]) { "casual" }, 1);
         assert_ptr_equal(fleet_config_find_build(f, "casual"), b);
         assert_null(fleet_config_find_build(f, "nope"));
+}
+
+/* Multiplay's names are free text: each maps onto a slotd name by one rule, and the file's
+ * own name is kept for --check. */
+static void test_gsh_names(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = machine("[machine]\nregion = Europe\n");
+        _cleanup_free_ char *err = NULL;
+        static const struct {
+                const char *name, *id;
+                size_t max;
+                bool colon;
+        } cases[] = {
+                { "my fleet", "my-fleet", 64, false },
+                { "  EU  Fleet #2 ", "EU-Fleet-2", 64, false },
+                { ".hidden", "hidden", 64, false },
+                { "Mode: Ranked/5v5", "Mode:-Ranked-5v5", 128, true },
+                { "Mode: Ranked/5v5", "Mode-Ranked-5v5", 64, false },
+                { "Flotte Européenne", "Flotte-Europ-enne", 64, false },
+                { "abcdefgh", "abcde", 5, false },
+                { "ab   cd", "ab-", 3, false }, /* cut, then a trailing '-' stays cut: "ab" */
+                { "!!!", NULL, 64, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *id = gsh_name_to_id(cases[i].name, cases[i].max,
+                                                         cases[i].colon);
+
+                if (!cases[i].id)
+                        assert_null(id);
+                else if (streq(cases[i].id, "ab-"))
+                        assert_string_equal(id, "ab");
+                else
+                        assert_string_equal(id, cases[i].id);
+        }
+        assert_int_equal(parse_gsh(c, "builds: {b: {buildPath: /srv/b}}\n"
+                                      "buildConfigurations: {EU game: {build: b}}\n"
+                                      "fleets: {EU fleet: {buildConfigurations: [EU game]}}\n",
+                                   &err), 0);
+        assert_int_equal(c->n_fleets, 1);
+        assert_string_equal(c->fleets[0].name, "EU-fleet");
+        assert_string_equal(c->fleets[0].gsh_name, "EU fleet");
+        assert_string_equal(c->fleets[0].build_configs[0].id, "EU-game");
+        assert_string_equal(c->fleets[0].build_configs[0].gsh_name, "EU game");
+        assert_string_equal(c->fleets[0].build_configuration, "EU-game");
 }
 
 static void test_gsh_regions(_unused_ void **state) {
@@ -390,10 +431,25 @@ static void test_gsh_refusals_more(_unused_ void **state) {
         check_refusal(BASE FLEET "    usageSettings: [{speed: 100}]\n",
                       GSH ":6:21: fleets.f.usageSettings[0]: hardwareType is missing: slotd "
                       "takes METAL");
-        check_refusal(BASE "  .hidden:\n    buildConfigurations: [c]\n",
-                      GSH ":4:3: fleets..hidden: the name is the fleet's name ('.hidden'): "
-                      "expected 1 to 64 characters from A-Z a-z 0-9 _ . -, not starting with "
-                      "'.'");
+        check_refusal(BASE "  '!!!':\n    buildConfigurations: [c]\n",
+                      GSH ":4:3: fleets.!!!: the name ('!!!') makes no fleet name: expected a "
+                      "letter or digit among its characters");
+        check_refusal("builds: {b: {buildPath: /srv/b}}\n"
+                      "buildConfigurations: {'++': {build: b}}\nfleets: {}\n",
+                      GSH ":2:23: buildConfigurations.++: the name makes no build "
+                      "configuration ID: expected a letter or digit among its characters");
+        /* Two names, one slotd name: the later is refused, naming the earlier. */
+        check_refusal("builds: {b: {buildPath: /srv/b}}\n"
+                      "buildConfigurations: {EU game: {build: b}, EU-game: {build: b}}\n"
+                      "fleets: {}\n",
+                      GSH ":2:44: buildConfigurations.EU-game: its ID 'EU-game' is also that of "
+                      "buildConfigurations.EU game (line 2)");
+        check_refusal(BASE "  EU fleet:\n    buildConfigurations: [c]\n"
+                      "  EU_fleet:\n    buildConfigurations: [c]\n"
+                      "  EU.fleet: {buildConfigurations: [c]}\n  ' EU fleet ':\n"
+                      "    buildConfigurations: [c]\n",
+                      GSH ":9:3: fleets. EU fleet : fleet EU-fleet is already defined by "
+                      "fleets.d/game.gsh");
         check_refusal("builds: {b: {buildPath: /srv/b}}\n"
                       "buildConfigurations: {c: {build: b, variables: {map: [a]}}}\n"
                       "fleets:\n" FLEET,
@@ -641,6 +697,7 @@ int main(void) {
                 cmocka_unit_test(test_gsh_tree),
                 cmocka_unit_test(test_gsh_unity_template),
                 cmocka_unit_test(test_gsh_studio),
+                cmocka_unit_test(test_gsh_names),
                 cmocka_unit_test(test_gsh_regions),
                 cmocka_unit_test(test_gsh_refusals),
                 cmocka_unit_test(test_gsh_refusals_more),
