@@ -119,6 +119,9 @@ int parse_signal_key(ParseContext *ctx, const ConfigKey *k, const char *value, v
 int parse_boolean_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* The variables args and environment may name, for messages (config-keys.c). */
+const char *expand_known_text(void);
+#define EXPAND_CHECK_MAX 32
 int parse_environment_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_build_id_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 /* Valid UTF-8 (checked before any parser runs) without C0 or C1 control characters or DEL:
