@@ -117,6 +117,8 @@ int parse_window_count_key(ParseContext *ctx, const ConfigKey *k, const char *va
 int parse_port_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_signal_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_boolean_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* A whole number above 0 (unsigned). */
+int parse_positive_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 /* The variables args and environment may name, for messages (config-keys.c). */

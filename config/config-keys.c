@@ -217,6 +217,17 @@ int parse_boolean_key(ParseContext *ctx, const ConfigKey *k, const char *value, 
         return 0;
 }
 
+int parse_positive_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        unsigned v;
+        int r;
+
+        r = parse_unsigned(value, &v);
+        if (r < 0 || v == 0)
+                return key_error(ctx, k, value, r < 0 ? r : -ERANGE, "expected a positive integer");
+        *(unsigned *) data = v;
+        return 0;
+}
+
 int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
         QueryType t = query_type_from_string(value);
 
