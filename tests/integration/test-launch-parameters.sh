@@ -81,4 +81,32 @@ out=$("$SLOTD" --check --config "$T/etc/slotd.ini" --fleets "$T/bad.d" 2>&1) &&
 assert_ok "--check names the unterminated \$\$port ($out)" \
         grep -qF "$T/bad.d/bad.ini:3: fleet.args: unterminated '\$\$port'" <<<"$out"
 
+# 5. Density from usage settings (issue 26 point 3), as --check prints it: on 4 cores of
+# 2000 MHz (8000 MHz), fleet fast needs 3000 MHz a server (2 alone) and fleet many 0.25 cores
+# with at most 6 a machine; together they fit (2 × 1 + 6 × 0.25 = 3.5 cores), so each gets
+# all it asks, whichever file comes first.
+mkdir -p "$T/dens.d"
+sed 's/^cpus = .*/cpus = 4\ncpu_mhz = 2000/' "$T/etc/slotd.ini" > "$T/dens.ini"
+printf '[fleet]\nbuild = %s\n[usage]\ncpu = 1\nmemory = 64M\nspeed = 3000\n[ports]\ngame_base = 26400\nquery_base = 26450\n' \
+        "$TEST_SERVER" > "$T/dens.d/a-fast.ini"
+printf '[fleet]\nbuild = %s\n[usage]\ncpu = 0.25\nmemory = 64M\nmax_per_machine = 6\n[ports]\ngame_base = 26410\nquery_base = 26460\n' \
+        "$TEST_SERVER" > "$T/dens.d/b-many.ini"
+out=$("$SLOTD" --check --config "$T/dens.ini" --fleets "$T/dens.d" 2>&1) ||
+        fail "--check of two automatic fleets: $out"
+assert_ok "--check: the machine's MHz ($out)" \
+        grep -qF "density: for servers 4 cores, 4G, 8000 MHz (2000 MHz a core, machine.cpu_mhz)" <<<"$out"
+assert_ok "--check: fleet fast by speed" \
+        grep -qF "density: fleet a-fast: 2 slots (automatic, all it can take); per server 1 cores, 64M, 3000 MHz; on the whole machine: cpu floor(4 / 1) = 4, memory floor(4G / 64M) = 64, speed floor(8000 MHz / 3000 MHz) = 2" <<<"$out"
+assert_ok "--check: fleet many by max_per_machine" \
+        grep -qF "density: fleet b-many: 6 slots (automatic, all it can take)" <<<"$out"
+# Two automatic fleets that ask for the whole machine split it (before, the second got none).
+printf '[fleet]\nbuild = %s\n[usage]\ncpu = 0.25\nmemory = 64M\n[ports]\ngame_base = 26410\nquery_base = 26460\n' \
+        "$TEST_SERVER" > "$T/dens.d/b-many.ini"
+sed -i 's/^speed = 3000$/max_per_core = 8/' "$T/dens.d/a-fast.ini"
+out=$("$SLOTD" --check --config "$T/dens.ini" --fleets "$T/dens.d" 2>&1) ||
+        fail "--check of two greedy fleets: $out"
+assert_ok "--check: fair shares ($out)" grep -qF "(more than that asked: fair shares)" <<<"$out"
+assert_ok "--check: a-fast gets half the cores" grep -qF "density: fleet a-fast: 2 slots" <<<"$out"
+assert_ok "--check: b-many gets the other half" grep -qF "density: fleet b-many: 8 slots" <<<"$out"
+
 finish
