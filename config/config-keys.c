@@ -261,7 +261,7 @@ const char *expand_known_text(void) {
 
 /* Every ${NAME} known and every $$name$$ of Multiplay's server variables, with empty values:
  * what parsing checks words against. A $$name$$ that is none of them may be a build
- * configuration's variable, checked once the file is read (config_check_launch_names()). */
+ * configuration's variable, checked once the file is read (config-build.c). */
 static unsigned expand_check_table(ExpandVariable vars[static EXPAND_CHECK_MAX]) {
         unsigned n = 0;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -397,6 +398,20 @@ static void test_detect(_unused_ void **state) {
         assert_true(m.cpus >= 1);
         assert_true(m.memory >= UINT64_C(16) << 20);
         assert_int_equal(m.memory % 1024, 0);
+
+        /* The MHz: cpufreq's when there is one, else /proc/cpuinfo's first "cpu MHz". */
+        if (access("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", F_OK) < 0) {
+                _cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
+                _cleanup_free_ char *line = NULL;
+                size_t size = 0;
+                double mhz = 0;
+
+                assert_non_null(f);
+                while (getline(&line, &size, f) > 0 && sscanf(line, "cpu MHz : %lf", &mhz) != 1)
+                        ;
+                assert_int_equal(m.cpu_mhz, (unsigned) mhz);
+        } else
+                assert_true(m.cpu_mhz > 0);
 }
 
 int main(void) {
