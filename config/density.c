@@ -52,6 +52,12 @@ static const char *line_prefix(char buf[static 32], unsigned line) {
         return buf;
 }
 
+/* Multiplay's usage settings for bare metal (speed MHz and memory per server, capped by
+ * maxServersPerCore and maxServersPerMachine), as its Admin API and config-as-code files have
+ * them:
+ * https://docs.unity3d.com/Packages/com.unity.services.multiplayer@1.1/api/Unity.Services.Multiplay.Authoring.Core.Assets.MultiplayConfig.FleetUsageSetting.html
+ * https://docs.unity.com/game-server-hosting/en/manual/concepts/server-density */
+
 /* What the servers of fleets may use: cores, memory and MHz (cores × MHz of a core; 0 when
  * the MHz are unknown and no fleet needs them). */
 typedef struct DensityRoom {
