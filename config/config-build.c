@@ -251,18 +251,14 @@ static int build_sections_readiness(ParseContext *ctx, FleetConfig *f) {
         return 0;
 }
 
-/* Every $$name$$ of a build configuration's args and environment is one of Multiplay's server
- * variables or one of its own variables.NAME: checked once the whole file is read, since its
- * variables may follow its args. The words' syntax was checked when they were parsed. */
-static int build_config_check_words(ParseContext *ctx, const BuildConfig *bc, char **words,
-                                    unsigned own_line, const char *key) {
+int build_config_check_launch(const BuildConfig *bc, char *const *words, const char **ret_bad) {
         _cleanup_free_ ExpandVariable *vars = NULL;
         unsigned n = 0;
 
         vars = new0(ExpandVariable, expand_n_known_names + expand_n_launch_names +
                                     bc->n_variables + 1);
         if (!vars)
-                return ctx_oom(ctx);
+                return -ENOMEM;
         for (unsigned j = 0; j < expand_n_known_names; j++)
                 vars[n++] = (ExpandVariable){ expand_known_names[j], "", false };
         for (unsigned j = 0; j < expand_n_launch_names; j++)
@@ -271,26 +267,37 @@ static int build_config_check_words(ParseContext *ctx, const BuildConfig *bc, ch
                 vars[n++] = (ExpandVariable){ bc->variable_names[j], "", true };
 
         STRV_FOREACH(w, words) {
-                const char *bad = NULL;
-                char *expanded = NULL, what[256];
-                int r;
+                char *expanded = NULL;
+                int r = expand_variables(*w, vars, n, &expanded, ret_bad);
 
-                r = expand_variables(*w, vars, n, &expanded, &bad);
                 free(expanded);
-                if (r == -ENOMEM)
-                        return ctx_oom(ctx);
-                if (r >= 0)
-                        continue;
-                expand_describe_error(bad, what, sizeof(what));
-                if (own_line > 0)
-                        return ctx_error(ctx, -EINVAL, own_line, NULL,
-                                         "build_configuration %s.%s: %s; %s", bc->id, key, what,
-                                         expand_known_text());
-                return ctx_error(ctx, -EINVAL, key_line(ctx, "fleet", key), NULL,
-                                 "fleet.%s: %s (build configuration %s has no such variable); %s",
-                                 key, what, bc->id, expand_known_text());
+                if (r < 0)
+                        return r;
         }
         return 0;
+}
+
+/* Every $$name$$ of a build configuration's args and environment is one of Multiplay's server
+ * variables or one of its own variables.NAME: checked once the whole file is read, since its
+ * variables may follow its args. The words' syntax was checked when they were parsed. */
+static int build_config_check_words(ParseContext *ctx, const BuildConfig *bc, char **words,
+                                    unsigned own_line, const char *key) {
+        const char *bad = NULL;
+        char what[256];
+        int r;
+
+        r = build_config_check_launch(bc, words, &bad);
+        if (r == -ENOMEM)
+                return ctx_oom(ctx);
+        if (r >= 0)
+                return 0;
+        expand_describe_error(bad, what, sizeof(what));
+        if (own_line > 0)
+                return ctx_error(ctx, -EINVAL, own_line, NULL, "build_configuration %s.%s: %s; %s",
+                                 bc->id, key, what, expand_known_text());
+        return ctx_error(ctx, -EINVAL, key_line(ctx, "fleet", key), NULL,
+                         "fleet.%s: %s (build configuration %s has no such variable); %s", key,
+                         what, bc->id, expand_known_text());
 }
 
 int build_sections_finalize(ParseContext *ctx, FleetConfig *f) {

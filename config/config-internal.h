@@ -121,6 +121,11 @@ int parse_boolean_key(ParseContext *ctx, const ConfigKey *k, const char *value, 
 int parse_positive_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* Whether every ${NAME} and $$name$$ of words is known, the build configuration's own
+ * variables.NAME included: 0, or -EINVAL with *ret_bad at the first that is not (for
+ * expand_describe_error()), or -ENOMEM. For loaders of build configurations (config-build.c,
+ * and any other that fills in a BuildConfig) once its variables are known. */
+int build_config_check_launch(const BuildConfig *bc, char *const *words, const char **ret_bad);
 /* The variables args and environment may name, for messages (config-keys.c). */
 const char *expand_known_text(void);
 #define EXPAND_CHECK_MAX 32
