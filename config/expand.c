@@ -125,9 +125,21 @@ void expand_describe_error(const char *bad, char *buf, unsigned n) {
                         snprintf(buf, n, "unterminated '${'");
                 else if (end == bad + 2)
                         snprintf(buf, n, "empty variable name '${}'");
-                else
-                        snprintf(buf, n, "unknown variable '%.*s'", (int) MIN(end - bad + 1, 200),
-                                 bad);
+                else {
+                        /* The name as written, control characters as \xNN: one line. */
+                        char name[4 * 64 + 4];
+                        size_t o = 0;
+
+                        for (const char *c = bad; c <= end && o + 5 < sizeof(name); c++) {
+                                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                                        o += (size_t) snprintf(name + o, 5, "\\x%02x",
+                                                               (unsigned char) *c);
+                                else
+                                        name[o++] = *c;
+                        }
+                        name[o] = '\0';
+                        snprintf(buf, n, "unknown variable '%s'", name);
+                }
                 return;
         }
         l = expand_launch_name_length(bad, &closed);

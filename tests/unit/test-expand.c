@@ -132,6 +132,8 @@ static void test_launch_rejects(_unused_ void **state) {
 
         expand_describe_error("${NOPE}x", what, sizeof(what));
         assert_string_equal(what, "unknown variable '${NOPE}'");
+        expand_describe_error("${A\tB}", what, sizeof(what));
+        assert_string_equal(what, "unknown variable '${A\\x09B}'");
         expand_describe_error("${x", what, sizeof(what));
         assert_string_equal(what, "unterminated '${'");
         expand_describe_error("${}", what, sizeof(what));
