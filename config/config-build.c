@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "config-internal.h"
+#include "expand.h"
 #include "strv.h"
 
 enum {
@@ -250,6 +251,55 @@ static int build_sections_readiness(ParseContext *ctx, FleetConfig *f) {
         return 0;
 }
 
+int build_config_check_launch(const BuildConfig *bc, char *const *words, const char **ret_bad) {
+        _cleanup_free_ ExpandVariable *vars = NULL;
+        unsigned n = 0;
+
+        vars = new0(ExpandVariable, expand_n_known_names + expand_n_launch_names +
+                                    bc->n_variables + 1);
+        if (!vars)
+                return -ENOMEM;
+        for (unsigned j = 0; j < expand_n_known_names; j++)
+                vars[n++] = (ExpandVariable){ expand_known_names[j], "", false };
+        for (unsigned j = 0; j < expand_n_launch_names; j++)
+                vars[n++] = (ExpandVariable){ expand_launch_names[j], "", true };
+        for (size_t j = 0; j < bc->n_variables; j++)
+                vars[n++] = (ExpandVariable){ bc->variable_names[j], "", true };
+
+        STRV_FOREACH(w, words) {
+                char *expanded = NULL;
+                int r = expand_variables(*w, vars, n, &expanded, ret_bad);
+
+                free(expanded);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Every $$name$$ of a build configuration's args and environment is one of Multiplay's server
+ * variables or one of its own variables.NAME: checked once the whole file is read, since its
+ * variables may follow its args. The words' syntax was checked when they were parsed. */
+static int build_config_check_words(ParseContext *ctx, const BuildConfig *bc, char **words,
+                                    unsigned own_line, const char *key) {
+        const char *bad = NULL;
+        char what[256];
+        int r;
+
+        r = build_config_check_launch(bc, words, &bad);
+        if (r == -ENOMEM)
+                return ctx_oom(ctx);
+        if (r >= 0)
+                return 0;
+        expand_describe_error(bad, what, sizeof(what));
+        if (own_line > 0)
+                return ctx_error(ctx, -EINVAL, own_line, NULL, "build_configuration %s.%s: %s; %s",
+                                 bc->id, key, what, expand_known_text());
+        return ctx_error(ctx, -EINVAL, key_line(ctx, "fleet", key), NULL,
+                         "fleet.%s: %s (build configuration %s has no such variable); %s", key,
+                         what, bc->id, expand_known_text());
+}
+
 int build_sections_finalize(ParseContext *ctx, FleetConfig *f) {
         BuildSections *b = ctx->userdata;
         ssize_t d = build_config_index(f, f->build_configuration);
@@ -265,6 +315,19 @@ int build_sections_finalize(ParseContext *ctx, FleetConfig *f) {
 
         for (size_t i = 0; i < f->n_build_configs; i++) {
                 r = build_config_inherit(ctx, &f->build_configs[i], b->key_lines[i], f);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < f->n_build_configs; i++) {
+                const BuildConfig *bc = &f->build_configs[i];
+
+                r = build_config_check_words(ctx, bc, bc->args, b->key_lines[i][BUILD_KEY_ARGS],
+                                             "args");
+                if (r < 0)
+                        return r;
+                r = build_config_check_words(ctx, bc, bc->environment,
+                                             b->key_lines[i][BUILD_KEY_ENVIRONMENT],
+                                             "environment");
                 if (r < 0)
                         return r;
         }

@@ -117,8 +117,18 @@ int parse_window_count_key(ParseContext *ctx, const ConfigKey *k, const char *va
 int parse_port_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_signal_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_boolean_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* A whole number above 0 (unsigned). */
+int parse_positive_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
+/* Whether every ${NAME} and $$name$$ of words is known, the build configuration's own
+ * variables.NAME included: 0, or -EINVAL with *ret_bad at the first that is not (for
+ * expand_describe_error()), or -ENOMEM. For loaders of build configurations (config-build.c,
+ * and any other that fills in a BuildConfig) once its variables are known. */
+int build_config_check_launch(const BuildConfig *bc, char *const *words, const char **ret_bad);
+/* The variables args and environment may name, for messages (config-keys.c). */
+const char *expand_known_text(void);
+#define EXPAND_CHECK_MAX 32
 int parse_environment_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 int parse_build_id_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data);
 /* Valid UTF-8 (checked before any parser runs) without C0 or C1 control characters or DEL:

@@ -217,6 +217,17 @@ int parse_boolean_key(ParseContext *ctx, const ConfigKey *k, const char *value, 
         return 0;
 }
 
+int parse_positive_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        unsigned v;
+        int r;
+
+        r = parse_unsigned(value, &v);
+        if (r < 0 || v == 0)
+                return key_error(ctx, k, value, r < 0 ? r : -ERANGE, "expected a positive integer");
+        *(unsigned *) data = v;
+        return 0;
+}
+
 int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
         QueryType t = query_type_from_string(value);
 
@@ -227,9 +238,44 @@ int parse_query_key(ParseContext *ctx, const ConfigKey *k, const char *value, vo
         return 0;
 }
 
-int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+/* "known: ${PORT} ... ${BUILD_CONFIGURATION}, Multiplay's $$port$$ ... $$commandline$$ and
+ * the build configuration's variables as $$NAME$$", for messages. */
+const char *expand_known_text(void) {
+        static char text[512];
+
+        if (text[0] == '\0') {
+                size_t n = 0;
+
+                n += snprintf(text + n, sizeof(text) - n, "known:");
+                for (unsigned i = 0; i < expand_n_known_names; i++)
+                        n += snprintf(text + n, sizeof(text) - n, " ${%s}", expand_known_names[i]);
+                n += snprintf(text + n, sizeof(text) - n, ", Multiplay's");
+                for (unsigned i = 0; i < expand_n_launch_names; i++)
+                        n += snprintf(text + n, sizeof(text) - n, " $$%s$$",
+                                      expand_launch_names[i]);
+                (void) snprintf(text + n, sizeof(text) - n,
+                                " and the build configuration's variables as $$NAME$$");
+        }
+        return text;
+}
+
+/* Every ${NAME} known and every $$name$$ of Multiplay's server variables, with empty values:
+ * what parsing checks words against. A $$name$$ that is none of them may be a build
+ * configuration's variable, checked once the file is read (config-build.c). */
+static unsigned expand_check_table(ExpandVariable vars[static EXPAND_CHECK_MAX]) {
+        unsigned n = 0;
+
+        for (unsigned j = 0; j < expand_n_known_names && n < EXPAND_CHECK_MAX; j++)
+                vars[n++] = (ExpandVariable){ expand_known_names[j], "", false };
+        for (unsigned j = 0; j < expand_n_launch_names && n < EXPAND_CHECK_MAX; j++)
+                vars[n++] = (ExpandVariable){ expand_launch_names[j], "", true };
+        return n;
+}
+
+static int parse_words_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data,
+                           bool commandline) {
+        _cleanup_strv_free_ char **l = NULL;
         char ***p = data;
-        char **l;
         int r;
 
         r = strv_split_quoted(value, &l);
@@ -240,34 +286,38 @@ int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, voi
 
         /* An unknown ${NAME} would fail every start of every slot: refuse it here. */
         for (size_t i = 0; l[i]; i++) {
-                ExpandVariable vars[16];
+                ExpandVariable vars[EXPAND_CHECK_MAX];
+                unsigned n = expand_check_table(vars);
                 const char *bad = NULL;
                 char *expanded = NULL;
+                char what[256];
 
-                for (unsigned j = 0; j < expand_n_known_names && j < ELEMENTSOF(vars); j++)
-                        vars[j] = (ExpandVariable){ expand_known_names[j], "" };
-                r = expand_variables(l[i], vars, MIN(expand_n_known_names, ELEMENTSOF(vars)),
-                                     &expanded, &bad);
+                r = expand_variables_full(l[i], vars, n, EXPAND_KEEP_UNKNOWN_LAUNCH, &expanded,
+                                          &bad);
                 free(expanded);
-                if (r == -ENOMEM) {
-                        strv_free(l);
+                if (r == -ENOMEM)
                         return ctx_oom(ctx);
-                }
                 if (r < 0) {
-                        char q[QUOTE_BUF];
-                        /* config_quote() before the free: 'bad' points into l. */
-                        config_quote(bad, q);
-                        strv_free(l);
-                        return key_error(ctx, k, value, -EINVAL,
-                                         "unknown or malformed variable at '%s'; known: ${PORT} "
-                                         "${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} "
-                                         "${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}", q);
+                        /* Described before l goes: 'bad' points into it. */
+                        expand_describe_error(bad, what, sizeof(what));
+                        return key_error(ctx, k, value, -EINVAL, "%s; %s", what,
+                                         expand_known_text());
                 }
+                /* $$commandline$$ is the launch parameters themselves (SPEC "Launch
+                 * parameters"): in args it would name itself. */
+                if (!commandline && strstr(l[i], "$$commandline$$"))
+                        return key_error(ctx, k, value, -EINVAL,
+                                         "$$commandline$$ is these launch parameters themselves; "
+                                         "it may be used in environment, not in args");
         }
 
         strv_free(*p);
-        *p = l;
+        *p = TAKE_PTR(l);
         return 0;
+}
+
+int parse_args_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
+        return parse_words_key(ctx, k, value, data, false);
 }
 
 static bool env_name_is_valid(const char *s, size_t n) {
@@ -295,7 +345,7 @@ int parse_environment_key(ParseContext *ctx, const ConfigKey *k, const char *val
         char q[QUOTE_BUF];
         int r;
 
-        r = parse_args_key(ctx, k, value, &l);
+        r = parse_words_key(ctx, k, value, &l, true);
         if (r < 0)
                 return r;
 

@@ -205,6 +205,7 @@ static const ConfigKey machine_keys[] = {
         MACHINE_KEY("machine", "ip", parse_ipv4_key, ip, false),
         MACHINE_KEY("machine", "ipv6", parse_ipv6_key, ipv6, false),
         MACHINE_KEY("machine", "cpus", parse_cores_key, cpus, true),
+        MACHINE_KEY("machine", "cpu_mhz", parse_positive_key, cpu_mhz, false),
         MACHINE_KEY("machine", "memory", parse_size_key, memory, true),
         MACHINE_KEY("machine", "reserved_cpus", parse_cores_key, reserved_cpus, false),
         MACHINE_KEY("machine", "reserved_memory", parse_size_key, reserved_memory, false),
@@ -306,6 +307,7 @@ static int machine_finalize(ParseContext *ctx, Config *c) {
         }
 
         c->reserved_cpus_line = key_line(ctx, "machine", "reserved_cpus");
+        c->cpu_mhz_line = key_line(ctx, "machine", "cpu_mhz");
         c->reserved_memory_line = key_line(ctx, "machine", "reserved_memory");
         c->localproxy_listen_line = key_line(ctx, "localproxy", "listen");
         c->metrics_listen_line = key_line(ctx, "metrics", "listen");

@@ -211,6 +211,8 @@ typedef struct Config {
         char *ip;                  /* NULL = detect */
         char *ipv6;                /* NULL = empty */
         double cpus;               /* 0 = detect (online CPUs) */
+        unsigned cpu_mhz;          /* machine.cpu_mhz: MHz of one core, for usage.speed;
+                                    * 0 = detect (cpufreq's cpuinfo_max_freq, /proc/cpuinfo) */
         uint64_t memory;           /* 0 = detect (MemTotal) */
         double reserved_cpus;      /* default 0 */
         uint64_t reserved_memory;  /* default 0 */
@@ -244,6 +246,7 @@ typedef struct Config {
         /* Lines of machine.reserved_cpus/reserved_memory for density messages; 0 = not set. */
         unsigned reserved_cpus_line;
         unsigned reserved_memory_line;
+        unsigned cpu_mhz_line;           /* 0 = not set */
         unsigned localproxy_listen_line; /* 0 = the default */
         unsigned metrics_listen_line;    /* 0 = not set */
 
@@ -324,20 +327,31 @@ int parse_cores(const char *s, double *ret);        /* like parse_cpu, but 0 is 
 typedef struct MachineResources {
         double cpus;
         uint64_t memory;
+        unsigned cpu_mhz;          /* MHz of one core; 0 = unknown */
 } MachineResources;
 
-/* SPEC §2 density: for each fleet in order, slots = min(floor(cpu_left / usage_cpu),
- * floor(mem_left / usage_memory)), capped by usage_servers; what a fleet takes is
- * subtracted before the next one. Sets fleets[i].slots (none of them on failure). A fleet that
- * gets no slot, or whose fixed usage_servers does not fit, is an error naming the fleet's file.
- * machine.cpus/machine.memory, when configured, win over m; m may be NULL when both are. */
+/* SPEC §2 density. A fleet's servers are bounded by floor(cpus / usage.cpu),
+ * floor(memory / usage.memory), floor(cpus × cpu_mhz / usage.speed), floor(usage.max_per_core
+ * × cpus) and usage.max_per_machine (cpus and memory after the machine's reservation). Fleets
+ * with usage.servers take that many first, in file order (an error when it does not fit). The
+ * automatic fleets then share what is left: each gets all it can take alone when that fits
+ * beside the others' all; otherwise equal shares of what is left, measured by each fleet's
+ * dominant resource, what a fleet capped below its share leaves going to the others, and what
+ * the shares' floors leave shared again the same way (density.c). Sets fleets[i].slots (none
+ * of them on failure). A fleet that gets no slot is an error naming the fleet's file.
+ * machine.cpus/memory/cpu_mhz, when configured, win over m; m may be NULL when they are. */
 int density_compute(Config *c, const MachineResources *m, char **ret_error);
+
+/* The arithmetic of density_compute() as --check prints it, one line per fleet after one for
+ * the machine; the same error as density_compute() when it fails. */
+int density_format(const Config *c, const MachineResources *m, char **ret, char **ret_error);
 
 /* "200M" for a whole number of a unit, "1.5G" otherwise, "512 bytes" below 1K. */
 #define FORMAT_BYTES_MAX 32
 const char *format_bytes(uint64_t bytes, char buf[static FORMAT_BYTES_MAX]);
 
-/* Online CPUs and MemTotal of this machine. */
+/* Online CPUs, MemTotal and the MHz of a core (cpu0's cpufreq cpuinfo_max_freq, else the
+ * first "cpu MHz" of /proc/cpuinfo; 0 when neither is there) of this machine. */
 int machine_resources_detect(MachineResources *ret);
 
 /* Convenience for the daemon and --check: config_load + detect (or take the configured)

@@ -425,6 +425,11 @@ static int run_check(const Config *config, const MachineResources *detected) {
         unsigned bad = check_builds(config), bad_files = check_fleet_files(&config->fleet);
         unsigned bad_ids = check_identities(config);
         int r = print_plan(config, &res);
+        _cleanup_free_ char *density = NULL;
+
+        /* The density's arithmetic, fleet by fleet (it succeeded at load: the same again). */
+        if (r >= 0 && density_format(config, detected, &density, NULL) >= 0)
+                fputs(density, stdout);
 
         if (r < 0)
                 return r;

@@ -39,36 +39,105 @@ static int slot_open_log(Slot *s, int *ret_fd) {
         return 0;
 }
 
+/* The words joined by single spaces: $$commandline$$. */
+static char *words_join(char *const *words) {
+        size_t n = 1;
+        char *j, *p;
+
+        STRV_FOREACH(w, words)
+                n += strlen(*w) + 1;
+        j = p = malloc(n);
+        if (!j)
+                return NULL;
+        *p = '\0';
+        STRV_FOREACH(w, words)
+                p = stpcpy(stpcpy(p, p == j ? "" : " "), *w);
+        return j;
+}
+
+/* The buffers of a start's variables. */
+typedef struct SlotVariables {
+        char port[8], query_port[8], timestamp[24];
+        const char *game_exe;
+} SlotVariables;
+
+#define SLOT_N_FIXED_VARIABLES 23
+
+/* slotd's ${NAME} and Multiplay's $$name$$ with this start's values (SPEC §2 and "Launch
+ * parameters"), then the build configuration's variables as $$name$$. $$commandline$$ is
+ * filled in once the args are expanded; it is the last of the fixed ones. */
+static ExpandVariable *slot_variables(Slot *s, const BuildConfig *bc, SlotVariables *b,
+                                      unsigned *ret_n) {
+        const FleetConfig *f = s->fleet->config;
+        const char *query = bc->query == QUERY_NONE ? "" : query_type_to_string(bc->query);
+        ExpandVariable *v;
+        unsigned n;
+
+        snprintf(b->port, sizeof(b->port), "%u", s->port);
+        snprintf(b->query_port, sizeof(b->query_port), "%u", s->query_port);
+        snprintf(b->timestamp, sizeof(b->timestamp), "%" PRIu64,
+                 (uint64_t) (now_usec(CLOCK_REALTIME) / USEC_PER_SEC));
+        b->game_exe = strrchr(bc->build, '/') ? strrchr(bc->build, '/') + 1 : bc->build;
+
+        v = new0(ExpandVariable, SLOT_N_FIXED_VARIABLES + bc->n_variables);
+        if (!v)
+                return NULL;
+        memcpy(v, (const ExpandVariable[SLOT_N_FIXED_VARIABLES]) {
+                { "PORT", b->port }, { "QUERY_PORT", b->query_port },
+                { "SERVER_ID", s->id_string }, { "ALLOCATION_UUID", strempty(s->allocation_uuid) },
+                { "SERVER_LOG_DIR", s->log_dir }, { "HOME", s->home },
+                { "BUILD_CONFIGURATION", s->build_configuration },
+                { "port", b->port, true }, { "query_port", b->query_port, true },
+                { "query_type", query, true }, { "log_dir", s->log_dir, true },
+                { "file_dir", s->home, true }, { "config_dir", s->home, true },
+                { "game_exe", b->game_exe, true }, { "serverid", s->id_string, true },
+                { "machineid", strempty(s->host->machine_number), true }, { "fleetid", f->name, true },
+                { "regionid", f->region_id, true }, { "regionname", f->region_name, true },
+                { "ip", strempty(s->host->ip), true }, { "ipv6", strempty(s->host->ipv6), true },
+                { "timestamp", b->timestamp, true }, { "commandline", "", true },
+        }, SLOT_N_FIXED_VARIABLES * sizeof(ExpandVariable));
+        n = SLOT_N_FIXED_VARIABLES;
+        for (size_t i = 0; i < bc->n_variables; i++)
+                v[n++] = (ExpandVariable) { bc->variable_names[i], bc->variable_values[i], true };
+        *ret_n = n;
+        return v;
+}
+
+static int slot_expand_words(char *const *words, const ExpandVariable *vars, unsigned n,
+                             char ***l) {
+        STRV_FOREACH(w, words) {
+                char *v;
+                int r = expand_variables(*w, vars, n, &v, NULL);
+                if (r < 0 || (r = strv_push(l, v)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
         const FleetConfig *f = s->fleet->config;
         const BuildConfig *bc = slot_build_config(s);
-        char port[8], query_port[8];
-        const ExpandVariable vars[] = {
-                { "PORT", port },
-                { "QUERY_PORT", query_port },
-                { "SERVER_ID", s->id_string },
-                { "ALLOCATION_UUID", strempty(s->allocation_uuid) },
-                { "SERVER_LOG_DIR", s->log_dir },
-                { "HOME", s->home },
-                { "BUILD_CONFIGURATION", s->build_configuration },
-        };
+        _cleanup_free_ ExpandVariable *vars = NULL;
+        _cleanup_free_ char *commandline = NULL;
         _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
+        SlotVariables b;
+        unsigned n = 0;
         char *v;
         int r;
 
-        snprintf(port, sizeof(port), "%u", s->port);
-        snprintf(query_port, sizeof(query_port), "%u", s->query_port);
+        vars = slot_variables(s, bc, &b, &n);
+        if (!vars)
+                return -ENOMEM;
 
         r = strv_extend(&argv, bc->build);
-        if (r < 0)
+        if (r < 0 || (r = slot_expand_words(bc->args, vars, n, &argv)) < 0)
                 return r;
-        STRV_FOREACH(a, bc->args) {
-                r = expand_variables(*a, vars, ELEMENTSOF(vars), &v, NULL);
-                if (r < 0 || (r = strv_push(&argv, v)) < 0)
-                        return r;
-        }
+        commandline = words_join(argv + 1);
+        if (!commandline)
+                return -ENOMEM;
+        vars[SLOT_N_FIXED_VARIABLES - 1].value = commandline;
 
-        for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+        for (size_t i = 0; i < expand_n_known_names; i++) {
                 if (asprintf(&v, "%s=%s", vars[i].name, vars[i].value) < 0)
                         return -ENOMEM;
                 if ((r = strv_push(&envp, v)) < 0) {
@@ -88,11 +157,9 @@ static int slot_build_command(Slot *s, char ***ret_argv, char ***ret_envp) {
         if (f->heartbeat > 0 &&
             (asprintf(&v, "WATCHDOG_USEC=%" PRIu64, (uint64_t) f->heartbeat) < 0 || strv_push(&envp, v) < 0))
                 return -ENOMEM;
-        STRV_FOREACH(e, bc->environment) {
-                r = expand_variables(*e, vars, ELEMENTSOF(vars), &v, NULL);
-                if (r < 0 || (r = strv_push(&envp, v)) < 0)
-                        return r;
-        }
+        r = slot_expand_words(bc->environment, vars, n, &envp);
+        if (r < 0)
+                return r;
         *ret_argv = TAKE_PTR(argv);
         *ret_envp = TAKE_PTR(envp);
         return 0;

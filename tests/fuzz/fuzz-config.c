@@ -16,7 +16,8 @@ static const char *const fleet_files[FLEETS_MAX] = {
 };
 
 /* The machine the density shares out when slotd.ini does not set its own size. */
-static const MachineResources machine = { .cpus = 8, .memory = UINT64_C(16) << 30 };
+static const MachineResources machine = { .cpus = 8, .memory = UINT64_C(16) << 30,
+                                          .cpu_mhz = 2400 };
 
 /* Errors name the file first: "FILE:LINE: …" or "FILE: …". */
 static void assert_error(int r, const char *error, const char *file) {
@@ -45,8 +46,9 @@ static void assert_fleet_sane(const Config *c, const FleetConfig *f, const char 
 /* SPEC §2: what the fleets take fits the machine minus the reserve, every fleet has a slot,
  * and a fixed servers count is honoured. */
 static void assert_density_sane(const Config *c) {
-        double cpus = c->cpus > 0 ? c->cpus : machine.cpus, cpu_used = 0;
+        double cpus = c->cpus > 0 ? c->cpus : machine.cpus, cpu_used = 0, mhz_used = 0;
         uint64_t memory = c->memory > 0 ? c->memory : machine.memory, mem_left;
+        unsigned mhz = c->cpu_mhz > 0 ? c->cpu_mhz : machine.cpu_mhz;
 
         FUZZ_ASSERT(c->reserved_cpus <= cpus && c->reserved_memory <= memory);
         mem_left = memory - c->reserved_memory;
@@ -58,9 +60,15 @@ static void assert_density_sane(const Config *c) {
                 FUZZ_ASSERT(f->slots <= mem_left / f->usage_memory);
                 mem_left -= (uint64_t) f->slots * f->usage_memory;
                 cpu_used += f->slots * f->usage_cpu;
+                mhz_used += (double) f->slots * f->usage_speed_mhz;
+                /* Multiplay's usage settings cap the count (issue 26). */
+                FUZZ_ASSERT(f->usage_max_per_machine == 0 || f->slots <= f->usage_max_per_machine);
+                FUZZ_ASSERT(f->usage_max_per_core == 0 ||
+                            f->slots <= f->usage_max_per_core * (cpus - c->reserved_cpus) + 1e-6);
         }
         /* The density nudges each division by 1e-9 against binary rounding. */
         FUZZ_ASSERT(cpu_used <= (cpus - c->reserved_cpus) * (1 + 1e-6) + 1e-6);
+        FUZZ_ASSERT(mhz_used <= (cpus - c->reserved_cpus) * mhz * (1 + 1e-6) + 1e-6);
 }
 
 /* A config that validates has port ranges that fit below 65536 and overlap nowhere. */

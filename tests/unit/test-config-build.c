@@ -281,9 +281,19 @@ static void test_build_errors(_unused_ void **state) {
                 { "[build_configuration a]\nbuild = bin/x\n",
                   "f.ini:7: build_configuration a.build: expected an absolute path (got 'bin/x')" },
                 { "[build_configuration a]\nargs = ${NOPE}\n",
-                  "f.ini:7: build_configuration a.args: unknown or malformed variable at "
-                  "'${NOPE}'; known: ${PORT} ${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} "
-                  "${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION} (got '${NOPE}')" },
+                  "f.ini:7: build_configuration a.args: unknown variable '${NOPE}'; "
+                  EXPAND_KNOWN " (got '${NOPE}')" },
+                /* $$name$$: Multiplay's and the section's own variables, checked once the
+                 * file is read (variables may follow args) */
+                { "[build_configuration a]\nargs = -map $$map$$\nvariables.mode = x\n",
+                  "f.ini:7: build_configuration a.args: unknown variable '$$map$$'; "
+                  EXPAND_KNOWN },
+                { "[fleet]\nargs = -map $$map$$\n[build_configuration a]\nvariables.map = x\n",
+                  "f.ini:7: fleet.args: unknown variable '$$map$$' (build configuration default "
+                  "has no such variable); " EXPAND_KNOWN },
+                { "[build_configuration a]\nenvironment = MAP=$$Map$$\nvariables.map = x\n",
+                  "f.ini:7: build_configuration a.environment: unknown variable '$$Map$$'; "
+                  EXPAND_KNOWN },
                 { "[build_configuration a]\nenvironment = X=1 PORT=2\n",
                   "f.ini:7: build_configuration a.environment: PORT is set by slotd for every "
                   "slot (got 'X=1 PORT=2')" },
@@ -349,6 +359,26 @@ static void test_build_errors(_unused_ void **state) {
                         print_error("case %zu\n", i);
                 assert_string_equal(err, cases[i].expect);
         }
+}
+
+/* $$name$$ in args and environment: Multiplay's server variables and the configuration's own
+ * variables, even those that follow the args in the file; each configuration is checked
+ * against its own variables. */
+static void test_build_launch_parameters(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = new_config();
+        const FleetConfig *f;
+
+        f = parse_one_fleet(c, "f.ini", FLEET_MIN "[fleet]\nbuild_configuration = a\n"
+                                       "args = -port $$port$$ -map $$map$$\n"
+                                       "[build_configuration a]\n"
+                                       "environment = MODE=$$mode$$ CMD=$$commandline$$\n"
+                                       "variables.map = dust\nvariables.mode = ctf\n"
+                                       "[build_configuration b]\nargs = -q $$query_port$$ $$ x$$\n");
+        assert_int_equal(f->n_build_configs, 2);
+        assert_string_equal(f->build_configs[0].id, "a");
+        assert_string_equal(f->build_configs[0].args[3], "$$map$$");
+        assert_string_equal(f->build_configs[0].environment[1], "CMD=$$commandline$$");
+        assert_string_equal(f->build_configs[1].args[2], "$$");
 }
 
 static void test_build_long_variable_errors(_unused_ void **state) {
@@ -473,6 +503,7 @@ int main(void) {
                 cmocka_unit_test(test_build_long_ids),
                 cmocka_unit_test(test_build_variables),
                 cmocka_unit_test(test_build_errors),
+                cmocka_unit_test(test_build_launch_parameters),
                 cmocka_unit_test(test_build_long_variable_errors),
                 cmocka_unit_test(test_build_equal),
                 cmocka_unit_test(test_build_find_unparsed),

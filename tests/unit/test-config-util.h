@@ -20,6 +20,13 @@
 #define FLEET_SECTIONS                                                                          \
         "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits], [security] and " \
         "[build_configuration ID]"
+/* What an args or environment error lists as known variables. */
+#define EXPAND_KNOWN                                                                            \
+        "known: ${PORT} ${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} ${SERVER_LOG_DIR} ${HOME} " \
+        "${BUILD_CONFIGURATION}, Multiplay's $$port$$ $$query_port$$ $$query_type$$ "           \
+        "$$log_dir$$ $$file_dir$$ $$config_dir$$ $$game_exe$$ $$serverid$$ $$machineid$$ "     \
+        "$$fleetid$$ $$regionid$$ $$regionname$$ $$ip$$ $$ipv6$$ $$timestamp$$ $$commandline$$ " \
+        "and the build configuration's variables as $$NAME$$"
 #define BUILD_ID_RULE "1 to 128 characters from A-Z a-z 0-9 . _ : -"
 
 /* The keys every fleet must have, on lines 1-5. */

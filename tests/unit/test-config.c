@@ -371,6 +371,8 @@ static void test_machine_bad_values(_unused_ void **state) {
                 { "machine", "ipv6", "10.0.0.1", "expected an IPv6 address like 2001:db8::10" },
                 { "machine", "ipv6", "2001:db8::g", "expected an IPv6 address like 2001:db8::10" },
                 { "machine", "cpus", "0", "must be more than 0 and at most 1000000 cores" },
+                { "machine", "cpu_mhz", "0", "expected a positive integer" },
+                { "machine", "cpu_mhz", "2.4G", "expected a positive integer" },
                 { "machine", "cpus", "many", "expected cores like 0.5 or 50%" },
                 { "machine", "cpus", "10 %", "expected cores like 0.5 or 50%" },
                 { "machine", "memory", "0", "must be greater than 0" },

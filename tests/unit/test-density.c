@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <limits.h>
+#include <string.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,25 +138,30 @@ static void test_several_fleets(_unused_ void **state) {
         add_fleet(c, "b.ini", "0.5", "4G", NULL);
         add_fleet(c, "c.ini", "25%", "256M", NULL);
 
-        /* a: 4 fixed (12 cores, 56G left); b: min(24, 14) = 14 (5 cores, 0 left); c: none */
-        check_density_error(c, &m, -ERANGE,
-                            "c.ini: fleet c gets no slot: needs 0.25 cores and 256M per server, 5 "
-                            "cores and 0 bytes left");
-        /* nothing is set on failure */
-        assert_int_equal(c->fleets[0].slots, 0);
-        assert_int_equal(c->fleets[1].slots, 0);
-
-        m.memory = 65 * GiB; /* 1G more: c gets min(20, 4) */
+        /* a: 4 fixed (12 cores, 56G left). Alone, b would take min(24, 14) = 14 and c
+         * min(48, 224) = 48: 19 cores of 12, so they share. Each takes all of its dominant
+         * resource alone, so each gets half: b min(6 / 0.5, 28G / 4G) = 7, c min(6 / 0.25,
+         * 28G / 256M) = 24. Again with the 2.5 cores and 22G left: b min(1.25 / 0.5, 11G / 4G)
+         * = 2, c 1.25 / 0.25 = 5; then with 0.25 cores and 12.75G only c fits one more. */
         assert_int_equal(density_compute(c, &m, NULL), 0);
         assert_int_equal(c->fleets[0].slots, 4);
-        assert_int_equal(c->fleets[1].slots, 14);
-        assert_int_equal(c->fleets[2].slots, 4);
+        assert_int_equal(c->fleets[1].slots, 9);
+        assert_int_equal(c->fleets[2].slots, 30);
 
         /* the same again gives the same */
         assert_int_equal(density_compute(c, &m, NULL), 0);
         assert_int_equal(c->fleets[0].slots, 4);
-        assert_int_equal(c->fleets[1].slots, 14);
-        assert_int_equal(c->fleets[2].slots, 4);
+        assert_int_equal(c->fleets[1].slots, 9);
+        assert_int_equal(c->fleets[2].slots, 30);
+
+        /* what is fixed does not fit: nothing is set on failure */
+        c->fleets[0].usage_servers = 17;
+        c->fleets[0].slots = c->fleets[1].slots = c->fleets[2].slots = 0;
+        check_density_error(c, &m, -ERANGE,
+                            "a.ini:6: usage.servers: needs 17 servers but only 16 fit (16 cores "
+                            "and 64G left)");
+        assert_int_equal(c->fleets[0].slots, 0);
+        assert_int_equal(c->fleets[1].slots, 0);
 }
 
 static void test_floating_point(_unused_ void **state) {
@@ -219,9 +226,12 @@ static void test_no_slot(_unused_ void **state) {
 
         add_fleet(c, "/etc/slotd/fleets.d/a.ini", "2", "2G", NULL);
         add_fleet(c, "/etc/slotd/fleets.d/b.ini", "0.5", "1G", NULL);
+        /* a alone takes both cores, b alone 4 servers: they share, and a's half (1 core)
+         * holds none of its 2-core servers. */
         check_density_error(c, &m, -ERANGE,
-                            "/etc/slotd/fleets.d/b.ini: fleet b gets no slot: needs 0.5 cores and "
-                            "1G per server, 0 cores and 62G left");
+                            "/etc/slotd/fleets.d/a.ini: fleet a gets no slot: needs 2 cores and "
+                            "2G per server; its fair share of the 2 cores and 64G that the fixed "
+                            "fleets leave, shared by 2 automatic fleets, holds none");
 
         add_fleet(d, "shooter.ini", "0.5", "1536M", NULL);
         check_density_error(d, &little_memory, -ERANGE,
@@ -255,6 +265,130 @@ static void test_huge_count(_unused_ void **state) {
         assert_int_equal(config_validate(c, NULL), -ERANGE);
 }
 
+/* usage.speed: MHz per server against cores × MHz of a core; machine.cpu_mhz wins over the
+ * detected MHz, and without either a fleet that sets usage.speed is an error. */
+static void test_speed(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = machine("[machine]\ncpus = 8\ncpu_mhz = 2500\n");
+        _cleanup_(config_freep) Config *d = machine("[machine]\nreserved_cpus = 2\n");
+        _cleanup_free_ char *text = NULL;
+        MachineResources m = { .cpus = 64, .memory = 64 * GiB, .cpu_mhz = 1000 };
+        MachineResources no_mhz = { .cpus = 8, .memory = 64 * GiB };
+
+        assert_int_equal(c->cpu_mhz, 2500);
+        add_fleet(c, "a.ini", "0.1", "1M", "speed = 3000\n");
+        assert_int_equal(c->fleets[0].usage_speed_mhz, 3000);
+        /* 8 × 2500 = 20000 MHz / 3000 = 6 (cpu alone: 80, memory: 65536) */
+        assert_int_equal(density_compute(c, &m, NULL), 0);
+        assert_int_equal(c->fleets[0].slots, 6);
+        assert_int_equal(density_format(c, &m, &text, NULL), 0);
+        assert_non_null(strstr(text, "speed floor(20000 MHz / 3000 MHz) = 6"));
+        assert_non_null(strstr(text, "density: fleet a: 6 slots (automatic, all it can take)"));
+
+        /* detected: (8 - 2) × 1000 MHz / 700 = 8 */
+        add_fleet(d, "a.ini", "0.1", "1M", "speed = 700\n");
+        m.cpus = 8;
+        assert_int_equal(density_compute(d, &m, NULL), 0);
+        assert_int_equal(d->fleets[0].slots, 8);
+        check_density_error(d, &no_mhz, -EINVAL,
+                            "a.ini: fleet a sets usage.speed, but the MHz of this machine's cores "
+                            "are unknown (no cpufreq, no \"cpu MHz\" in /proc/cpuinfo); set "
+                            "machine.cpu_mhz in slotd.ini");
+        /* a fleet without usage.speed needs no MHz */
+        d->fleets[0].usage_speed_mhz = 0;
+        assert_int_equal(density_compute(d, &no_mhz, NULL), 0);
+        assert_int_equal(d->fleets[0].slots, 60);
+}
+
+/* usage.max_per_core (× the cores left for servers) and usage.max_per_machine cap a fleet. */
+static void test_max_per(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = machine("[machine]\ncpus = 8\nreserved_cpus = 2\n");
+        _cleanup_(config_freep) Config *d = machine("[machine]\ncpus = 8\n");
+        _cleanup_free_ char *text = NULL;
+        MachineResources m = { .cpus = 8, .memory = 64 * GiB };
+
+        add_fleet(c, "a.ini", "0.1", "1M", "max_per_core = 2\n");
+        assert_int_equal(density_compute(c, &m, NULL), 0);
+        assert_int_equal(c->fleets[0].slots, 12); /* 2 × 6 cores; cpu alone: 60 */
+        assert_int_equal(density_format(c, &m, &text, NULL), 0);
+        assert_non_null(strstr(text, "max_per_core 2 × 6 cores = 12"));
+
+        add_fleet(d, "a.ini", "0.1", "1M", "max_per_core = 2\nmax_per_machine = 5\n");
+        assert_int_equal(density_compute(d, &m, NULL), 0);
+        assert_int_equal(d->fleets[0].slots, 5);
+}
+
+/* Automatic fleets that all fit get all they ask; none takes the machine by being first. */
+static void test_fair_fits(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = machine("[machine]\ncpus = 16\n");
+        MachineResources m = { .cpus = 16, .memory = 64 * GiB };
+
+        add_fleet(c, "a.ini", "0.5", "1G", "max_per_machine = 10\n");
+        add_fleet(c, "b.ini", "0.5", "1G", "max_per_machine = 12\n");
+        /* 10 + 12 servers: 11 cores and 22G of 16 and 64 */
+        assert_int_equal(density_compute(c, &m, NULL), 0);
+        assert_int_equal(c->fleets[0].slots, 10);
+        assert_int_equal(c->fleets[1].slots, 12);
+}
+
+/* When they ask too much: equal shares, whatever the file order. */
+static void test_fair_equal(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = machine("");
+        _cleanup_(config_freep) Config *d = machine("");
+        _cleanup_(config_freep) Config *e = machine("");
+        _cleanup_free_ char *text = NULL;
+        MachineResources m = { .cpus = 16, .memory = 64 * GiB };
+
+        add_fleet(c, "a.ini", "1", "1G", NULL);
+        add_fleet(c, "b.ini", "1", "1G", NULL);
+        assert_int_equal(density_compute(c, &m, NULL), 0);
+        assert_int_equal(c->fleets[0].slots, 8);
+        assert_int_equal(c->fleets[1].slots, 8);
+        assert_int_equal(density_format(c, &m, &text, NULL), 0);
+        assert_non_null(strstr(text, "2 automatic fleets share 16 cores, 64G after the fixed "
+                                     "ones (more than that asked: fair shares)"));
+
+        /* three on 16 cores: 5 each; the 16th core holds a third of a server for each */
+        add_fleet(d, "a.ini", "1", "1G", NULL);
+        add_fleet(d, "b.ini", "1", "1G", NULL);
+        add_fleet(d, "c.ini", "1", "1G", NULL);
+        assert_int_equal(density_compute(d, &m, NULL), 0);
+        assert_int_equal(d->fleets[0].slots, 5);
+        assert_int_equal(d->fleets[1].slots, 5);
+        assert_int_equal(d->fleets[2].slots, 5);
+
+        /* Different sizes, either order. Each first gets half of its dominant resource:
+         * heavy-cpu 8 cores → 4, heavy-mem 32G → 4. What is left (6 cores, 28G) is shared
+         * again: 1 and 1; then (3.5 cores, 19G) both fit what they ask alone, 1 and 2. In all
+         * 6 × 2 + 7 × 0.5 = 15.5 cores and 6 × 1G + 7 × 8G = 62G. */
+        add_fleet(e, "heavy-cpu.ini", "2", "1G", NULL);
+        add_fleet(e, "heavy-mem.ini", "0.5", "8G", NULL);
+        assert_int_equal(density_compute(e, &m, NULL), 0);
+        assert_int_equal(e->fleets[0].slots, 6);
+        assert_int_equal(e->fleets[1].slots, 7);
+        /* swapped file order gives each the same */
+        FleetConfig t = e->fleets[0];
+        e->fleets[0] = e->fleets[1];
+        e->fleets[1] = t;
+        assert_int_equal(density_compute(e, &m, NULL), 0);
+        assert_int_equal(e->fleets[0].slots, 7);
+        assert_int_equal(e->fleets[1].slots, 6);
+}
+
+/* A fleet capped below its share takes only what it needs; the other gets the rest. */
+static void test_fair_redistributed(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = machine("");
+        MachineResources m = { .cpus = 16, .memory = 64 * GiB };
+
+        add_fleet(c, "a.ini", "1", "1G", "max_per_machine = 2\n");
+        add_fleet(c, "b.ini", "1", "1G", NULL);
+        add_fleet(c, "c.ini", "1", "1G", "servers = 4\n");
+        /* c fixed: 4 (12 cores left); a 2 of its 6-core half, b the other 10 */
+        assert_int_equal(density_compute(c, &m, NULL), 0);
+        assert_int_equal(c->fleets[0].slots, 2);
+        assert_int_equal(c->fleets[1].slots, 10);
+        assert_int_equal(c->fleets[2].slots, 4);
+}
+
 static void test_detect(_unused_ void **state) {
         MachineResources m = { .cpus = -1, .memory = 0 };
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -264,6 +398,20 @@ static void test_detect(_unused_ void **state) {
         assert_true(m.cpus >= 1);
         assert_true(m.memory >= UINT64_C(16) << 20);
         assert_int_equal(m.memory % 1024, 0);
+
+        /* The MHz: cpufreq's when there is one, else /proc/cpuinfo's first "cpu MHz". */
+        if (access("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", F_OK) < 0) {
+                _cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
+                _cleanup_free_ char *line = NULL;
+                size_t size = 0;
+                double mhz = 0;
+
+                assert_non_null(f);
+                while (getline(&line, &size, f) > 0 && sscanf(line, "cpu MHz : %lf", &mhz) != 1)
+                        ;
+                assert_int_equal(m.cpu_mhz, (unsigned) mhz);
+        } else
+                assert_true(m.cpu_mhz > 0);
 }
 
 int main(void) {
@@ -279,6 +427,11 @@ int main(void) {
                 cmocka_unit_test(test_no_slot),
                 cmocka_unit_test(test_bad_usage),
                 cmocka_unit_test(test_huge_count),
+                cmocka_unit_test(test_speed),
+                cmocka_unit_test(test_max_per),
+                cmocka_unit_test(test_fair_fits),
+                cmocka_unit_test(test_fair_equal),
+                cmocka_unit_test(test_fair_redistributed),
                 cmocka_unit_test(test_detect),
         };
 
