@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <strings.h>
 
+#include "expand.h"
 #include "gsh-map.h"
 #include "strv.h"
 
@@ -373,6 +374,26 @@ static int map_variables(GshMap *m, const GshNode *n, const char *path, GshBuild
         return r;
 }
 
+/* Every $$name$$ of the command line is one of Multiplay's or one of the configuration's own
+ * variables (expand.h): refused here, not when a server starts. */
+static int check_command_line(GshMap *m, const GshNode *n, const char *path, GshBuildConfig *g) {
+        _cleanup_free_ char *p = gsh_path(m, path, "commandLine", 0);
+        const GshNode *v = gsh_map_get(n, "commandLine");
+        const char *bad = NULL;
+        char what[256];
+        int r;
+
+        if (!v || !g->bc.args)
+                return 0;
+        r = build_config_check_launch(&g->bc, g->bc.args, &bad);
+        if (r == -ENOMEM || !p)
+                return m->oom = true, -ENOMEM;
+        if (r >= 0)
+                return 0;
+        expand_describe_error(bad, what, sizeof(what));
+        return gsh_error(m, v, p, "%s; %s", what, expand_known_text());
+}
+
 /* buildConfigurations.NAME.build: one of builds; NULL (with the error where it is) when not. */
 static const GshBuild *map_build_ref(GshMap *m, const GshNode *n, const char *path) {
         _cleanup_free_ char *p = gsh_path(m, path, "build", 0), *name = NULL;
@@ -441,7 +462,7 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                                             "memoryMiB", NULL };
         _cleanup_free_ char *path = gsh_path(m, "buildConfigurations", n->key, 0);
         const GshBuild *b;
-        int r;
+        int r, k;
 
         *g = (GshBuildConfig) { .node = n, .readiness = true, .cores = 1, .speed_mhz = 750,
                                 .memory_mib = 800, .bc.line = n->key_line };
@@ -472,9 +493,8 @@ static int map_build_config(GshMap *m, const GshNode *n, GshBuildConfig *g) {
                 r = -EINVAL;
         if (map_query_type(m, n, path, g) < 0)
                 r = -EINVAL;
-        if (map_command_line(m, n, path, g) < 0)
-                r = -EINVAL;
-        if (map_variables(m, n, path, g) < 0)
+        k = map_command_line(m, n, path, g);
+        if (map_variables(m, n, path, g) < 0 || k < 0 || check_command_line(m, n, path, g) < 0)
                 r = -EINVAL;
         if (map_sizes(m, n, path, g) < 0)
                 r = -EINVAL;

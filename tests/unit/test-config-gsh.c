@@ -431,6 +431,16 @@ static void test_gsh_refusals_more(_unused_ void **state) {
         check_refusal(BASE FLEET "    usageSettings: [{speed: 100}]\n",
                       GSH ":6:21: fleets.f.usageSettings[0]: hardwareType is missing: slotd "
                       "takes METAL");
+        check_refusal("builds: {b: {buildPath: /srv/b}}\n"
+                      "buildConfigurations: {c: {build: b, commandLine: '-x $$nope$$ $$map$$',"
+                      " variables: {map: dust}}}\nfleets: {}\n",
+                      GSH ":2:50: buildConfigurations.c.commandLine: unknown variable "
+                      "'$$nope$$'; known: ${PORT} ${QUERY_PORT} ${SERVER_ID} ${ALLOCATION_UUID} "
+                      "${SERVER_LOG_DIR} ${HOME} ${BUILD_CONFIGURATION}, Multiplay's $$port$$ "
+                      "$$query_port$$ $$query_type$$ $$log_dir$$ $$file_dir$$ $$config_dir$$ "
+                      "$$game_exe$$ $$serverid$$ $$machineid$$ $$fleetid$$ $$regionid$$ "
+                      "$$regionname$$ $$ip$$ $$ipv6$$ $$timestamp$$ $$commandline$$ and the "
+                      "build configuration's variables as $$NAME$$");
         check_refusal(BASE "  '!!!':\n    buildConfigurations: [c]\n",
                       GSH ":4:3: fleets.!!!: the name ('!!!') makes no fleet name: expected a "
                       "letter or digit among its characters");
@@ -608,7 +618,7 @@ static void test_gsh_load(_unused_ void **state) {
         _cleanup_free_ char *fleets = path_join(dir, "fleets.d");
         _cleanup_free_ char *ini = path_join(dir, "slotd.ini");
         _cleanup_free_ char *build = NULL, *text = NULL, *err = NULL;
-        MachineResources m = { .cpus = 8, .memory = UINT64_C(16) << 30 };
+        MachineResources m = { .cpus = 8, .memory = UINT64_C(16) << 30, .cpu_mhz = 2000 };
         _cleanup_(config_freep) Config *c = NULL, *c2 = NULL;
 
         assert_int_equal(mkdir(fleets, 0755), 0);
