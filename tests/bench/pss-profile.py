@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""pss-profile.py [--runs R] [--json FILE] LABEL=BUILD_DIR [LABEL=BUILD_DIR ...]
+
+Where the base memory of slotd and its local proxy goes (issue 24): for each build, R times
+(alternating builds), a fresh slotd with one fleet of one slot (tests/bench/bench.py's
+settings, as tests/bench/first-exec.py starts it: tiny as the build, state and slots on tmpfs,
+a private dbus-daemon and cgroup subtree; the proxy on a free loopback port), and 1 s after
+the first server's exec (as the bench's phase `start` measures), /proc/PID/smaps of slotd and
+of slotd-proxy, summed per mapping's file (a library, the binary) or kind ([heap], [stack],
+anonymous, ...): Pss, Pss_quiet (below), Private_Dirty, Private_Clean, Shared (clean and dirty),
+Rss, in KiB.
+Prints, per build, the median of each figure over the runs, then slotd + proxy's totals.
+
+PSS divides a shared page among the processes that map it: libc's pages are shared with the
+rest of the machine, and other slotd-proxy processes on the machine (other engineers' tests)
+share the proxy's libraries' pages and lower its PSS. Pss_quiet is the PSS without them: each
+resident page (from /proc/PID/pagemap) counts 1 / (its mapcount from /proc/kpagecount, less
+its mappings by the other slotd, slotd-proxy and slotd-keeper processes on the machine), the
+figure a quiet machine would show. The number of other slotd and slotd-proxy processes seen
+is printed.
+
+As root; everything it starts is killed and removed.
+"""
+import os, sys, time, signal, socket, subprocess, statistics, shutil, tempfile, json, argparse
+
+SRC = os.path.dirname(os.path.abspath(__file__))
+ap = argparse.ArgumentParser(usage=__doc__)
+ap.add_argument("--runs", type=int, default=3)
+ap.add_argument("--json")
+ap.add_argument("builds", nargs="+")
+args = ap.parse_args()
+bins = [a.split("=", 1) for a in args.builds]
+CGM = next(l.split()[4] for l in open("/proc/self/mountinfo") if l.split(" - ")[1].startswith("cgroup2 "))
+root = tempfile.mkdtemp(prefix="slotd-pss-profile.", dir="/dev/shm")
+os.chmod(root, 0o755)
+HERE = f"{root}/bin"
+cg = f"{CGM}/slotd-pss-profile-{os.getpid()}"
+procs = []
+FIELDS = ("Pss", "Pss_quiet", "Private_Dirty", "Private_Clean", "Shared", "Rss")
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def kill_tree(top):
+    if not os.path.isdir(top): return
+    dirs = sorted((d for d, _, _ in os.walk(top)), key=len, reverse=True)
+    for d in dirs:
+        try:
+            with open(f"{d}/cgroup.kill", "w") as f: f.write("1")
+        except OSError: pass
+    for d in dirs:
+        for _ in range(500):
+            try: os.rmdir(d); break
+            except FileNotFoundError: break
+            except OSError: time.sleep(0.01)
+
+
+def spawn(argv, group, log, env=None):
+    os.makedirs(group, exist_ok=True)
+    def pre():
+        with open(f"{group}/cgroup.procs", "w") as f: f.write("0")
+    out = open(log, "ab")
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
+                         preexec_fn=pre, start_new_session=True, close_fds=True)
+    out.close(); procs.append(p); return p
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f: return f.read().strip()
+    except OSError: return None
+
+
+def ranges(pid):
+    """[(start, end, name)] of the mappings of a process with resident pages."""
+    out = []; cur = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            w = line.split()
+            if "-" in w[0] and not w[0].endswith(":"):
+                a, b = (int(x, 16) for x in w[0].split("-"))
+                name = w[5] if len(w) > 5 else "[anon]"
+                cur = [a, b, os.path.basename(name) if name.startswith("/") else name, 0]
+                out.append(cur)
+            elif w[0] == "Rss:":
+                cur[3] = int(w[1])
+    return [(a, b, n) for a, b, n, rss in out if rss > 0]
+
+
+def pfns(pid):
+    """{mapping name: [PFN of each resident page]} (root reads the PFNs of pagemap)."""
+    out = {}
+    with open(f"/proc/{pid}/pagemap", "rb") as f:
+        for a, b, name in ranges(pid):
+            f.seek(a // 4096 * 8)
+            data = f.read((b - a) // 4096 * 8)
+            lst = out.setdefault(name, [])
+            for i in range(0, len(data), 8):
+                e = int.from_bytes(data[i:i + 8], "little")
+                if e >> 63:
+                    lst.append(e & ((1 << 55) - 1))
+    return out
+
+
+def mapcount(pfn_list):
+    """{PFN: the kernel's mapcount (/proc/kpagecount)}."""
+    out = {}
+    with open("/proc/kpagecount", "rb") as f:
+        for pfn in set(pfn_list):
+            f.seek(pfn * 8)
+            out[pfn] = int.from_bytes(f.read(8), "little")
+    return out
+
+
+def smaps(pid, foreign):
+    """{mapping name: {field: KiB}} for one process. Pss_quiet is the PSS the process would
+    have with no other slotd or slotd-proxy on the machine: a page's mapcount less its
+    mappings by those (foreign: {PFN: count})."""
+    out = {}; name = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            w = line.split()
+            if "-" in w[0] and not w[0].endswith(":"):
+                name = w[5] if len(w) > 5 else "[anon]"
+                if name.startswith("/"):
+                    name = os.path.basename(name)
+                out.setdefault(name, {k: 0 for k in FIELDS})
+            elif w[0].rstrip(":") in ("Pss", "Private_Dirty", "Private_Clean", "Rss"):
+                out[name][w[0].rstrip(":")] += int(w[1])
+            elif w[0] in ("Shared_Clean:", "Shared_Dirty:"):
+                out[name]["Shared"] += int(w[1])
+    pf = pfns(pid)
+    mc = mapcount([p for l in pf.values() for p in l])
+    for name, lst in pf.items():
+        q = sum(1.0 / max(1, mc[p] - foreign.get(p, 0)) for p in lst)
+        out.setdefault(name, {k: 0 for k in FIELDS})["Pss_quiet"] = q * PAGE_KIB
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+
+
+def others():
+    """The PFNs mapped by other slotd, slotd-proxy and slotd-keeper processes on the machine
+    (outside our subtree), {PFN: mappings}, and how many slotd and slotd-proxy there were."""
+    n = 0; foreign = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and comm(pid) in ("slotd", "slotd-proxy", "slotd-keeper"):
+            try:
+                if f"slotd-pss-profile-{os.getpid()}" in open(f"/proc/{pid}/cgroup").read():
+                    continue
+                for lst in pfns(pid).values():
+                    for p in lst:
+                        foreign[p] = foreign.get(p, 0) + 1
+                n += comm(pid) != "slotd-keeper"
+            except OSError: pass
+    return n, foreign
+
+
+def one_run(lab, bdir, r, addr):
+    d = f"{root}/{lab}-{r}"; os.makedirs(f"{d}/etc/fleets.d")
+    scg = f"{cg}/{lab}-{r}"
+    with open(f"{d}/etc/slotd.ini", "w") as f:
+        f.write(f"""[machine]
+id = 0123456789abcdef0123456789abcdef
+ip = 127.0.0.1
+cpus = 256
+memory = 1T
+
+[supervisor]
+cgroup = {scg}/slots
+state_dir = {d}/state
+slots_dir = {d}/slots
+bus = {addr}
+
+[localproxy]
+listen = 127.0.0.1:{free_port()}
+""")
+    with open(f"{d}/etc/fleets.d/g000.ini", "w") as f:
+        f.write(f"""[fleet]
+build = {HERE}/tiny
+args = {d}/stamps ${{SERVER_ID}} sleep
+stop_timeout = 2s
+
+[usage]
+cpu = 0.001
+memory = 1M
+servers = 1
+
+[ports]
+game_base = {20000 + 10 * r}
+query_base = {40000 + 10 * r}
+
+[checks]
+interval = 0
+
+[crash]
+restarts = 63
+window = 1h
+""")
+    stamps = f"{d}/stamps"
+    open(stamps, "w").close(); os.chmod(stamps, 0o666); os.chmod(d, 0o755)
+    env = {k: v for k, v in os.environ.items() if k != "SLOTD_LOG_LEVEL"}
+    p = spawn([f"{bdir}/slotd", "--config", f"{d}/etc/slotd.ini"], f"{scg}/daemon", f"{d}/log", env)
+    deadline = time.monotonic() + 30
+    while "exec" not in open(stamps).read():
+        if p.poll() is not None: raise RuntimeError(f"{lab} exited: " + open(f"{d}/log").read()[-2000:])
+        if time.monotonic() > deadline: raise RuntimeError(f"{lab}: timeout")
+        time.sleep(0.001)
+    time.sleep(1)  # as the bench: memory 1 s after the start
+    res = {}
+    n_others, foreign = others()
+    for pid in open(f"{scg}/daemon/cgroup.procs").read().split():
+        c = comm(pid)
+        if c in ("slotd", "slotd-proxy"):
+            res[c] = smaps(pid, foreign)
+    if set(res) != {"slotd", "slotd-proxy"}:
+        raise RuntimeError(f"{lab}: found {sorted(res)} in slotd's group")
+    p.send_signal(signal.SIGTERM)
+    try: p.wait(10)
+    except subprocess.TimeoutExpired: p.kill(); p.wait()
+    kill_tree(scg)
+    shutil.rmtree(d, ignore_errors=True)
+    return res, n_others
+
+
+def report(lab, runs):
+    print(f"\n### {lab} (median of {len(runs)} runs, KiB; other slotd/slotd-proxy on the machine: "
+          f"{', '.join(str(o) for _, o in runs)})\n")
+    totals = {}
+    for proc in ("slotd", "slotd-proxy"):
+        names = sorted({n for res, _ in runs for n in res[proc]})
+        med = {n: {k: statistics.median(res[proc].get(n, {}).get(k, 0) for res, _ in runs)
+                   for k in FIELDS} for n in names}
+        tot = {k: statistics.median(sum(v[k] for v in res[proc].values()) for res, _ in runs)
+               for k in FIELDS}
+        totals[proc] = tot
+        print(f"{proc}:\n")
+        print("| mapping | " + " | ".join(FIELDS) + " |")
+        print("|---|" + "---|" * len(FIELDS))
+        for n in sorted(names, key=lambda n: -med[n]["Pss"]):
+            if med[n]["Rss"] == 0 and med[n]["Pss"] == 0: continue
+            print(f"| {n} | " + " | ".join(f"{med[n][k]:.0f}" for k in FIELDS) + " |")
+        print("| **total** | " + " | ".join(f"**{tot[k]:.0f}**" for k in FIELDS) + " |\n")
+    for k in ("Pss", "Pss_quiet"):
+        both = statistics.median(sum(sum(v[k] for v in res[p].values()) for p in res) for res, _ in runs)
+        print(f"slotd + slotd-proxy {k}: {both:.0f} KiB = {both / 1024:.2f} MiB "
+              f"(slotd {totals['slotd'][k]:.0f}, proxy {totals['slotd-proxy'][k]:.0f})")
+
+
+try:
+    os.makedirs(HERE)
+    subprocess.run(["cc", "-std=gnu11", "-O2", "-o", f"{HERE}/tiny", f"{SRC}/tiny.c"], check=True)
+    os.chmod(HERE, 0o755)
+    os.makedirs(cg)
+    sock = f"{root}/bus"; addr = f"unix:path={sock}"
+    with open(f"{root}/bus.conf", "w") as f:
+        f.write(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>session</type><listen>{addr}</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/></policy>
+</busconfig>""")
+    spawn(["dbus-daemon", f"--config-file={root}/bus.conf", "--nofork", "--nosyslog"], f"{cg}/dbus", f"{root}/dbus.log")
+    while not os.path.exists(sock): time.sleep(0.01)
+    res = {lab: [] for lab, _ in bins}
+    for r in range(args.runs):
+        for lab, bdir in (bins if r % 2 == 0 else bins[::-1]):
+            res[lab].append(one_run(lab, bdir, r, addr))
+    print(f"load average {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
+    for lab, _ in bins:
+        report(lab, res[lab])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({lab: [r for r, _ in v] for lab, v in res.items()}, f)
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill(); p.wait()
+    kill_tree(cg)
+    shutil.rmtree(root, ignore_errors=True)
