@@ -16,8 +16,8 @@ PSS divides a shared page among the processes that map it: libc's pages are shar
 rest of the machine, and other slotd-proxy processes on the machine (other engineers' tests)
 share the proxy's libraries' pages and lower its PSS. Pss_quiet is the PSS without them: each
 resident page (from /proc/PID/pagemap) counts 1 / (its mapcount from /proc/kpagecount, less
-its mappings by the other slotd, slotd-proxy and slotd-keeper processes on the machine), the
-figure a quiet machine would show. The number of other slotd and slotd-proxy processes seen
+its mappings by every process but ours and the machine's own daemons: children of PID 1 that
+run a program from /usr, /lib, /bin or /sbin), the figure a quiet machine would show. The number of other slotd and slotd-proxy processes seen
 is printed.
 
 As root; everything it starts is killed and removed.
@@ -71,8 +71,9 @@ def comm(pid):
     except OSError: return None
 
 
-def ranges(pid):
-    """[(start, end, name)] of the mappings of a process with resident pages."""
+def ranges(pid, files=None):
+    """[(start, end, name)] of the mappings of a process with resident pages (only of the
+    files named in files, if given)."""
     out = []; cur = None
     with open(f"/proc/{pid}/smaps") as f:
         for line in f:
@@ -84,14 +85,14 @@ def ranges(pid):
                 out.append(cur)
             elif w[0] == "Rss:":
                 cur[3] = int(w[1])
-    return [(a, b, n) for a, b, n, rss in out if rss > 0]
+    return [(a, b, n) for a, b, n, rss in out if rss > 0 and (files is None or n in files)]
 
 
-def pfns(pid):
+def pfns(pid, files=None):
     """{mapping name: [PFN of each resident page]} (root reads the PFNs of pagemap)."""
     out = {}
     with open(f"/proc/{pid}/pagemap", "rb") as f:
-        for a, b, name in ranges(pid):
+        for a, b, name in ranges(pid, files):
             f.seek(a // 4096 * 8)
             data = f.read((b - a) // 4096 * 8)
             lst = out.setdefault(name, [])
@@ -142,20 +143,34 @@ def free_port():
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
 
-def others():
-    """The PFNs mapped by other slotd, slotd-proxy and slotd-keeper processes on the machine
-    (outside our subtree), {PFN: mappings}, and how many slotd and slotd-proxy there were."""
+def machine_process(pid):
+    """A daemon of the machine itself: a child of PID 1 (or PID 1) running a program of the
+    system (/usr, /lib, /bin, /sbin). A quiet machine has these and nothing else."""
+    try:
+        ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return True
+    return (pid == "1" or ppid == 1) and exe.startswith(("/usr/", "/lib", "/bin/", "/sbin/"))
+
+
+def others(files):
+    """The PFNs of the files our processes map, as mapped by every other process but the
+    machine's own daemons (other engineers' builds, tests and tools), {PFN: mappings}, and how
+    many other slotd and slotd-proxy there were."""
     n = 0; foreign = {}
+    mine = f"slotd-pss-profile-{os.getpid()}"
     for pid in os.listdir("/proc"):
-        if pid.isdigit() and comm(pid) in ("slotd", "slotd-proxy", "slotd-keeper"):
-            try:
-                if f"slotd-pss-profile-{os.getpid()}" in open(f"/proc/{pid}/cgroup").read():
-                    continue
-                for lst in pfns(pid).values():
-                    for p in lst:
-                        foreign[p] = foreign.get(p, 0) + 1
-                n += comm(pid) != "slotd-keeper"
-            except OSError: pass
+        if not pid.isdigit() or pid == str(os.getpid()) or machine_process(pid):
+            continue
+        try:
+            if mine in open(f"/proc/{pid}/cgroup").read():
+                continue
+            for lst in pfns(pid, files).values():
+                for p in lst:
+                    foreign[p] = foreign.get(p, 0) + 1
+            n += comm(pid) in ("slotd", "slotd-proxy")
+        except OSError: pass
     return n, foreign
 
 
@@ -211,8 +226,10 @@ window = 1h
         time.sleep(0.001)
     time.sleep(1)  # as the bench: memory 1 s after the start
     res = {}
-    n_others, foreign = others()
-    for pid in open(f"{scg}/daemon/cgroup.procs").read().split():
+    pids = open(f"{scg}/daemon/cgroup.procs").read().split()
+    files = {n for pid in pids for _, _, n in ranges(pid) if not n.startswith("[")}
+    n_others, foreign = others(files)
+    for pid in pids:
         c = comm(pid)
         if c in ("slotd", "slotd-proxy"):
             res[c] = smaps(pid, foreign)
