@@ -8,17 +8,19 @@ settings, as tests/bench/first-exec.py starts it: tiny as the build, state and s
 a private dbus-daemon and cgroup subtree; the proxy on a free loopback port), and 1 s after
 the first server's exec (as the bench's phase `start` measures), /proc/PID/smaps of slotd and
 of slotd-proxy, summed per mapping's file (a library, the binary) or kind ([heap], [stack],
-anonymous, ...): Pss, Pss_quiet (below), Private_Dirty, Private_Clean, Shared (clean and dirty),
+anonymous, ...): Pss, Pss_alone (below), Private_Dirty, Private_Clean, Shared (clean and dirty),
 Rss, in KiB.
 Prints, per build, the median of each figure over the runs, then slotd + proxy's totals.
 
 PSS divides a shared page among the processes that map it: libc's pages are shared with the
 rest of the machine, and other slotd-proxy processes on the machine (other engineers' tests)
-share the proxy's libraries' pages and lower its PSS. Pss_quiet is the PSS without them: each
-resident page (from /proc/PID/pagemap) counts 1 / (its mapcount from /proc/kpagecount, less
-its mappings by every process but ours and the machine's own daemons: children of PID 1 that
-run a program from /usr, /lib, /bin or /sbin), the figure a quiet machine would show. The number of other slotd and slotd-proxy processes seen
-is printed.
+share the proxy's libraries' pages and lower its PSS. Pss_alone is the PSS without them, as if
+the run's own processes were alone on the machine: each resident page (its PFN from
+/proc/PID/pagemap) counts 1 / (its mappings by this driver and the processes of its cgroup
+subtree: the dbus-daemon, slotd, its proxy, the keeper and the server), whatever else maps
+it at the time: deterministic, and an upper bound of what a quiet machine shows (there a
+few shells and tools share libc's pages). The number of other slotd and slotd-proxy
+processes seen is printed.
 
 As root; everything it starts is killed and removed.
 """
@@ -37,7 +39,7 @@ os.chmod(root, 0o755)
 HERE = f"{root}/bin"
 cg = f"{CGM}/slotd-pss-profile-{os.getpid()}"
 procs = []
-FIELDS = ("Pss", "Pss_quiet", "Private_Dirty", "Private_Clean", "Shared", "Rss")
+FIELDS = ("Pss", "Pss_alone", "Private_Dirty", "Private_Clean", "Shared", "Rss")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
@@ -71,17 +73,29 @@ def comm(pid):
     except OSError: return None
 
 
+def mapping_name(w, prev):
+    """A mapping's name: the file's base name, or [heap], [stack], ...; an anonymous mapping
+    that starts where a file's mapping ends is that file's .bss ("libfoo.so (bss)")."""
+    a = int(w[0].split("-")[0], 16)
+    if len(w) > 5:
+        return os.path.basename(w[5]) if w[5].startswith("/") else w[5]
+    if prev and prev[1] == a and prev[2].startswith("/"):
+        return os.path.basename(prev[2]) + " (bss)"
+    return "[anon]"
+
+
 def ranges(pid, files=None):
     """[(start, end, name)] of the mappings of a process with resident pages (only of the
     files named in files, if given)."""
-    out = []; cur = None
+    out = []; cur = None; prev = None
     with open(f"/proc/{pid}/smaps") as f:
         for line in f:
             w = line.split()
             if "-" in w[0] and not w[0].endswith(":"):
                 a, b = (int(x, 16) for x in w[0].split("-"))
-                name = w[5] if len(w) > 5 else "[anon]"
-                cur = [a, b, os.path.basename(name) if name.startswith("/") else name, 0]
+                name = mapping_name(w, prev)
+                prev = (a, b, w[5] if len(w) > 5 else "")
+                cur = [a, b, name, 0]
                 out.append(cur)
             elif w[0] == "Rss:":
                 cur[3] = int(w[1])
@@ -103,75 +117,68 @@ def pfns(pid, files=None):
     return out
 
 
-def mapcount(pfn_list):
-    """{PFN: the kernel's mapcount (/proc/kpagecount)}."""
-    out = {}
-    with open("/proc/kpagecount", "rb") as f:
-        for pfn in set(pfn_list):
-            f.seek(pfn * 8)
-            out[pfn] = int.from_bytes(f.read(8), "little")
-    return out
-
-
-def smaps(pid, foreign):
-    """{mapping name: {field: KiB}} for one process. Pss_quiet is the PSS the process would
-    have with no other slotd or slotd-proxy on the machine: a page's mapcount less its
-    mappings by those (foreign: {PFN: count})."""
-    out = {}; name = None
+def smaps(pid):
+    """{mapping name: {field: KiB}} for one process, from /proc/PID/smaps (Pss_alone is
+    filled by alone())."""
+    out = {}; name = None; prev = None
     with open(f"/proc/{pid}/smaps") as f:
         for line in f:
             w = line.split()
             if "-" in w[0] and not w[0].endswith(":"):
-                name = w[5] if len(w) > 5 else "[anon]"
-                if name.startswith("/"):
-                    name = os.path.basename(name)
+                name = mapping_name(w, prev)
+                a, b = (int(x, 16) for x in w[0].split("-"))
+                prev = (a, b, w[5] if len(w) > 5 else "")
                 out.setdefault(name, {k: 0 for k in FIELDS})
             elif w[0].rstrip(":") in ("Pss", "Private_Dirty", "Private_Clean", "Rss"):
                 out[name][w[0].rstrip(":")] += int(w[1])
             elif w[0] in ("Shared_Clean:", "Shared_Dirty:"):
                 out[name]["Shared"] += int(w[1])
-    pf = pfns(pid)
-    mc = mapcount([p for l in pf.values() for p in l])
-    for name, lst in pf.items():
-        q = sum(1.0 / max(1, mc[p] - foreign.get(p, 0)) for p in lst)
-        out.setdefault(name, {k: 0 for k in FIELDS})["Pss_quiet"] = q * PAGE_KIB
     return out
+
+
+def subtree_pids(top):
+    out = []
+    for d, _, _ in os.walk(top):
+        try: out += open(f"{d}/cgroup.procs").read().split()
+        except OSError: pass
+    return out
+
+
+def alone(pids, res):
+    """Pss_alone: the PSS our processes would have if the run's own processes were alone on
+    the machine. Each resident page (its PFN from /proc/PID/pagemap) counts 1 / (its
+    mappings by the processes of our cgroup subtree, the dbus-daemon, slotd, its proxy,
+    keeper and server, and by this driver), whatever else (other engineers' builds, tests,
+    tools) maps it at the time. Returns how many other slotd and slotd-proxy were running."""
+    ours = {pid: pfns(pid) for pid in pids}
+    files = {n for pf in ours.values() for n in pf if not n.startswith("[") and "(bss)" not in n}
+    count = {}
+    for pf in ours.values():
+        for lst in pf.values():
+            for p in lst:
+                count[p] = count.get(p, 0) + 1
+    for pid in set(subtree_pids(cg) + [str(os.getpid())]) - set(pids):
+        try:
+            for lst in pfns(pid, files).values():
+                for p in lst:
+                    if p in count:
+                        count[p] += 1
+        except OSError: pass
+    for pid, pf in ours.items():
+        for name, lst in pf.items():
+            res[pid].setdefault(name, {k: 0 for k in FIELDS})["Pss_alone"] = \
+                sum(1.0 / count[p] for p in lst) * PAGE_KIB
+    n = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and pid not in pids and comm(pid) in ("slotd", "slotd-proxy"):
+            try: n += f"slotd-pss-profile-{os.getpid()}" not in open(f"/proc/{pid}/cgroup").read()
+            except OSError: pass
+    return n
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
-
-
-def machine_process(pid):
-    """A daemon of the machine itself: a child of PID 1 (or PID 1) running a program of the
-    system (/usr, /lib, /bin, /sbin). A quiet machine has these and nothing else."""
-    try:
-        ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-        exe = os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return True
-    return (pid == "1" or ppid == 1) and exe.startswith(("/usr/", "/lib", "/bin/", "/sbin/"))
-
-
-def others(files):
-    """The PFNs of the files our processes map, as mapped by every other process but the
-    machine's own daemons (other engineers' builds, tests and tools), {PFN: mappings}, and how
-    many other slotd and slotd-proxy there were."""
-    n = 0; foreign = {}
-    mine = f"slotd-pss-profile-{os.getpid()}"
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or pid == str(os.getpid()) or machine_process(pid):
-            continue
-        try:
-            if mine in open(f"/proc/{pid}/cgroup").read():
-                continue
-            for lst in pfns(pid, files).values():
-                for p in lst:
-                    foreign[p] = foreign.get(p, 0) + 1
-            n += comm(pid) in ("slotd", "slotd-proxy")
-        except OSError: pass
-    return n, foreign
 
 
 def one_run(lab, bdir, r, addr):
@@ -225,16 +232,13 @@ window = 1h
         if time.monotonic() > deadline: raise RuntimeError(f"{lab}: timeout")
         time.sleep(0.001)
     time.sleep(1)  # as the bench: memory 1 s after the start
-    res = {}
-    pids = open(f"{scg}/daemon/cgroup.procs").read().split()
-    files = {n for pid in pids for _, _, n in ranges(pid) if not n.startswith("[")}
-    n_others, foreign = others(files)
-    for pid in pids:
-        c = comm(pid)
-        if c in ("slotd", "slotd-proxy"):
-            res[c] = smaps(pid, foreign)
-    if set(res) != {"slotd", "slotd-proxy"}:
-        raise RuntimeError(f"{lab}: found {sorted(res)} in slotd's group")
+    pids = {comm(pid): pid for pid in open(f"{scg}/daemon/cgroup.procs").read().split()}
+    if not {"slotd", "slotd-proxy"} <= set(pids):
+        raise RuntimeError(f"{lab}: found {sorted(pids)} in slotd's group")
+    pids = [pids["slotd"], pids["slotd-proxy"]]
+    by_pid = {pid: smaps(pid) for pid in pids}
+    n_others = alone(pids, by_pid)
+    res = {"slotd": by_pid[pids[0]], "slotd-proxy": by_pid[pids[1]]}
     p.send_signal(signal.SIGTERM)
     try: p.wait(10)
     except subprocess.TimeoutExpired: p.kill(); p.wait()
@@ -261,7 +265,7 @@ def report(lab, runs):
             if med[n]["Rss"] == 0 and med[n]["Pss"] == 0: continue
             print(f"| {n} | " + " | ".join(f"{med[n][k]:.0f}" for k in FIELDS) + " |")
         print("| **total** | " + " | ".join(f"**{tot[k]:.0f}**" for k in FIELDS) + " |\n")
-    for k in ("Pss", "Pss_quiet"):
+    for k in ("Pss", "Pss_alone"):
         both = statistics.median(sum(sum(v[k] for v in res[p].values()) for p in res) for res, _ in runs)
         print(f"slotd + slotd-proxy {k}: {both:.0f} KiB = {both / 1024:.2f} MiB "
               f"(slotd {totals['slotd'][k]:.0f}, proxy {totals['slotd-proxy'][k]:.0f})")
