@@ -13,6 +13,7 @@ import datetime
 import os
 import platform
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -151,6 +152,14 @@ def comm(pid):
             return f.read().strip()
     except OSError:
         return ""
+
+
+def free_port():
+    """A loopback TCP port free now: the local proxy's, rather than the default 8086, which
+    another slotd on a shared machine may hold."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def pss_kib(pids):
@@ -367,6 +376,9 @@ cgroup = {self.slot_cg}
 state_dir = {self.dir}/state
 slots_dir = {self.slots_dir}
 bus = {self.ctx.bus_addr}
+
+[localproxy]
+listen = 127.0.0.1:{free_port()}
 """)
         self.fleets = []
         self.sleepers = set()  # fleets of services that never exit
