@@ -8,8 +8,9 @@ settings, as tests/bench/first-exec.py starts it: tiny as the build, state and s
 a private dbus-daemon and cgroup subtree; the proxy on a free loopback port), and 1 s after
 the first server's exec (as the bench's phase `start` measures), /proc/PID/smaps of slotd and
 of slotd-proxy, summed per mapping's file (a library, the binary) or kind ([heap], [stack],
-anonymous, ...): Pss, Pss_alone (below), Private_Dirty, Private_Clean, Shared (clean and dirty),
-Rss, in KiB.
+anonymous, ...): Pss, Pss_alone (below), Only_here (the pages no other process of the run maps:
+what dropping that library from that process alone would save), Private_Dirty, Private_Clean,
+Shared (clean and dirty), Rss, in KiB.
 Prints, per build, the median of each figure over the runs, then slotd + proxy's totals.
 
 PSS divides a shared page among the processes that map it: libc's pages are shared with the
@@ -39,7 +40,7 @@ os.chmod(root, 0o755)
 HERE = f"{root}/bin"
 cg = f"{CGM}/slotd-pss-profile-{os.getpid()}"
 procs = []
-FIELDS = ("Pss", "Pss_alone", "Private_Dirty", "Private_Clean", "Shared", "Rss")
+FIELDS = ("Pss", "Pss_alone", "Only_here", "Private_Dirty", "Private_Clean", "Shared", "Rss")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
@@ -166,8 +167,9 @@ def alone(pids, res):
         except OSError: pass
     for pid, pf in ours.items():
         for name, lst in pf.items():
-            res[pid].setdefault(name, {k: 0 for k in FIELDS})["Pss_alone"] = \
-                sum(1.0 / count[p] for p in lst) * PAGE_KIB
+            row = res[pid].setdefault(name, {k: 0 for k in FIELDS})
+            row["Pss_alone"] = sum(1.0 / count[p] for p in lst) * PAGE_KIB
+            row["Only_here"] = sum(count[p] == 1 for p in lst) * PAGE_KIB
     n = 0
     for pid in os.listdir("/proc"):
         if pid.isdigit() and pid not in pids and comm(pid) in ("slotd", "slotd-proxy"):
