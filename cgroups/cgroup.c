@@ -145,19 +145,29 @@ int cg_path_from_id(int mount_fd, const char *mount, uint64_t id, char **ret_pat
         return *ret_path ? 0 : -ENOMEM;
 }
 
+/* mkdir -p. The whole path first: its parents usually exist (a slot's group, a restart's
+ * state directory), and one mkdir beats one per component from / (issue 24: about 22 a slot
+ * at a cold start, now 9). Only on ENOENT the parent, the same way, and the path again. */
 int cg_create(const char *path) {
-        _cleanup_free_ char *p = strdup(path);
-        if (!p)
+        _cleanup_free_ char *parent = NULL;
+        char *slash;
+        int r;
+
+        if (mkdir(path, 0755) >= 0 || errno == EEXIST)
+                return 0;
+        if (errno != ENOENT)
+                return negative_errno();
+        parent = strdup(path);
+        if (!parent)
                 return -ENOMEM;
-        for (char *s = p + 1; *s; s++) {
-                if (*s != '/')
-                        continue;
-                *s = '\0';
-                if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                        return negative_errno();
-                *s = '/';
-        }
-        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        slash = strrchr(parent, '/');
+        if (!slash || slash == parent)
+                return -ENOENT; /* no parent to make: / or a relative name */
+        *slash = '\0';
+        r = cg_create(parent);
+        if (r < 0)
+                return r;
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
                 return negative_errno();
         return 0;
 }

@@ -449,7 +449,28 @@ static int run_check(const Config *config, const MachineResources *detected) {
         return 0;
 }
 
+/* The signals our parent left ignored, from /proc/self/status's SigIgn: a handler does not
+ * survive an exec, so these are the only dispositions to undo. One read rather than a
+ * sigaction per signal (60 system calls before the first server's start; issue 24). */
+static int ignored_signals(uint64_t *ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+
+        if (!f)
+                return negative_errno();
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "SigIgn:", 7) == 0) {
+                        char *end;
+
+                        errno = 0;
+                        *ret = strtoull(line + 7, &end, 16);
+                        return errno == 0 && end != line + 7 ? 0 : -EINVAL;
+                }
+        return -ENOENT;
+}
+
 static void setup_signals(void) {
+        uint64_t ignored = UINT64_MAX; /* all, if /proc cannot say */
         sigset_t mask;
 
         /* sd-event takes these through signalfd and pidfds; they must never be delivered. */
@@ -460,8 +481,11 @@ static void setup_signals(void) {
         sigprocmask(SIG_BLOCK, &mask, NULL);
         /* Whatever our parent ignored (nohup's SIGHUP…) goes back to its default, so that
          * SIGPIPE is the one ignored signal a spawned child has to reset (spawn.c). */
-        for (int sig = 1; sig < _NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP && sig != SIGPIPE)
+        if (ignored_signals(&ignored) < 0)
+                ignored = UINT64_MAX;
+        for (int sig = 1; sig < _NSIG && sig <= 64; sig++)
+                if ((ignored & (UINT64_C(1) << (sig - 1))) && sig != SIGKILL && sig != SIGSTOP &&
+                    sig != SIGPIPE)
                         (void) sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
         signal(SIGPIPE, SIG_IGN);
 }

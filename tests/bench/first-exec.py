@@ -11,7 +11,7 @@ not counted. Prints each run, then the minimum, median and maximum per build: on
 loaded machine the minimum is the robust figure. As root; everything it starts is killed and
 removed. PREFIX="strace -f -ttt -o FILE" runs slotd under a tool; KEEP=PATH keeps each log.
 """
-import os, sys, time, signal, subprocess, statistics, shutil, tempfile
+import os, sys, time, signal, socket, subprocess, statistics, shutil, tempfile
 
 SRC = os.path.dirname(os.path.abspath(__file__))
 if len(sys.argv) < 4:
@@ -39,6 +39,11 @@ def kill_tree(top):
             try: os.rmdir(d); break
             except FileNotFoundError: break
             except OSError: time.sleep(0.01)
+
+def free_port():
+    """A loopback port free now for the local proxy: another slotd may hold the default 8086."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
 def spawn(argv, group, log, env=None):
     os.makedirs(group, exist_ok=True)
@@ -82,6 +87,9 @@ cgroup = {scg}/slots
 state_dir = {d}/state
 slots_dir = {d}/slots
 bus = {addr}
+
+[localproxy]
+listen = 127.0.0.1:{free_port()}
 """)
             with open(f"{d}/etc/fleets.d/g000.ini", "w") as f:
                 f.write(f"""[fleet]

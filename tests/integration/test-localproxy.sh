@@ -24,6 +24,15 @@ wait_until 20 "the local proxy answering on $URL" curl -s --max-time 2 -o /dev/n
 # sock_diag works here: its self-test at the proxy's start raised no fault (a host without it:
 # test-sockdiag-missing).
 assert_eq "$(mprop Faults)" 0 "Faults on a normal start"
+# gnutls, which libmicrohttpd links, is never initialised in the proxy (docs/localproxy.md):
+# slotd gives it GNUTLS_NO_IMPLICIT_INIT=1 (gnutls's constructor does nothing), and
+# libmicrohttpd's own call to gnutls_global_init() binds to the proxy's empty one.
+proxy=$(pgrep -P $SLOTD_PID -x slotd-proxy) || fail "no slotd-proxy child of slotd"
+assert_ok "GNUTLS_NO_IMPLICIT_INIT=1 in the proxy's environment" \
+        grep -qzx GNUTLS_NO_IMPLICIT_INIT=1 /proc/$proxy/environ
+assert_ok "libmicrohttpd's gnutls_global_init binds to slotd-proxy's" bash -c \
+        "LD_DEBUG=bindings '$(dirname "$SLOTD")/slotd-proxy' --help 2>&1 |
+         grep -q 'libmicrohttpd.* to .*slotd-proxy .*gnutls_global_init'"
 
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 as_daemon() { setpriv --reuid=daemon --regid=daemon --clear-groups "$@"; }

@@ -20,6 +20,10 @@ assert_eq "$(mprop MachineNumber)" "$(machine_number_of "$TEST_MACHINE_ID")" \
 assert_eq "$TEST_MACHINE_NUMBER" "$(machine_number_of "$TEST_MACHINE_ID")" "TEST_MACHINE_NUMBER"
 assert_eq "$(mprop CPUs)" 6 "CPUs"
 assert_eq "$(mprop MemoryBytes)" $((4 * 1024 * 1024 * 1024)) "MemoryBytes"
+# slotd undoes every ignored disposition it inherited but SIGPIPE's, which it ignores itself
+# (bash starts it with SIGINT and SIGQUIT ignored, as a background job): SIGPIPE alone.
+assert_eq "$(awk '/^SigIgn:/ { print $2 }' /proc/$SLOTD_PID/status)" 0000000000001000 \
+        "slotd's ignored signals (SigIgn)"
 
 # busctl tree lists one object per slot, through the node enumerator.
 tree=$(bctl tree --list org.slotd.Supervisor1)

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
@@ -141,6 +142,31 @@ static void test_memory_statm_kept(_unused_ void **state) {
         close(fd);
 }
 
+/* cg_create is mkdir -p: every missing level, an existing path is no error, a file in the
+ * way is. */
+static void test_create(_unused_ void **state) {
+        char top[] = "/tmp/test-cgroup.XXXXXX", path[256];
+        struct stat st;
+
+        assert_non_null(mkdtemp(top));
+        snprintf(path, sizeof(path), "%s/a/b/c", top);
+        assert_int_equal(cg_create(path), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(cg_create(path), 0); /* exists */
+        snprintf(path, sizeof(path), "%s/a/d/", top);
+        assert_int_equal(cg_create(path), 0); /* a trailing slash */
+        snprintf(path, sizeof(path), "%s/a/d", top);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        snprintf(path, sizeof(path), "%s/f", top);
+        assert_int_equal(close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
+        snprintf(path, sizeof(path), "%s/f/g/h", top);
+        assert_int_equal(cg_create(path), -ENOTDIR);
+        snprintf(path, sizeof(path), "rm -rf '%s'", top);
+        assert_int_equal(system(path), 0);
+}
+
 static void test_format_limit(_unused_ void **state) {
         char buf[24];
         cg_format_limit(UINT64_MAX, buf);
@@ -157,6 +183,7 @@ int main(void) {
                 cmocka_unit_test(test_mountinfo_unified_and_none),
                 cmocka_unit_test(test_proc_cgroup),
                 cmocka_unit_test(test_controllers),
+                cmocka_unit_test(test_create),
                 cmocka_unit_test(test_format_limit),
                 cmocka_unit_test(test_memory_statm_kept),
                 cmocka_unit_test(test_memory_current_fd),
