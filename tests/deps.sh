@@ -6,7 +6,8 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
        libinih-dev libcmocka-dev libssl-dev libjansson-dev libcurl4-openssl-dev
        libwebsockets-dev libmicrohttpd-dev libwslay-dev curl
-       libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libc-ares-dev libgnutls28-dev)
+       libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libc-ares-dev libgnutls28-dev
+       scdoc man-db)
 run=(dbus-daemon systemd python3)
 # The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests; openssl
 # makes the CA and certificates of the TLS etcd (test-etcd-tls).
