@@ -12,12 +12,14 @@ run=(dbus-daemon systemd python3)
 # The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests; openssl
 # makes the CA and certificates of the TLS etcd (test-etcd-tls).
 fleet=(etcd-server etcd-client prometheus jq openssl)
+# The Debian packages (debian/, tests/package/build-deb): dpkg-buildpackage, dh, lintian.
+package=(dpkg-dev debhelper build-essential lintian)
 # test-notify-kill stops slotd with gdb at an exact instruction before it SIGKILLs it.
 debug=(gdb)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)
 fuzz=(clang libclang-rt-14-dev)
 
-want=("${build[@]}" "${run[@]}" "${fleet[@]}" "${debug[@]}")
+want=("${build[@]}" "${run[@]}" "${fleet[@]}" "${package[@]}" "${debug[@]}")
 for arg in "$@"; do
         case "$arg" in
                 --vm) want+=("${vm[@]}") ;;
