@@ -48,14 +48,21 @@ proxy=$(sed -n 's/.*Local proxy started as process \([0-9]*\).*/\1/p' "$log" | h
 [ -S "$run/bus" ] || fail "no bus socket in $run"
 n=$((n + 3))
 # Every process the demo made, as it runs now.
-pids=$(grep -lsF -- "$run" /proc/[0-9]*/cmdline | cut -d/ -f3 | sort -u)
+# (grep exits 2 when a process ends between the glob and its read: that is no error here.)
+named() { grep -lsF -- "$1" /proc/[0-9]*/cmdline | cut -d/ -f3 | sort -u || true; }
+pids=$(named "$run")
 pids+=" $proxy $(find "$cg" -name cgroup.procs -exec cat {} + | sort -u | tr '\n' ' ')"
 pids=$(tr ' ' '\n' <<<"$pids" | grep -v "^$" | grep -vx "$demo_pid" | sort -u | tr '\n' ' ')
 count=0
 for p in $pids; do alive "$p" && count=$((count + 1)); done
-# slotd, dbus-daemon, the proxy, 4 keepers and their 4 servers at least.
-[ "$count" -ge 11 ] || fail "only $count processes of the demo found: $pids"
-n=$((n + 1))
+# slotd, dbus-daemon and the proxy, and the keepers (with their servers) in the cgroup.
+for what in "$run/etc/slotd.ini" "$run/bus.conf"; do
+        [ -n "$(named "$what")" ] || fail "no process of the demo names $what"
+done
+alive "$proxy" || fail "the local proxy ($proxy) does not run"
+in_cg=$(find "$cg" -name cgroup.procs -exec cat {} + | wc -l)
+[ "$in_cg" -ge 4 ] || fail "only $in_cg processes in the demo's cgroup"
+n=$((n + 4))
 echo "# the demo runs $count processes, run directory $run, cgroup $cg"
 
 # SIGINT, as `timeout -s INT` sends it; then, once its cleanup has begun, SIGTERM and SIGINT
@@ -93,7 +100,7 @@ for p in $pids; do
 done
 [ ! -e "$cg" ] || fail "the cgroup $cg is left"
 [ ! -e "$run" ] || fail "the run directory $run is left"
-left=$(grep -lsF -- "$run" /proc/[0-9]*/cmdline | cut -d/ -f3 | grep -vx "$$" || true)
+left=$(named "$run" | grep -vx "$$" || true)
 for p in $left; do alive "$p" && fail "process $p still names $run"; done
 busctl --address="unix:path=$run/bus" list >/dev/null 2>&1 && fail "the demo's bus still answers"
 n=$((n + 4))
