@@ -8,7 +8,7 @@ build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
        libwebsockets-dev libmicrohttpd-dev libwslay-dev curl
        libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libc-ares-dev libgnutls28-dev
        scdoc man-db)
-run=(dbus-daemon systemd python3)
+run=(dbus-daemon systemd python3 iproute2)
 # The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests; openssl
 # makes the CA and certificates of the TLS etcd (test-etcd-tls).
 fleet=(etcd-server etcd-client prometheus jq openssl)
