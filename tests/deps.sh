@@ -6,17 +6,20 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
        libinih-dev libyaml-dev libcmocka-dev libssl-dev libjansson-dev libcurl4-openssl-dev
        libwebsockets-dev libmicrohttpd-dev libwslay-dev curl
-       libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libc-ares-dev libgnutls28-dev)
-run=(dbus-daemon systemd python3)
+       libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libc-ares-dev libgnutls28-dev
+       scdoc man-db)
+run=(dbus-daemon systemd python3 iproute2)
 # The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests; openssl
 # makes the CA and certificates of the TLS etcd (test-etcd-tls).
 fleet=(etcd-server etcd-client prometheus jq openssl)
+# The Debian packages (debian/, tests/package/build-deb): dpkg-buildpackage, dh, lintian.
+package=(dpkg-dev debhelper build-essential lintian)
 # test-notify-kill stops slotd with gdb at an exact instruction before it SIGKILLs it.
 debug=(gdb)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)
 fuzz=(clang libclang-rt-14-dev)
 
-want=("${build[@]}" "${run[@]}" "${fleet[@]}" "${debug[@]}")
+want=("${build[@]}" "${run[@]}" "${fleet[@]}" "${package[@]}" "${debug[@]}")
 for arg in "$@"; do
         case "$arg" in
                 --vm) want+=("${vm[@]}") ;;

@@ -20,6 +20,13 @@ check "$prefix/share/dbus-1/system.d/org.slotd.Supervisor1.conf"
 check "$prefix/sbin/slotd-registry"
 check "$prefix/lib/systemd/system/slotd-registry.service"
 check "$prefix/lib/sysusers.d/slotd-registry.conf"
+# The man pages (man/), when they were built (-Dman, scdoc).
+if [ -f "$BUILD_ROOT/man/slotd.8" ]; then
+        for page in man8/slotd.8 man5/slotd.ini.5 man8/slotd-registry.8 man8/slotd-allocator.8 \
+                    man5/slotd-allocator.ini.5; do
+                check "$prefix/share/man/$page"
+        done
+fi
 "$dest$prefix/sbin/slotd-registry" --version | grep -q '^slotd-registry ' ||
         fail "installed slotd-registry does not run"
 n=$((n + 1))
