@@ -43,7 +43,9 @@ def entry_keys(text):
 
 
 def spec_keys(spec):
-    """Every key of SPEC §2's tables: a row 'a.b / a.c' or 'a.b / .c' names each."""
+    """Every INI key of SPEC §2's tables (slotd.ini's and the fleet files'): a row 'a.b / a.c'
+    or 'a.b / .c' names each. The other tables of §2 (launch parameters, the .gsh mapping)
+    are spec_names()'."""
     text = open(spec, encoding='utf-8').read()
     sec = text[text.index('## 2. Configuration'):text.index('## 3. ')]
     keys = []
@@ -51,11 +53,29 @@ def spec_keys(spec):
         if not line.startswith('| ') or line.startswith('| section.key') or line.startswith('|---'):
             continue
         row = line.split(' | ')[0][2:].strip()
+        if not re.match(r'^[a-z_]+\.[a-z_]+( / |$)', row):
+            continue
         parts = [p.strip() for p in row.split(' / ')]
         base = parts[0].rsplit('.', 1)[0]
         keys.append(parts[0])
         keys += [base + p if p.startswith('.') else p for p in parts[1:]]
     return keys
+
+
+def spec_names(spec):
+    """The names of SPEC §2's other tables: each launch parameter ($$port$$...) and each
+    field of a .gsh file (the last part of `builds.NAME.buildPath`, `….speed`...)."""
+    text = open(spec, encoding='utf-8').read()
+    sec = text[text.index('## 2. Configuration'):text.index('## 3. ')]
+    names = set()
+    for line in sec.splitlines():
+        if not line.startswith('| `'):
+            continue
+        for cell in re.findall(r'`([^`]+)`', line.split(' | ')[0]):
+            last = re.split(r'[.…]', cell.replace('[I]', ''))[-1]
+            if last and last not in ('NAME', 'REGION'):
+                names.add(last)
+    return sorted(names)
 
 
 def ini_keys(path):
@@ -101,6 +121,12 @@ def main():
         entries = entry_keys(roff_text(by_name[page]))
         for key in keys:
             check(key in entries, f'{page} has no entry for the key {key}')
+    if 'slotd.ini.5' in by_name:
+        text = roff_text(by_name['slotd.ini.5'])
+        names = spec_names(os.path.join(root, 'SPEC.md'))
+        check(len(names) >= 20, f'slotd.ini.5: only {len(names)} names found to check: {names}')
+        for name in names:
+            check(name in text, f'slotd.ini.5 does not name {name} (SPEC §2)')
     for f in failures:
         print('FAIL: ' + f, file=sys.stderr)
     print(f'{assertions - len(failures)} passed, {len(failures)} failed')
