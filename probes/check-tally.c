@@ -15,6 +15,14 @@ bool check_tally_machine_fault(const CheckTally *t, double share) {
         return (double) t->failing > share * (double) t->checked;
 }
 
+SweepVerdict sweep_round_verdict(const CheckTally *t, double share, bool *previous_fault) {
+        SweepVerdict v = { .machine_fault = check_tally_machine_fault(t, share) };
+
+        v.drop_strikes = v.machine_fault || *previous_fault;
+        *previous_fault = v.machine_fault;
+        return v;
+}
+
 bool check_error_is_local(int error) {
         switch (error < 0 ? -error : error) {
         case 0:

@@ -28,6 +28,20 @@ void check_tally_add(CheckTally *t, bool failed);
  * least MACHINE_FAULT_MIN_FAILING did: the round's strikes are dropped. */
 bool check_tally_machine_fault(const CheckTally *t, double share);
 
+/* The verdict of a round of a swept check (cpu, memory, query). */
+typedef struct SweepVerdict {
+        bool machine_fault; /* more than the share failed: the fault check:<check>:<fleet> */
+        bool drop_strikes;  /* the round's failures count no strikes */
+} SweepVerdict;
+
+/* The verdict of a sweep's round of one check, given whether that check's round before it was
+ * a machine fault (*previous_fault, then set to this round's). A machine fault's round strikes
+ * nobody, and neither does the first round after it, whatever it finds: servers that stopped
+ * together come back at their own moments (a SIGCONT, the scheduler, a page-in), so that round
+ * can find a straggler still silent, or one answering the probes the fault left unanswered.
+ * The round after that is judged as ever. */
+SweepVerdict sweep_round_verdict(const CheckTally *t, double share, bool *previous_fault);
+
 /* What a failed probe or check says: the server's doing (no answer by the deadline, a garbled
  * answer, ECONNREFUSED: nothing listens), or a check slotd could not make (any other errno:
  * ENETUNREACH, ENETDOWN, EPERM from a firewall, ENOBUFS, ENOMEM...), which is no strike. */

@@ -43,6 +43,7 @@ typedef struct Fleet {
         size_t n_held[HELD_LISTS], n_held_allocated[HELD_LISTS];
         unsigned probes_pending;     /* query probes of the sweep not done yet */
         bool verdict_due;            /* the sweep's verdict has not been given */
+        bool sweep_fault[_CHECK_KIND_MAX]; /* the verdict of the check's sweep before */
         sd_event_source *verdict_defer;
         HeartbeatRound heartbeat_round;
         bool heartbeat_fault[2];     /* the verdicts of the two rounds before the last */

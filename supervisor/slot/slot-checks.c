@@ -4,7 +4,8 @@
  * The verdicts are the pure functions of probes/checks.c and probes/check-tally.c; this file
  * applies them. A failure is held until the verdict of its round over the fleet (a sweep, a
  * heartbeat period): a round that most of the fleet failed is the machine's doing and counts
- * no strikes. A check the host keeps from being made counts none either. */
+ * no strikes, nor does the round after it (the servers come back at their own moments). A
+ * check the host keeps from being made counts none either. */
 #include <arpa/inet.h>
 #include <assert.h>
 #include <fcntl.h>
@@ -153,13 +154,12 @@ static void fleet_release_held(Fleet *f, unsigned list, CheckKind k, bool drop) 
 }
 
 /* The verdict of a round of check k (told to the host), fault: a machine fault. */
-static bool fleet_round_told(Fleet *f, CheckKind k, const CheckTally *t, bool fault) {
+static void fleet_round_told(Fleet *f, CheckKind k, const CheckTally *t, bool fault) {
         if (t->failing > 0)
                 log_debug("Fleet %s: %u of %u checked slots failed check %s in one round%s",
                           f->config->name, t->failing, t->checked, check_kind_to_string(k),
                           fault ? ": a machine fault, no strikes" : "");
         f->host->hooks->check_verdict(f, k, t->failing, t->checked, fault, f->host->userdata);
-        return fault;
 }
 
 /* A heartbeat round ended. Its misses wait for the next round's verdict: slots ping at their
@@ -173,7 +173,7 @@ static void fleet_heartbeat_verdict(Fleet *f, const CheckTally *closed) {
 
         /* A round that counted too few slots keeps the fault as it is, untold. */
         if (closed->checked >= MACHINE_FAULT_MIN_FAILING)
-                (void) fleet_round_told(f, CHECK_HEARTBEAT, closed, fault);
+                fleet_round_told(f, CHECK_HEARTBEAT, closed, fault);
         fleet_release_held(f, waiting, CHECK_HEARTBEAT,
                            fault || f->heartbeat_fault[0] || f->heartbeat_fault[1]);
         SWAP_TWO(f->held[now], f->held[waiting]);
@@ -202,9 +202,14 @@ static void fleet_sweep_verdict(Fleet *f) {
                 CheckTally t = f->tally[swept[i]];
 
                 f->tally[swept[i]] = (CheckTally) {};
-                bool fault = check_tally_machine_fault(&t, f->config->machine_fault_share);
+                SweepVerdict v = sweep_round_verdict(&t, f->config->machine_fault_share,
+                                                     &f->sweep_fault[swept[i]]);
 
-                fleet_release_held(f, swept[i], swept[i], fleet_round_told(f, swept[i], &t, fault));
+                fleet_round_told(f, swept[i], &t, v.machine_fault);
+                if (v.drop_strikes && !v.machine_fault && t.failing > 0)
+                        log_debug("Fleet %s: the round of check %s after a machine fault, no strikes",
+                                  f->config->name, check_kind_to_string(swept[i]));
+                fleet_release_held(f, swept[i], swept[i], v.drop_strikes);
         }
 }
 

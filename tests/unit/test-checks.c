@@ -129,6 +129,70 @@ static void test_machine_fault(void **state) {
         assert_false(check_tally_machine_fault(&t, 0.5));
 }
 
+/* The sweep's rounds of one check over a fleet of 4 (SPEC §6): the machine-fault rounds and the
+ * first round after them strike nobody; the second round after is judged as ever. */
+static void test_sweep_round_verdict(void **state) {
+        bool previous = false;
+        CheckTally t;
+        SweepVerdict v;
+
+        /* Healthy, then one failing server: struck. */
+        t = tally(4, 0);
+        v = sweep_round_verdict(&t, 0.5, &previous);
+        assert_false(v.machine_fault);
+        assert_false(v.drop_strikes);
+        t = tally(4, 1);
+        v = sweep_round_verdict(&t, 0.5, &previous);
+        assert_false(v.machine_fault);
+        assert_false(v.drop_strikes);
+        assert_false(previous);
+        /* All silent for two rounds: machine faults, nobody struck. */
+        for (int i = 0; i < 2; i++) {
+                t = tally(4, 4);
+                v = sweep_round_verdict(&t, 0.5, &previous);
+                assert_true(v.machine_fault);
+                assert_true(v.drop_strikes);
+                assert_true(previous);
+        }
+        /* They come back, one straggler still silent: the fault clears (no machine fault),
+         * the straggler is not struck. */
+        t = tally(4, 1);
+        v = sweep_round_verdict(&t, 0.5, &previous);
+        assert_false(v.machine_fault);
+        assert_true(v.drop_strikes);
+        assert_false(previous);
+        /* Still silent a round later: struck. */
+        t = tally(4, 1);
+        v = sweep_round_verdict(&t, 0.5, &previous);
+        assert_false(v.machine_fault);
+        assert_false(v.drop_strikes);
+        /* A fault of one round, then a round that nobody failed, then one that one failed. */
+        t = tally(4, 3);
+        assert_true(sweep_round_verdict(&t, 0.5, &previous).drop_strikes);
+        t = tally(4, 0);
+        assert_true(sweep_round_verdict(&t, 0.5, &previous).drop_strikes);
+        t = tally(4, 1);
+        assert_false(sweep_round_verdict(&t, 0.5, &previous).drop_strikes);
+        /* Protection off: never a fault, never an excused round. */
+        previous = false;
+        for (int i = 0; i < 3; i++) {
+                t = tally(4, 4);
+                v = sweep_round_verdict(&t, 0.0, &previous);
+                assert_false(v.machine_fault);
+                assert_false(v.drop_strikes);
+        }
+        /* A round with nothing checked after a fault is the round after it. */
+        previous = false;
+        t = tally(4, 4);
+        assert_true(sweep_round_verdict(&t, 0.5, &previous).machine_fault);
+        t = tally(0, 0);
+        v = sweep_round_verdict(&t, 0.5, &previous);
+        assert_false(v.machine_fault);
+        assert_true(v.drop_strikes);
+        t = tally(4, 1);
+        assert_false(sweep_round_verdict(&t, 0.5, &previous).drop_strikes);
+}
+
 static void test_error_is_local(void **state) {
         /* What the server did. */
         assert_false(check_error_is_local(-ETIMEDOUT));
@@ -229,6 +293,7 @@ int main(void) {
                 cmocka_unit_test(test_strikes),
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_machine_fault),
+                cmocka_unit_test(test_sweep_round_verdict),
                 cmocka_unit_test(test_error_is_local),
                 cmocka_unit_test(test_heartbeat_round),
                 cmocka_unit_test(test_heartbeat_round_verdict),
