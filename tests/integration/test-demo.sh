@@ -41,7 +41,7 @@ until grep -q "Local proxy started as process" "$log" && [ "$(grep -c "Started .
         sleep 0.1
 done
 run=$(grep -o 'unix:path=/tmp/slotd-demo\.[A-Za-z0-9]*/bus' "$log" | head -n 1 | sed 's|unix:path=||; s|/bus$||')
-cg=$(sed -n 's/^slotd\[info\]: Slot tree in //p' "$log" | head -n 1)
+cg=$(sed -n 's/^[^ ]* slotd\[info\]: Slot tree in //p' "$log" | head -n 1)
 proxy=$(sed -n 's/.*Local proxy started as process \([0-9]*\).*/\1/p' "$log" | head -n 1)
 [ -d "$run" ] || fail "no run directory found in the demo's output ($run)"
 [ -d "$cg" ] || fail "no slot cgroup found in the demo's output ($cg)"
