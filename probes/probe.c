@@ -16,6 +16,11 @@
 #include "sqp.h"
 #include "utf8.h"
 
+/* A well-formed answer to an earlier probe of the same server (stopped, it answers its
+ * backlog when it runs again): dropped as a stray datagram, and the probe waits on. */
+#define PROBE_STALE 1
+/* Later challenges an SQP probe takes (see probe_handle_sqp()). */
+#define SQP_MAX_RECHALLENGES 2
 /* A challenge round is allowed twice for A2S (a server may rotate its challenge once). */
 #define A2S_MAX_CHALLENGES 2
 
@@ -61,6 +66,7 @@ struct Probe {
         sd_event_source *timer;
         uint32_t challenge;       /* SQP: the one this probe's challenge request got */
         unsigned a2s_challenges;
+        unsigned sqp_rechallenges;
         int queued;               /* its index in the hub's queue, or -1 */
         int send_error;           /* a queued datagram the kernel refused: reported by the timer */
         bool sent_loopback_down;  /* a datagram left while the loopback interface was down */
@@ -221,12 +227,24 @@ static int probe_handle_sqp(Probe *p, const uint8_t *buf, size_t len) {
         if (p->step == PROBE_SQP_CHALLENGE) {
                 r = sqp_parse_challenge(buf, len, &challenge);
                 if (r < 0)
-                        return r;
+                        /* An earlier probe's query answered late: not ours, not garbled. */
+                        return sqp_parse_query(buf, len, 0, &info) == -ESTALE ? PROBE_STALE : r;
                 p->challenge = challenge;
                 p->step = PROBE_SQP_QUERY;
                 return probe_send(p, q, sqp_query_request(p->challenge, q));
         }
         r = sqp_parse_query(buf, len, p->challenge, &info);
+        if (r == -ESTALE)
+                return PROBE_STALE;
+        /* A challenge after ours: the server answered an earlier probe's request late, and the
+         * one taken may have been that stale one (challenge requests carry no nonce). The
+         * latest is the server's current one: the query again with it, at most twice. */
+        if (r < 0 && sqp_parse_challenge(buf, len, &challenge) >= 0) {
+                if (++p->sqp_rechallenges > SQP_MAX_RECHALLENGES)
+                        return -EBADMSG;
+                p->challenge = challenge;
+                return probe_send(p, q, sqp_query_request(p->challenge, q));
+        }
         if (r < 0)
                 return r;
         return probe_answered(p, info.players, info.max_players, info.name, info.map);
@@ -292,7 +310,9 @@ static void hub_datagram(ProbeHub *h, const struct sockaddr_in *from, const uint
                 return;
         }
         r = p->type == QUERY_SQP ? probe_handle_sqp(p, buf, n) : probe_handle_a2s(p, buf, n);
-        if (r < 0)
+        if (r == PROBE_STALE)
+                hub_stray(h, from);
+        else if (r < 0)
                 probe_finish(p, r, NULL);
 }
 

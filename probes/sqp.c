@@ -112,8 +112,11 @@ int sqp_parse_query(const uint8_t *buf, size_t len, uint32_t challenge, SqpInfo 
         if (!read_u8(&rd, &type) || !read_be32(&rd, &got_challenge) || !read_be16(&rd, &version) ||
             !read_u8(&rd, &packet) || !read_u8(&rd, &last_packet) || !read_be16(&rd, &payload_len))
                 return -EBADMSG;
-        if (type != SQP_TYPE_QUERY || got_challenge != challenge)
+        if (type != SQP_TYPE_QUERY)
                 return -EBADMSG;
+        /* A query answer, but to another challenge: an earlier probe's, answered late. */
+        if (got_challenge != challenge)
+                return -ESTALE;
         /* A ServerInfo chunk always fits one datagram; reassembling fragments is not worth
          * the state it needs. */
         if (packet != last_packet)

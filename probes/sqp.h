@@ -36,8 +36,9 @@ int sqp_parse_challenge(const uint8_t *buf, size_t len, uint32_t *ret_challenge)
 size_t sqp_query_request(uint32_t challenge, uint8_t buf[static SQP_QUERY_REQUEST_SIZE]);
 
 /* A single-packet QueryResponse to the given challenge whose payload starts with a ServerInfo
- * chunk. Any version is accepted: Unity's own responder answers with version 0. -EBADMSG on
- * anything malformed, a wrong challenge or a multi-packet reply. */
+ * chunk. Any version is accepted: Unity's own responder answers with version 0. -ESTALE: a
+ * query answer's header with another challenge (an answer to an earlier query); -EBADMSG on
+ * anything malformed or a multi-packet reply. */
 int sqp_parse_query(const uint8_t *buf, size_t len, uint32_t challenge, SqpInfo *ret);
 
 /* Encodes a QueryResponse carrying info as its ServerInfo chunk (for tests and fixtures).

@@ -15,7 +15,9 @@
 #include "probe.h"
 #include "sqp.h"
 
-typedef enum Mode { ANSWER, SILENT, GARBAGE, OTHER_PORT } Mode;
+/* BACKLOG: a server that was stopped answers what it kept before the current request: an
+ * earlier query's answer and an earlier challenge, then the current challenge. */
+typedef enum Mode { ANSWER, SILENT, GARBAGE, OTHER_PORT, BACKLOG } Mode;
 
 typedef struct Responder {
         int fd;
@@ -62,6 +64,19 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
                         len = 7;
                         memcpy(out, "\x01garbag", 7);
                 } else if (n == 5 && buf[0] == 0x00) {
+                        if (r->mode == BACKLOG) {
+                                SqpInfo old = { .players = 1, .max_players = 2 };
+                                uint8_t stale[1500];
+                                int k = sqp_encode_info_response(0xdead0001u, 1, &old, stale,
+                                                                 sizeof(stale));
+
+                                assert_true(k > 0);
+                                (void) sendto(fd, stale, (size_t) k, 0, (struct sockaddr *) &peer,
+                                              plen);
+                                k = put_challenge(stale, 0xdead0002u);
+                                (void) sendto(fd, stale, (size_t) k, 0, (struct sockaddr *) &peer,
+                                              plen);
+                        }
                         r->issued = r->single_use ? CHALLENGE + r->challenges * 7919u : CHALLENGE;
                         r->outstanding = true;
                         len = put_challenge(out, r->issued);
@@ -200,6 +215,33 @@ static void test_sqp_answer(void **state) {
         assert_string_equal(run.last.name, "loop");
         assert_string_equal(run.last.map, "arena");
         assert_int_equal(r.answered, 2); /* challenge, then query */
+        close(r.fd);
+        probe_hub_free(hub);
+        sd_event_unref(e);
+}
+
+/* A server stopped for a while answers its backlog when it runs again: an earlier probe's
+ * query answer (another challenge) and an earlier challenge reach the current probe before its
+ * own challenge. Neither is a garbled answer: the first is dropped, the second taken until the
+ * current challenge follows it, with which the query is asked again. */
+static void test_sqp_backlog(void **state) {
+        sd_event *e = NULL;
+        ProbeHub *hub = NULL;
+        Responder r = { .single_use = true };
+        Run run = {};
+        Probe *p;
+
+        assert_true(sd_event_new(&e) >= 0);
+        assert_int_equal(probe_hub_new(e, &hub), 0);
+        responder_open(e, &r, BACKLOG);
+        assert_int_equal(probe_start(hub, QUERY_SQP, &r.addr, 2 * USEC_PER_SEC, on_done, &run,
+                                     &p), 0);
+        run_until(e, &run, 1);
+        assert_int_equal(run.ok, 1);
+        assert_string_equal(run.last.map, "arena");
+        assert_int_equal(r.challenges, 1);
+        assert_int_equal(r.queries, 2);      /* with the stale challenge, then the current */
+        assert_int_equal(r.refused, 1);
         close(r.fd);
         probe_hub_free(hub);
         sd_event_unref(e);
@@ -390,6 +432,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sqp_challenge_single_use),
                 cmocka_unit_test(test_sqp_answer),
+                cmocka_unit_test(test_sqp_backlog),
                 cmocka_unit_test(test_a2s_with_challenge),
                 cmocka_unit_test(test_failures),
                 cmocka_unit_test(test_thousand_at_once),

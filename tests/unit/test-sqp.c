@@ -35,13 +35,17 @@ static const uint8_t info_reply[] = {
 #define CHALLENGE UINT32_C(0xdeadbeef)
 
 /* Failure must leave the output exactly as it was. */
-static void assert_query_fails(const uint8_t *buf, size_t len, uint32_t challenge) {
+static void assert_query_fails_with(const uint8_t *buf, size_t len, uint32_t challenge, int error) {
         SqpInfo info, before;
 
         memset(&info, 0xa5, sizeof(info));
         before = info;
-        assert_int_equal(sqp_parse_query(buf, len, challenge, &info), -EBADMSG);
+        assert_int_equal(sqp_parse_query(buf, len, challenge, &info), error);
         assert_memory_equal(&info, &before, sizeof(info));
+}
+
+static void assert_query_fails(const uint8_t *buf, size_t len, uint32_t challenge) {
+        assert_query_fails_with(buf, len, challenge, -EBADMSG);
 }
 
 static void assert_info_equal(const SqpInfo *a, const SqpInfo *b) {
@@ -146,8 +150,9 @@ static void test_query_truncated(_unused_ void **state) {
 static void test_query_header_hostile(_unused_ void **state) {
         uint8_t buf[sizeof(info_reply)];
 
-        assert_query_fails(info_reply, sizeof(info_reply), CHALLENGE - 1);
-        assert_query_fails(info_reply, sizeof(info_reply), 0);
+        /* An answer to another challenge: an earlier query's, answered late (stale). */
+        assert_query_fails_with(info_reply, sizeof(info_reply), CHALLENGE - 1, -ESTALE);
+        assert_query_fails_with(info_reply, sizeof(info_reply), 0, -ESTALE);
 
         for (unsigned type = 0; type < 256; type++) {
                 if (type == 0x01)
