@@ -74,6 +74,12 @@
 /* Sends one object as one datagram (MSG_NOSIGNAL|MSG_DONTWAIT). -EAGAIN when the socket is
  * full; the caller decides. */
 int ipc_send(int fd, json_t *message);
+/* The same with pass_fd (>= 0) attached (SCM_RIGHTS). */
+int ipc_send_fd(int fd, json_t *message, int pass_fd);
 /* Receives one datagram and parses it: 0 and *ret (an object with a string "type"),
- * -EAGAIN nothing waits, -ECONNRESET the other side is gone, -EBADMSG not a message. */
+ * -EAGAIN nothing waits, -ECONNRESET the other side is gone, -EBADMSG not a message. A file
+ * descriptor that came with it is closed. */
 int ipc_receive(int fd, json_t **ret);
+/* The same, and *ret_fd the descriptor that came with the message (O_CLOEXEC), -EBADF: none;
+ * more than one: the first, the others closed. */
+int ipc_receive_fd(int fd, json_t **ret, int *ret_fd);
