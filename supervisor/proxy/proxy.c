@@ -274,24 +274,30 @@ void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata) {
 
 static Proxy *proxy_free(Proxy *p);
 
-static int proxy_new(ProxyDoor *d, Proxy **ret) {
+/* metrics: metrics.listen; metrics_fd: it bound already (taken), or -EBADF. */
+static int proxy_new(ProxyDoor *d, const ProxyListen *metrics, bool metrics_default,
+                     int metrics_fd, Proxy **ret) {
         Manager *m = d->manager;
         const LocalProxyConfig *lp = &m->config->localproxy;
         Proxy *p;
         int r;
 
         *ret = NULL;
-        if ((!lp->enabled || lp->n_listen == 0) && m->config->metrics_listen.family == AF_UNSPEC) {
+        if ((!lp->enabled || lp->n_listen == 0) && metrics->family == AF_UNSPEC) {
                 proxy_retire_stale(m->config->state_dir);
                 return 0;
         }
         p = new0(Proxy, 1);
-        if (!p)
+        if (!p) {
+                safe_close(metrics_fd);
                 return log_oom();
+        }
         *p = (Proxy){ .door = d, .manager = m, .serves_sdk = lp->enabled && lp->n_listen > 0,
                       .ipc_fd = -EBADF, .diag_fd = -EBADF, .mount_fd = -EBADF, .exe_fd = -EBADF,
                       .metrics_fd = -EBADF };
-        r = proxy_setup(p);
+        r = proxy_set_metrics(p, metrics, metrics_default, metrics_fd);
+        if (r >= 0)
+                r = proxy_setup(p);
         if (r >= 0) {
                 r = proxy_start(p);
                 if (r < 0)
@@ -300,6 +306,12 @@ static int proxy_new(ProxyDoor *d, Proxy **ret) {
         if (r < 0) {
                 proxy_free(p);
                 return r;
+        }
+        /* For metrics alone, whose default could not be bound: nothing to serve. */
+        if (!p->serves_sdk && p->metrics_listen.family == AF_UNSPEC) {
+                proxy_terminate_process(p);
+                proxy_free(p);
+                return 0;
         }
         *ret = p;
         return 0;
@@ -318,7 +330,9 @@ static Proxy *proxy_free(Proxy *p) {
 }
 
 int proxy_door_open(ProxyDoor *d) {
-        return proxy_new(d, &d->proxy);
+        const Config *c = d->manager->config;
+
+        return proxy_new(d, &c->metrics_listen, c->metrics_listen_default, -EBADF, &d->proxy);
 }
 
 void proxy_door_close(ProxyDoor *d) {

@@ -12,8 +12,7 @@ SIGS="$T/signals.json"
 MPORT=$(free_port)
 MURL=http://127.0.0.1:$MPORT
 IV=$((1000 * TIME_SCALE))
-MACHINE_CPUS=4 write_config
-printf '[metrics]\nlisten = 127.0.0.1:%s\n' "$MPORT" >> "$T/etc/slotd.ini"
+METRICS_LISTEN=127.0.0.1:$MPORT MACHINE_CPUS=4 write_config
 # Slot 0 stops answering queries (strikes, then the misbehaviour crash), slot 1 crashes by
 # itself, slot 2 is allocated.
 USAGE_CPU=1 USAGE_MEMORY=64M write_fleet game "servers = 3" \
