@@ -70,7 +70,8 @@
  *        the SDK's connections stay) and serves GET /metrics on the fd; its hello names it
  *        from then on. Or
  *   {"type":"metrics_listen","address":null}   with no fd: metrics.listen is off.
- *        A message without its fd (or an fd with another type) is ignored and the fd closed.
+ *        One with an address but no fd (or an fd but no address) is ignored, its fd closed;
+ *        an fd that comes with any other message is closed.
  *        Receiving it needs only recvmsg, which the proxy's seccomp filter (the game servers'
  *        default) allows. */
 
