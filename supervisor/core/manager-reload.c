@@ -198,10 +198,9 @@ static void apply_fleets(Manager *m, FleetSetup *s) {
 }
 
 /* metrics.listen moves without a restart: the doors bind the new address and hand it to the
- * local proxy, whose SDK connections stay (SPEC §14). */
+ * local proxy, whose SDK connections stay (SPEC §14). Asked on every Reload: the doors know
+ * what is served (a default skipped at start-up is tried again). */
 static int reload_metrics_listen(Manager *m, const Config *c, char **ret_error) {
-        if (streq(strempty(c->metrics_listen.text), strempty(m->config->metrics_listen.text)))
-                return 0;
         if (!m->hooks || !m->hooks->metrics_listen)
                 return 0;
         return m->hooks->metrics_listen(m, &c->metrics_listen, c->metrics_listen_default,

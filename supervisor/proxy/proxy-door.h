@@ -27,7 +27,8 @@ typedef struct ProxyDoor {
  * metrics.listen) and starts the proxy; d->proxy stays NULL when both are off (the process
  * also runs for metrics.listen alone). Errors name the address. */
 int proxy_door_open(ProxyDoor *d);
-/* ... metrics_listen (Reload): binds metrics.listen 'l' (AF_UNSPEC: off) and hands it to
+/* ... metrics_listen (every Reload): unless it is what the proxy serves already (off: no
+ * proxy, or one not serving metrics), binds metrics.listen 'l' (AF_UNSPEC: off) and hands it to
  * the running proxy (ipc.h "metrics_listen"), which keeps its SDK connections; starts the
  * proxy if it did not run, stops it if it ran for metrics alone. A default that cannot be
  * bound is a warning (metrics off); any other failure changes nothing and sets *ret_error,

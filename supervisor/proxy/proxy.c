@@ -368,6 +368,9 @@ int proxy_door_metrics_listen(ProxyDoor *d, const ProxyListen *l, bool is_defaul
         Proxy *p = d->proxy;
         int r;
 
+        /* What is served already (or off, as asked): nothing to do. */
+        if (streq_ptr(p ? p->metrics_listen.text : NULL, l->text))
+                return 0;
         /* The new address first: a failure changes nothing. */
         if (l->family != AF_UNSPEC) {
                 fd = proxy_bind_metrics(l);

@@ -8,7 +8,7 @@
 # the proxy (its hello names the new address). With the local proxy off, the proxy process
 # runs for metrics alone: Reload starts it (off → on) and stops it (on → off). The default
 # (127.0.0.1:8087): --check names it, and in a network namespace of its own, where 8087 is
-# taken, slotd warns and runs without metrics.
+# taken, slotd warns and runs without metrics; once 8087 is free, a Reload serves it.
 . "$(dirname "$0")/lib.sh"
 need_npm_clients
 
@@ -40,10 +40,24 @@ assert_ok "warning: the default cannot be bound" grep -q \
         "Not serving metrics: 127.0.0.1:8087 (metrics.listen's default) cannot be bound: Address already in use" \
         "$T/slotd.log"
 assert_eq "$(proxy_pid)" "" "no proxy runs (the local proxy off, metrics skipped)"
-ns_python=$(pgrep -f "8087.*time.sleep" || true)
+# 8087 freed, a Reload with the same configuration tries the default again.
+ns_python=$(pgrep -f "8087.*time.sleep") || fail "the holder of 8087 is gone"
+kill $ns_python
+in_ns() { nsenter --net="/proc/$SLOTD_PID/ns/net" "$@"; }
+freed() { ! in_ns ss -Htln | grep -q 127.0.0.1:8087; }
+wait_until 10 "8087 freed" freed
+mcall Reload >/dev/null || fail "Reload refused"
+ns_serves() { [ "$(in_ns curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:8087/metrics)" = 200 ]; }
+wait_until 20 "metrics on the default 127.0.0.1:8087 (in slotd's namespace)" ns_serves
+assert_ok "log: the proxy started for the default" grep -q \
+        "Local proxy started as process [0-9]* on 0 addresses, metrics on 127.0.0.1:8087" "$T/slotd.log"
+# The proxy outlives slotd; in slotd's namespace, where stop_proxies (ss) does not see it.
+P=$(proxy_pid)
+[ -n "$P" ] || fail "no slotd-proxy for the default"
 stop_slotd
-[ -n "$ns_python" ] && kill $ns_python 2>/dev/null
-cp "$T/slotd.log" "$T/slotd-default.log"
+kill "$P"
+gone() { ! kill -0 "$P" 2>/dev/null; }
+wait_until 10 "the proxy $P gone" gone
 
 # ---- 1. The local proxy on, metrics on M1; a Centrifuge client and a keep-alive connection ----
 : > "$T/slotd.log"
@@ -181,7 +195,6 @@ assert_ok "log: the proxy started for metrics only" grep -q \
         "Local proxy started as process $P on 0 addresses, metrics on 127.0.0.1:$M2" "$T/slotd.log"
 set_metrics off
 mcall Reload >/dev/null || fail "Reload to off refused (local proxy off)"
-gone() { ! kill -0 "$P" 2>/dev/null; }
 wait_until 20 "the proxy $P exited (and was reaped)" gone
 assert_eq "$(proxy_pid)" "" "no proxy after metrics off"
 assert_ok "$M2 refuses connections" refuses "127.0.0.1:$M2"
