@@ -367,6 +367,10 @@ cgroup = {self.slot_cg}
 state_dir = {self.dir}/state
 slots_dir = {self.slots_dir}
 bus = {self.ctx.bus_addr}
+
+[metrics]
+; off, as when the recorded figures were measured (its default, 8087, adds a listener)
+listen = off
 """)
         self.fleets = []
         self.sleepers = set()  # fleets of services that never exit

@@ -82,6 +82,10 @@ cgroup = {scg}/slots
 state_dir = {d}/state
 slots_dir = {d}/slots
 bus = {addr}
+
+[metrics]
+; off, as when the recorded figures were measured (its default, 8087, adds a listener)
+listen = off
 """)
             with open(f"{d}/etc/fleets.d/g000.ini", "w") as f:
                 f.write(f"""[fleet]
