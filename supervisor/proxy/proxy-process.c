@@ -394,10 +394,11 @@ void proxy_stop_process(Proxy *p) {
         p->pid = 0;
 }
 
+/* sd-event reaps the child after this returns, and disables the source: it stays, floating,
+ * until the loop goes (one per Reload that stops the proxy). Unreferenced here, sd-event's
+ * reaping would touch a freed source. */
 static int on_terminated(sd_event_source *s, const siginfo_t *si, void *userdata) {
         log_info("Local proxy %d has exited", (int) si->si_pid);
-        (void) sd_event_source_set_floating(s, false);
-        sd_event_source_disable_unref(s);
         return 0;
 }
 

@@ -382,8 +382,8 @@ int proxy_door_metrics_listen(ProxyDoor *d, const ProxyListen *l, bool is_defaul
                         return metrics_error(ret_error, fd, "metrics.listen: cannot listen on "
                                              "%s (%s); %s still serves", l->text, old);
         }
-        if (!p && l->family == AF_UNSPEC)
-                return 0;
+        if (l == &off && streq_ptr(p ? p->metrics_listen.text : NULL, NULL))
+                return 0; /* the default skipped again */
         if (!p) {
                 r = proxy_new(d, l, is_default, TAKE_FD(fd), &d->proxy);
                 if (r < 0)

@@ -40,13 +40,18 @@ assert_ok "warning: the default cannot be bound" grep -q \
         "Not serving metrics: 127.0.0.1:8087 (metrics.listen's default) cannot be bound: Address already in use" \
         "$T/slotd.log"
 assert_eq "$(proxy_pid)" "" "no proxy runs (the local proxy off, metrics skipped)"
+# A Reload while 8087 is still taken: tried again, warned again, still no proxy.
+out=$(mcall Reload 2>&1) || fail "Reload refused while the default is taken: $out"
+assert_eq "$(grep -c "Not serving metrics: 127.0.0.1:8087 (metrics.listen's default) cannot be bound" \
+        "$T/slotd.log")" 2 "warnings about the default"
+assert_eq "$(proxy_pid)" "" "no proxy after the Reload (the default still taken)"
 # 8087 freed, a Reload with the same configuration tries the default again.
 ns_python=$(pgrep -f "8087.*time.sleep") || fail "the holder of 8087 is gone"
 kill $ns_python
 in_ns() { nsenter --net="/proc/$SLOTD_PID/ns/net" "$@"; }
 freed() { ! in_ns ss -Htln | grep -q 127.0.0.1:8087; }
 wait_until 10 "8087 freed" freed
-mcall Reload >/dev/null || fail "Reload refused"
+out=$(mcall Reload 2>&1) || fail "Reload refused: $out"
 ns_serves() { [ "$(in_ns curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:8087/metrics)" = 200 ]; }
 wait_until 20 "metrics on the default 127.0.0.1:8087 (in slotd's namespace)" ns_serves
 assert_ok "log: the proxy started for the default" grep -q \
@@ -124,7 +129,7 @@ note "connections to the local proxy: $(echo $conns_before)"
 
 # ---- 2. Reload: M1 → M2 ----
 set_metrics "127.0.0.1:$M2"
-mcall Reload >/dev/null || fail "Reload to 127.0.0.1:$M2 refused"
+out=$(mcall Reload 2>&1) || fail "Reload to 127.0.0.1:$M2 refused: $out"
 wait_until 20 "metrics on $M2" serves "127.0.0.1:$M2"
 wait_until 20 "$M1 refuses connections" refuses "127.0.0.1:$M1"
 assert_ok "log: the move" grep -q "metrics.listen: 127.0.0.1:$M1 → 127.0.0.1:$M2" "$T/slotd.log"
@@ -148,13 +153,13 @@ assert_eq "$(metrics_status "127.0.0.1:$M2")" 200 "the old address still serves"
 
 # ---- 4. on → off → on ----
 set_metrics off
-mcall Reload >/dev/null || fail "Reload to off refused"
+out=$(mcall Reload 2>&1) || fail "Reload to off refused: $out"
 wait_until 20 "$M2 refuses connections" refuses "127.0.0.1:$M2"
 assert_eq "$(proxy_pid)" "$P" "the same proxy process (metrics off)"
 touch "$KA/go-2"
 wait_until 20 "the keep-alive connection answered (metrics off)" ka_lines 3
 set_metrics "127.0.0.1:$M1"
-mcall Reload >/dev/null || fail "Reload to 127.0.0.1:$M1 refused"
+out=$(mcall Reload 2>&1) || fail "Reload to 127.0.0.1:$M1 refused: $out"
 wait_until 20 "metrics on $M1 again" serves "127.0.0.1:$M1"
 assert_eq "$(proxy_pid)" "$P" "the same proxy process (metrics on again)"
 touch "$KA/go-3"
@@ -186,7 +191,7 @@ start_slotd
 wait_prop 0 ProcessState running
 assert_eq "$(proxy_pid)" "" "no proxy (the local proxy and metrics off)"
 set_metrics "127.0.0.1:$M2"
-mcall Reload >/dev/null || fail "Reload to 127.0.0.1:$M2 refused (local proxy off)"
+out=$(mcall Reload 2>&1) || fail "Reload to 127.0.0.1:$M2 refused (local proxy off): $out"
 wait_until 20 "metrics on $M2 (the proxy for metrics alone)" serves "127.0.0.1:$M2"
 has_proxy() { [ -n "$(proxy_pid)" ]; }
 wait_until 20 "a proxy runs" has_proxy
@@ -194,9 +199,13 @@ P=$(proxy_pid)
 assert_ok "log: the proxy started for metrics only" grep -q \
         "Local proxy started as process $P on 0 addresses, metrics on 127.0.0.1:$M2" "$T/slotd.log"
 set_metrics off
-mcall Reload >/dev/null || fail "Reload to off refused (local proxy off)"
+out=$(mcall Reload 2>&1) || fail "Reload to off refused (local proxy off): $out"
 wait_until 20 "the proxy $P exited (and was reaped)" gone
 assert_eq "$(proxy_pid)" "" "no proxy after metrics off"
 assert_ok "$M2 refuses connections" refuses "127.0.0.1:$M2"
 assert_ok "log: stopped" grep -q "metrics.listen is off: stopping the local proxy $P" "$T/slotd.log"
+assert_ok "log: reaped" grep -q "Local proxy $P has exited" "$T/slotd.log"
+# slotd outlived its reaping of the proxy (it once aborted there, in sd-event) and answers.
+out=$(mcall Reload 2>&1) || fail "Reload after the proxy was stopped: $out"
+assert_ok "slotd still runs" kill -0 "$SLOTD_PID"
 finish
