@@ -124,3 +124,19 @@ int mhd_event_add_daemon(MhdEvent *m, struct MHD_Daemon *d) {
         rearm_timer(m);
         return 0;
 }
+
+void mhd_event_remove_daemon(MhdEvent *m, struct MHD_Daemon *d) {
+        for (size_t i = 0; m && i < m->n_daemons; i++) {
+                if (m->daemons[i].mhd != d)
+                        continue;
+                sd_event_source_disable_unref(m->daemons[i].source);
+                /* The later ones move down: their sources' userdata follows them. */
+                for (size_t j = i; j + 1 < m->n_daemons; j++) {
+                        m->daemons[j] = m->daemons[j + 1];
+                        (void) sd_event_source_set_userdata(m->daemons[j].source, &m->daemons[j]);
+                }
+                m->n_daemons--;
+                rearm_timer(m);
+                return;
+        }
+}

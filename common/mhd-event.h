@@ -18,6 +18,8 @@ MhdEvent *mhd_event_free(MhdEvent *m);
 /* Watches d (at most MHD_EVENT_DAEMONS_MAX of them). */
 #define MHD_EVENT_DAEMONS_MAX 32
 int mhd_event_add_daemon(MhdEvent *m, struct MHD_Daemon *d);
+/* Stops watching d (before the caller stops it); one not watched is ignored. */
+void mhd_event_remove_daemon(MhdEvent *m, struct MHD_Daemon *d);
 /* Runs the daemons at the loop's next turn: after MHD_resume_connection(), which no fd
  * announces. */
 void mhd_event_kick(MhdEvent *m);

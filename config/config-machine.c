@@ -146,6 +146,7 @@ static int parse_metrics_listen_key(ParseContext *ctx, const ConfigKey *k, const
         }
         free(l->text);
         *l = parsed;
+        container_of(l, Config, metrics_listen)->metrics_listen_default = false;
         return 0;
 }
 
@@ -259,6 +260,11 @@ Config *config_new(void) {
         if (!c->state_dir || !c->slots_dir || !c->bus || !c->builds_dir ||
             localproxy_init(&c->localproxy) < 0 || fleet_layer_init(&c->fleet) < 0)
                 return NULL;
+        /* Loopback, beside the local proxy's 8086: an address that cannot be bound (two slotd
+         * on one box) is then a warning, not an error (proxy-process.c). */
+        if (proxy_listen_from_string(METRICS_LISTEN_DEFAULT, &c->metrics_listen) < 0)
+                return NULL;
+        c->metrics_listen_default = true;
 
         return TAKE_PTR(c);
 }

@@ -152,11 +152,32 @@ static int validate_proxy_ports(const Config *c, char **ret_error) {
         return 0;
 }
 
+/* The default metrics.listen steps aside for a port the configuration gives the local proxy
+ * or a fleet: metrics are then off, as when the default cannot be bound. */
+static bool metrics_default_taken(const Config *c) {
+        const ProxyListen *l = &c->metrics_listen;
+
+        for (size_t j = 0; c->localproxy.enabled && j < c->localproxy.n_listen; j++)
+                if (proxy_listen_overlaps(&c->localproxy.listen[j], l))
+                        return true;
+        for (size_t i = 0; i < c->n_fleets * 2; i++) {
+                PortRange b = port_range(&c->fleets[i / 2], i % 2 == 1);
+
+                if (l->port >= b.first && l->port <= b.last)
+                        return true;
+        }
+        return false;
+}
+
 /* metrics.listen: a port of its own, neither the local proxy's nor a game server's. */
-static int validate_metrics_port(const Config *c, char **ret_error) {
+static int validate_metrics_port(Config *c, char **ret_error) {
         const ProxyListen *l = &c->metrics_listen;
         const char *file = c->config_file ?: "slotd.ini";
 
+        if (l->family != AF_UNSPEC && c->metrics_listen_default && metrics_default_taken(c)) {
+                c->metrics_listen.text = mfree(c->metrics_listen.text);
+                c->metrics_listen = (ProxyListen){};
+        }
         if (l->family == AF_UNSPEC)
                 return 0;
         for (size_t j = 0; c->localproxy.enabled && j < c->localproxy.n_listen; j++)

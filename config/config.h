@@ -160,6 +160,9 @@ typedef struct FleetConfig {
         unsigned slots;
 } FleetConfig;
 
+/* metrics.listen when slotd.ini does not set it. */
+#define METRICS_LISTEN_DEFAULT "127.0.0.1:8087"
+
 /* One address of localproxy.listen. */
 typedef struct ProxyListen {
         int family;                /* AF_INET or AF_INET6 */
@@ -241,7 +244,8 @@ typedef struct Config {
 
         /* [metrics] */
         ProxyListen metrics_listen; /* metrics.listen, served by the local proxy's process;
-                                     * family 0 (AF_UNSPEC) = off, the default */
+                                     * family 0 (AF_UNSPEC) = off; METRICS_LISTEN_DEFAULT */
+        bool metrics_listen_default; /* not set: one that cannot be bound is skipped */
 
         /* Lines of machine.reserved_cpus/reserved_memory for density messages; 0 = not set. */
         unsigned reserved_cpus_line;

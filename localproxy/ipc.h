@@ -63,7 +63,17 @@
  *   {"type":"metrics","id":M,"text":"…","more":true|false}
  *        the exposition text of one scrape in parts, in order, each at most IPC_METRICS_PART
  *        bytes of text and ending at a line's end; "more" is false on the last. Or
- *   {"type":"metrics","id":M,"error":"…"}   no text could be made. */
+ *   {"type":"metrics","id":M,"error":"…"}   no text could be made.
+ *   {"type":"metrics_listen","address":"127.0.0.1","port":9187} with one fd (SCM_RIGHTS)
+ *        Reload moved metrics.listen (SPEC §14): the fd is the new listening socket, bound
+ *        by slotd. The proxy stops its metrics daemon (the old listener and its scrapes go;
+ *        the SDK's connections stay) and serves GET /metrics on the fd; its hello names it
+ *        from then on. Or
+ *   {"type":"metrics_listen","address":null}   with no fd: metrics.listen is off.
+ *        One with an address but no fd (or an fd but no address) is ignored, its fd closed;
+ *        an fd that comes with any other message is closed.
+ *        Receiving it needs only recvmsg, which the proxy's seccomp filter (the game servers'
+ *        default) allows. */
 
 /* A part of the metrics' text: even with every byte escaped by JSON (\u00XX at worst) it fits
  * in a message. */
@@ -74,6 +84,12 @@
 /* Sends one object as one datagram (MSG_NOSIGNAL|MSG_DONTWAIT). -EAGAIN when the socket is
  * full; the caller decides. */
 int ipc_send(int fd, json_t *message);
+/* The same with pass_fd (>= 0) attached (SCM_RIGHTS): "metrics_listen" has one. */
+int ipc_send_fd(int fd, json_t *message, int pass_fd);
 /* Receives one datagram and parses it: 0 and *ret (an object with a string "type"),
- * -EAGAIN nothing waits, -ECONNRESET the other side is gone, -EBADMSG not a message. */
+ * -EAGAIN nothing waits, -ECONNRESET the other side is gone, -EBADMSG not a message. A file
+ * descriptor that came with it is closed. */
 int ipc_receive(int fd, json_t **ret);
+/* The same, and *ret_fd the descriptor that came with the message (O_CLOEXEC), -EBADF: none;
+ * more than one: the first, the others closed. */
+int ipc_receive_fd(int fd, json_t **ret, int *ret_fd);

@@ -3,7 +3,9 @@
  * than in root's slotd, since it may face the network. slotd makes the text; it arrives in
  * parts over the IPC socket (ipc.h). Scrapes that come while slotd is being asked wait for
  * the same answer. Anything but GET /metrics is 404. */
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/socket.h>
 
 #include "ipc.h"
 #include "log.h"
@@ -228,6 +230,73 @@ int metrics_daemon_start(Proxy *p, ProxyDaemon *d, int listen_fd) {
                 return log_error_errno(EINVAL, "Failed to start microhttpd on fd %d (metrics)",
                                        listen_fd);
         return proxy_daemon_watch(p, d);
+}
+
+void metrics_daemon_stop(Proxy *p) {
+        struct MHD_Daemon *mhd = p->metrics_daemon.mhd;
+
+        if (!mhd)
+                return;
+        /* microhttpd stops with no connection suspended: the waiting scrapes resume with
+         * their 503 first. */
+        if (p->metrics.waiting)
+                fetch_finish(p, 503, "metrics.listen is moving\n");
+        mhd_event_remove_daemon(p->mhd_event, mhd);
+        MHD_stop_daemon(mhd); /* closes the listening socket and the connections */
+        p->metrics_daemon.mhd = NULL;
+        p->metrics_fd = -1;
+}
+
+/* The socket slotd passed: a listening TCP socket, set up as main.c does for its own. */
+static int check_listen_fd(int fd) {
+        int v = 0, flags;
+        socklen_t l = sizeof(v);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 || v != SOCK_STREAM)
+                return -ENOTSOCK;
+        l = sizeof(v);
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &l) < 0 || !v)
+                return -EINVAL;
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return negative_errno();
+        return 0;
+}
+
+void metrics_on_listen(Proxy *p, json_t *m, int fd) {
+        const char *address = json_string_value(json_object_get(m, "address"));
+        json_int_t port = json_integer_value(json_object_get(m, "port"));
+        int r;
+
+        if ((fd >= 0) != (address != NULL)) {
+                log_warning("slotd sent metrics_listen %s a socket, ignoring it",
+                            fd >= 0 ? "with" : "without");
+                safe_close(fd);
+                return;
+        }
+        if (fd >= 0 && (r = check_listen_fd(fd)) < 0) {
+                log_warning_errno(r, "slotd sent metrics_listen with a socket that does not "
+                                  "listen, ignoring it: %m");
+                safe_close(fd);
+                return;
+        }
+        metrics_daemon_stop(p);
+        if (fd < 0) {
+                log_info("Not serving metrics any more (metrics.listen is off)");
+                return;
+        }
+        r = metrics_daemon_start(p, &p->metrics_daemon, fd);
+        if (r < 0) {
+                if (p->metrics_daemon.mhd)
+                        MHD_stop_daemon(p->metrics_daemon.mhd);
+                else
+                        safe_close(fd);
+                p->metrics_daemon.mhd = NULL;
+                return;
+        }
+        p->metrics_fd = fd;
+        log_info("Serving metrics on %s port %" JSON_INTEGER_FORMAT " (metrics.listen)", address,
+                 port);
 }
 
 void metrics_done(Proxy *p) {

@@ -399,8 +399,9 @@ static int on_ipc(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
                 flush_control_queue(p);
         for (unsigned i = 0; i < IPC_BATCH; i++) {
                 _cleanup_json_ json_t *m = NULL;
+                int passed = -EBADF;
 
-                r = ipc_receive(p->ipc_fd, &m);
+                r = ipc_receive_fd(p->ipc_fd, &m, &passed);
                 if (r == -EAGAIN)
                         break;
                 if (r == -ECONNRESET)
@@ -409,7 +410,12 @@ static int on_ipc(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
                         log_warning_errno(r, "Bad IPC message from slotd, ignoring: %m");
                         continue;
                 }
-                handle_message(p, m);
+                if (streq(json_string_value(json_object_get(m, "type")), "metrics_listen"))
+                        metrics_on_listen(p, m, passed);
+                else {
+                        safe_close(passed);
+                        handle_message(p, m);
+                }
         }
         return 0;
 }
@@ -512,7 +518,7 @@ int proxy_new(sd_event *event, int ipc_fd, int control_fd, const int *listen_fds
         p->n_listen = n_listen;
         p->metrics_fd = metrics_fd;
         p->control_queue = json_array();
-        p->daemons = new0(ProxyDaemon, n_listen + 1);
+        p->daemons = new0(ProxyDaemon, MAX(n_listen, (size_t) 1));
         if (!p->control_queue || !p->daemons) {
                 proxy_free(p);
                 return log_oom();
@@ -537,9 +543,7 @@ int proxy_new(sd_event *event, int ipc_fd, int control_fd, const int *listen_fds
                 }
         }
         if (metrics_fd >= 0) {
-                r = metrics_daemon_start(p, &p->daemons[p->n_daemons], metrics_fd);
-                if (p->daemons[p->n_daemons].mhd)
-                        p->n_daemons++;
+                r = metrics_daemon_start(p, &p->metrics_daemon, metrics_fd);
                 if (r < 0) {
                         proxy_free(p);
                         return r;
@@ -568,6 +572,8 @@ Proxy *proxy_free(Proxy *p) {
         p->mhd_event = mhd_event_free(p->mhd_event);
         for (size_t i = 0; i < p->n_daemons; i++)
                 MHD_stop_daemon(p->daemons[i].mhd);
+        if (p->metrics_daemon.mhd)
+                MHD_stop_daemon(p->metrics_daemon.mhd);
         free(p->daemons);
         sd_event_source_disable_unref(p->ipc_source);
         hashmap_done(&p->conns);

@@ -75,8 +75,9 @@ struct Proxy {
         sd_event_source *orphan_timer; /* no slotd and no connection: exit when it fires */
         const int *listen_fds; /* localproxy.listen's sockets, for the hello (control.c) */
         size_t n_listen;
-        int metrics_fd;
-        ProxyDaemon *daemons;  /* localproxy.listen's, then metrics.listen's */
+        int metrics_fd;        /* metrics.listen's socket, -1: off (slotd may move it) */
+        ProxyDaemon *daemons;  /* localproxy.listen's */
+        ProxyDaemon metrics_daemon; /* metrics.listen's, .mhd NULL: off */
         size_t n_daemons;
         MhdEvent *mhd_event;   /* runs the daemons from the loop (common/mhd-event.c) */
         uint64_t next_conn_id;
@@ -168,6 +169,11 @@ void ws_done(Proxy *p);
 int metrics_daemon_start(Proxy *p, ProxyDaemon *d, int listen_fd);
 /* A "metrics" message from slotd: a part of the text, or why there is none. */
 void metrics_on_message(Proxy *p, json_t *message);
+/* A "metrics_listen" message from slotd: serve on fd (taken) from now on, -EBADF: stop
+ * serving metrics. The old daemon and its connections go; the SDK's are not touched. */
+void metrics_on_listen(Proxy *p, json_t *message, int fd);
+/* Stops the metrics daemon, if any: the scrapes waiting get 503. */
+void metrics_daemon_stop(Proxy *p);
 /* The proxy is going: every waiting scrape gets 503. */
 void metrics_done(Proxy *p);
 

@@ -585,6 +585,11 @@ static void event(Manager *m, const AllocEvent *e, void *userdata) {
         proxy_door_event(m, e, &((Doors *) userdata)->proxy);
 }
 
+static int metrics_listen(Manager *m, const ProxyListen *l, bool is_default, char **ret_error,
+                          void *userdata) {
+        return proxy_door_metrics_listen(&((Doors *) userdata)->proxy, l, is_default, ret_error);
+}
+
 static const ManagerHooks door_hooks = {
         .open_doors = open_doors,
         .close_doors = close_doors,
@@ -594,6 +599,7 @@ static const ManagerHooks door_hooks = {
         .slot_misbehaved = slot_misbehaved,
         .machine_fault = machine_fault,
         .event = event,
+        .metrics_listen = metrics_listen,
 };
 
 /* Returns only if the exec failed. */

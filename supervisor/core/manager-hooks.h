@@ -5,6 +5,7 @@
 
 #include "alloc-event.h"
 #include "checks.h"
+#include "config.h"
 #include "slot-host.h"
 
 /* What the core tells the doors above it (the D-Bus door, bus/; the local proxy's slotd
@@ -50,6 +51,13 @@ typedef struct ManagerHooks {
                               unsigned checked, void *userdata);
         /* An allocation event is durable: the slot's game server may hear of it. */
         void (*event)(Manager *m, const AllocEvent *e, void *userdata);
+        /* Reload: metrics.listen is 'l' (family AF_UNSPEC: off; is_default: the key is not
+         * set), asked on every Reload (the doors know whether it changes what they serve),
+         * before the new configuration replaces the old: 0 it serves there now (or,
+         * for a default that cannot be bound, nowhere), else nothing changed and *ret_error
+         * says why, naming the address; the Reload is refused. */
+        int (*metrics_listen)(Manager *m, const ProxyListen *l, bool is_default,
+                              char **ret_error, void *userdata);
 } ManagerHooks;
 
 /* Before manager_startup(); 'hooks' must outlive the manager. */

@@ -116,9 +116,6 @@ static int refuse_fixed_changes(const Config *old, const Config *c, char **ret_e
                 return refuse(ret_error, "supervisor.bus", old->bus, c->bus);
         if (!localproxy_listen_equal(&c->localproxy, &old->localproxy))
                 return refuse(ret_error, "localproxy.listen", "(the running one)", "(the new one)");
-        if (!streq(strempty(c->metrics_listen.text), strempty(old->metrics_listen.text)))
-                return refuse(ret_error, "metrics.listen", old->metrics_listen.text ?: "off",
-                              c->metrics_listen.text ?: "off");
         if (!streq(c->localproxy.user, old->localproxy.user) ||
             !streq(c->localproxy.group, old->localproxy.group))
                 return refuse(ret_error, "localproxy.user/group", old->localproxy.user,
@@ -200,6 +197,16 @@ static void apply_fleets(Manager *m, FleetSetup *s) {
         }
 }
 
+/* metrics.listen moves without a restart: the doors bind the new address and hand it to the
+ * local proxy, whose SDK connections stay (SPEC §14). Asked on every Reload: the doors know
+ * what is served (a default skipped at start-up is tried again). */
+static int reload_metrics_listen(Manager *m, const Config *c, char **ret_error) {
+        if (!m->hooks || !m->hooks->metrics_listen)
+                return 0;
+        return m->hooks->metrics_listen(m, &c->metrics_listen, c->metrics_listen_default,
+                                        ret_error, m->hooks_userdata);
+}
+
 static void announce_reload(Manager *m) {
         manager_hook(m, machine_changed, MACHINE_CHANGE_FLEETS | MACHINE_CHANGE_SLOT_COUNT |
                                          MACHINE_CHANGE_CPUS | MACHINE_CHANGE_MEMORY);
@@ -233,6 +240,12 @@ int manager_reload(Manager *m, char **ret_error) {
         r = fleet_setup_resolve(c, &setup, ret_error);
         if (r < 0)
                 return r;
+        /* Last, as it acts: the proxy serves the new address from here on. */
+        r = reload_metrics_listen(m, c, ret_error);
+        if (r < 0) {
+                fleet_setup_done(&setup, c->n_fleets);
+                return r;
+        }
 
         log_info("Reloading the configuration from %s and %s", strempty(c->config_file),
                  strempty(c->fleets_dir));

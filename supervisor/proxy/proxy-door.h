@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "alloc-event.h"
+#include "config.h"
 
 /* slotd's side of the local proxy (localproxy/, SPEC §11): slotd binds the listening sockets,
  * starts slotd-proxy unprivileged and confined with them and one end of a socketpair, restarts
@@ -26,6 +27,14 @@ typedef struct ProxyDoor {
  * metrics.listen) and starts the proxy; d->proxy stays NULL when both are off (the process
  * also runs for metrics.listen alone). Errors name the address. */
 int proxy_door_open(ProxyDoor *d);
+/* ... metrics_listen (every Reload): unless it is what the proxy serves already (off: no
+ * proxy, or one not serving metrics), binds metrics.listen 'l' (AF_UNSPEC: off) and hands it to
+ * the running proxy (ipc.h "metrics_listen"), which keeps its SDK connections; starts the
+ * proxy if it did not run, stops it if it ran for metrics alone. A default that cannot be
+ * bound is a warning (metrics off); any other failure changes nothing and sets *ret_error,
+ * naming the address. */
+int proxy_door_metrics_listen(ProxyDoor *d, const ProxyListen *l, bool is_default,
+                              char **ret_error);
 /* ... close_doors: lets go of the proxy (which stays for the next slotd). */
 void proxy_door_close(ProxyDoor *d);
 /* ... event: the event to the proxy of d, if it runs. */

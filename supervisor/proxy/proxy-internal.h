@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "config.h"
 #include "hashmap.h"
 #include "ops.h"
 #include "proxy-door.h"
@@ -29,6 +30,10 @@ struct Proxy {
         bool serves_sdk;             /* localproxy.listen is on (else metrics.listen alone) */
         int *listen_fds;             /* bound by us (proxy-process.c), kept across restarts */
         size_t n_listen;
+        ProxyListen metrics_listen;  /* what metrics_fd serves (its own copy: Reload replaces
+                                      * the configuration); family AF_UNSPEC: off, or its
+                                      * default skipped (it could not be bound) */
+        bool metrics_default;        /* metrics_listen is the key's default */
         int metrics_fd;              /* metrics.listen (SPEC §14), -EBADF: off or not bound */
         bool bound;                  /* listen_fds and metrics_fd are bound */
         char *control_path;          /* <state_dir>/proxy.sock: where a running proxy waits */
@@ -64,6 +69,12 @@ int proxy_start(Proxy *p);
 void proxy_stop_process(Proxy *p);
 void proxy_process_free(Proxy *p);
 void proxy_retire_stale(const char *state_dir);
+/* The process goes (SIGTERM) and is reaped when it exits; its connections go with it. */
+void proxy_terminate_process(Proxy *p);
+/* Binds metrics.listen 'l': the socket, or -errno. */
+int proxy_bind_metrics(const ProxyListen *l);
+/* p serves metrics.listen 'l' (a copy is kept) on fd (taken; -EBADF: off). */
+int proxy_set_metrics(Proxy *p, const ProxyListen *l, bool is_default, int fd);
 
 /* Within the door (proxy.c, proxy-requests.c, proxy-metrics.c). */
 void proxy_send_event(Proxy *p, const AllocEvent *e);

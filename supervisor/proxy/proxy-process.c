@@ -106,14 +106,41 @@ static int proxy_bind(Proxy *p) {
         }
         if (p->serves_sdk && p->n_listen == 0)
                 return log_error_errno(-EADDRNOTAVAIL, "No address of localproxy.listen to listen on");
-        if (p->manager->config->metrics_listen.family != AF_UNSPEC) {
-                p->metrics_fd = bind_one(&p->manager->config->metrics_listen);
-                if (p->metrics_fd < 0)
-                        return log_error_errno(p->metrics_fd,
-                                               "Failed to listen on %s (metrics.listen): %m",
-                                               p->manager->config->metrics_listen.text);
+        if (p->metrics_listen.family != AF_UNSPEC && p->metrics_fd < 0) {
+                int fd = proxy_bind_metrics(&p->metrics_listen);
+
+                if (fd < 0 && p->metrics_default && (fd == -EADDRINUSE || fd == -EADDRNOTAVAIL)) {
+                        log_warning_errno(fd, "Not serving metrics: %s (metrics.listen's default) "
+                                          "cannot be bound: %m; set metrics.listen to another "
+                                          "address, or off", p->metrics_listen.text);
+                        (void) proxy_set_metrics(p, &(ProxyListen){}, false, -EBADF);
+                } else if (fd < 0)
+                        return log_error_errno(fd, "Failed to listen on %s (metrics.listen): %m",
+                                               p->metrics_listen.text);
+                else
+                        p->metrics_fd = fd;
         }
         p->bound = true;
+        return 0;
+}
+
+int proxy_bind_metrics(const ProxyListen *l) {
+        return bind_one(l);
+}
+
+int proxy_set_metrics(Proxy *p, const ProxyListen *l, bool is_default, int fd) {
+        char *text = NULL;
+
+        if (l->text && !(text = strdup(l->text))) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        free(p->metrics_listen.text);
+        p->metrics_listen = *l;
+        p->metrics_listen.text = text;
+        p->metrics_default = is_default;
+        safe_close(p->metrics_fd);
+        p->metrics_fd = fd;
         return 0;
 }
 
@@ -341,7 +368,7 @@ static int proxy_spawn(Proxy *p) {
         }
         log_info("Local proxy started as process %d on %zu addresses%s%s", (int) pid, p->n_listen,
                  p->metrics_fd >= 0 ? ", metrics on " : "",
-                 p->metrics_fd >= 0 ? p->manager->config->metrics_listen.text : "");
+                 p->metrics_fd >= 0 ? p->metrics_listen.text : "");
         return 0;
 }
 
@@ -369,6 +396,29 @@ void proxy_stop_process(Proxy *p) {
         p->ipc_fd = safe_close(p->ipc_fd);
         proxy_forget_conns(p);
         p->pid = 0;
+}
+
+/* sd-event reaps the child after this returns, and disables the source: it stays, floating,
+ * until the loop goes (one per Reload that stops the proxy). Unreferenced here, sd-event's
+ * reaping would touch a freed source. */
+static int on_terminated(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        log_info("Local proxy %d has exited", (int) si->si_pid);
+        return 0;
+}
+
+void proxy_terminate_process(Proxy *p) {
+        pid_t pid = p->pid;
+
+        p->restart_timer = sd_event_source_disable_unref(p->restart_timer);
+        proxy_stop_process(p);
+        if (pid <= 0)
+                return;
+        (void) kill(pid, SIGTERM);
+        /* Ours is reaped when it exits (sd-event does, for a child source); one an earlier
+         * slotd started is not our child. */
+        if (pid_is_our_child(pid) &&
+            sd_event_add_child(p->manager->event, NULL, pid, WEXITED, on_terminated, NULL) < 0)
+                log_warning("Local proxy %d will not be reaped before slotd exits", (int) pid);
 }
 
 static void proxy_exited(Proxy *p) {
@@ -563,6 +613,7 @@ void proxy_process_free(Proxy *p) {
         proxy_stop_process(p);
         p->restart_timer = sd_event_source_disable_unref(p->restart_timer);
         proxy_unbind(p);
+        free(p->metrics_listen.text);
         free(p->listen_fds);
         free(p->control_path);
         safe_close(p->exe_fd);
@@ -598,7 +649,7 @@ static bool listed(json_t *addresses, const ProxyListen *l) {
  * without IPv6), and metrics.listen likewise. */
 static bool hello_matches(Proxy *p, json_t *msg) {
         const LocalProxyConfig *lp = &p->manager->config->localproxy;
-        const ProxyListen *ml = &p->manager->config->metrics_listen;
+        const ProxyListen *ml = &p->metrics_listen;
         json_t *listen = json_object_get(msg, "listen"), *metrics = json_object_get(msg, "metrics");
         size_t n = p->serves_sdk ? lp->n_listen : 0, i;
         json_t *a;

@@ -274,24 +274,30 @@ void proxy_door_event(Manager *m, const AllocEvent *e, void *userdata) {
 
 static Proxy *proxy_free(Proxy *p);
 
-static int proxy_new(ProxyDoor *d, Proxy **ret) {
+/* metrics: metrics.listen; metrics_fd: it bound already (taken), or -EBADF. */
+static int proxy_new(ProxyDoor *d, const ProxyListen *metrics, bool metrics_default,
+                     int metrics_fd, Proxy **ret) {
         Manager *m = d->manager;
         const LocalProxyConfig *lp = &m->config->localproxy;
         Proxy *p;
         int r;
 
         *ret = NULL;
-        if ((!lp->enabled || lp->n_listen == 0) && m->config->metrics_listen.family == AF_UNSPEC) {
+        if ((!lp->enabled || lp->n_listen == 0) && metrics->family == AF_UNSPEC) {
                 proxy_retire_stale(m->config->state_dir);
                 return 0;
         }
         p = new0(Proxy, 1);
-        if (!p)
+        if (!p) {
+                safe_close(metrics_fd);
                 return log_oom();
+        }
         *p = (Proxy){ .door = d, .manager = m, .serves_sdk = lp->enabled && lp->n_listen > 0,
                       .ipc_fd = -EBADF, .diag_fd = -EBADF, .mount_fd = -EBADF, .exe_fd = -EBADF,
                       .metrics_fd = -EBADF };
-        r = proxy_setup(p);
+        r = proxy_set_metrics(p, metrics, metrics_default, metrics_fd);
+        if (r >= 0)
+                r = proxy_setup(p);
         if (r >= 0) {
                 r = proxy_start(p);
                 if (r < 0)
@@ -300,6 +306,12 @@ static int proxy_new(ProxyDoor *d, Proxy **ret) {
         if (r < 0) {
                 proxy_free(p);
                 return r;
+        }
+        /* For metrics alone, whose default could not be bound: nothing to serve. */
+        if (!p->serves_sdk && p->metrics_listen.family == AF_UNSPEC) {
+                proxy_terminate_process(p);
+                proxy_free(p);
+                return 0;
         }
         *ret = p;
         return 0;
@@ -318,7 +330,86 @@ static Proxy *proxy_free(Proxy *p) {
 }
 
 int proxy_door_open(ProxyDoor *d) {
-        return proxy_new(d, &d->proxy);
+        const Config *c = d->manager->config;
+
+        return proxy_new(d, &c->metrics_listen, c->metrics_listen_default, -EBADF, &d->proxy);
+}
+
+/* Tells the running proxy: {"type":"metrics_listen",…} with the socket, or null without. */
+static int send_metrics_listen(Proxy *p, const ProxyListen *l, int fd) {
+        _cleanup_(json_decrefp) json_t *m = NULL;
+        char text[INET6_ADDRSTRLEN];
+
+        if (fd >= 0 && !inet_ntop(l->family, &l->address, text, sizeof(text)))
+                return -EINVAL;
+        m = fd >= 0 ? json_pack("{s:s, s:s, s:I}", "type", "metrics_listen", "address", text,
+                                "port", (json_int_t) l->port)
+                    : json_pack("{s:s, s:n}", "type", "metrics_listen", "address");
+        if (!m)
+                return -ENOMEM;
+        return ipc_send_fd(p->ipc_fd, m, fd);
+}
+
+static int metrics_error(char **ret_error, int error, const char *fmt, const char *a,
+                         const char *b) {
+        char buf[512];
+
+        (void) snprintf(buf, sizeof(buf), fmt, a, strerror(-error), b);
+        *ret_error = strdup(buf);
+        return error;
+}
+
+int proxy_door_metrics_listen(ProxyDoor *d, const ProxyListen *l, bool is_default,
+                              char **ret_error) {
+        const char *old = d->proxy && d->proxy->metrics_listen.text ? d->proxy->metrics_listen.text
+                                                                    : "off";
+        _cleanup_close_ int fd = -EBADF;
+        ProxyListen off = {};
+        Proxy *p = d->proxy;
+        int r;
+
+        /* What is served already (or off, as asked): nothing to do. */
+        if (streq_ptr(p ? p->metrics_listen.text : NULL, l->text))
+                return 0;
+        /* The new address first: a failure changes nothing. */
+        if (l->family != AF_UNSPEC) {
+                fd = proxy_bind_metrics(l);
+                if (fd < 0 && is_default && (fd == -EADDRINUSE || fd == -EADDRNOTAVAIL)) {
+                        log_warning_errno(fd, "Not serving metrics: %s (metrics.listen's "
+                                          "default) cannot be bound: %m", l->text);
+                        l = &off;
+                } else if (fd < 0)
+                        return metrics_error(ret_error, fd, "metrics.listen: cannot listen on "
+                                             "%s (%s); %s still serves", l->text, old);
+        }
+        if (l == &off && streq_ptr(p ? p->metrics_listen.text : NULL, NULL))
+                return 0; /* the default skipped again */
+        if (!p) {
+                r = proxy_new(d, l, is_default, TAKE_FD(fd), &d->proxy);
+                if (r < 0)
+                        return metrics_error(ret_error, r, "metrics.listen: cannot start the "
+                                             "local proxy to serve %s (%s); metrics stay %s",
+                                             l->text, old);
+                return 0;
+        }
+        if (!p->serves_sdk && l->family == AF_UNSPEC) {
+                /* It ran for metrics alone. */
+                log_info("metrics.listen is off: stopping the local proxy %d", (int) p->pid);
+                proxy_terminate_process(p);
+                d->proxy = proxy_free(p);
+                return 0;
+        }
+        /* A proxy between restarts gets the new socket when it starts. */
+        if (p->ipc_fd >= 0) {
+                r = send_metrics_listen(p, l, fd);
+                if (r < 0)
+                        return metrics_error(ret_error, r, "metrics.listen: cannot hand %s to "
+                                             "the local proxy (%s); %s still serves",
+                                             l->text ?: "off", old);
+        }
+        log_info("metrics.listen: %s → %s", old, l->text ?: "off");
+        r = proxy_set_metrics(p, l, is_default, TAKE_FD(fd));
+        return r < 0 ? log_oom() : 0;
 }
 
 void proxy_door_close(ProxyDoor *d) {

@@ -427,6 +427,10 @@ bus = {self.ctx.bus_addr}
 
 [localproxy]
 listen = 127.0.0.1:{free_port()}
+
+[metrics]
+; off, as when the recorded figures were measured (its default, 8087, adds a listener)
+listen = off
 """)
         self.fleets = []
         self.sleepers = set()  # fleets of services that never exit

@@ -90,6 +90,10 @@ bus = {addr}
 
 [localproxy]
 listen = 127.0.0.1:{free_port()}
+
+[metrics]
+; off, as when the recorded figures were measured (its default, 8087, adds a listener)
+listen = off
 """)
             with open(f"{d}/etc/fleets.d/g000.ini", "w") as f:
                 f.write(f"""[fleet]

@@ -88,6 +88,10 @@ bus = {self.ctx.bus_addr}
 
 [localproxy]
 listen = 127.0.0.1:{port}
+
+[metrics]
+; off, as when the recorded figures were measured (its default, 8087, adds a listener)
+listen = off
 """)
         with open(os.path.join(etc, "fleets.d", "g000.ini"), "w") as f:
             f.write(f"""[fleet]

@@ -105,6 +105,9 @@ admin_group = $FLEET_ADMIN_GROUP
 
 [localproxy]
 listen = off
+
+[metrics]
+listen = off
 EOC
         if [ -n "${SLOTD_REGISTRY:-}" ]; then
                 cat >> "$d/etc/slotd.ini" <<EOC

@@ -188,7 +188,7 @@ TEST_MACHINE_NUMBER=4517599999261404022
 # write_config [EXTRA SLOTD.INI LINES]: slotd.ini for this test, on this test's bus and cgroup.
 write_config() {
         # Off unless the test asks for it (tests run in parallel: no fixed port); SDK_MODE's
-        # servers need it.
+        # servers need it. metrics.listen likewise (METRICS_LISTEN): its default is 8087.
         local listen=${LOCALPROXY_LISTEN:-off}
         [ -n "${SDK_MODE:-}" ] && [ -z "${LOCALPROXY_LISTEN:-}" ] && listen=127.0.0.1:$(free_port)
         mkdir -p "$T/etc/fleets.d"
@@ -207,6 +207,9 @@ bus = $BUS
 
 [localproxy]
 listen = $listen
+
+[metrics]
+listen = ${METRICS_LISTEN:-off}
 EOC
 }
 

@@ -11,11 +11,10 @@
 # is 2 s × TIME_SCALE there, and the windows below scale with it.
 TTL_SEC=$((TIME_SCALE > 1 ? 2 * TIME_SCALE : 1))
 TTL=$((1000000 * TTL_SEC)) # in µs
-MACHINE_CPUS=2 write_config
+MPORT=$(free_port)
+METRICS_LISTEN=127.0.0.1:$MPORT MACHINE_CPUS=2 write_config
 config_key machine "idle_ttl = ${TTL_SEC}s"
 write_fleet game "servers = 2" "[ports]" "game_base = 25300" "query_base = 25350"
-MPORT=$(free_port)
-printf '[metrics]\nlisten = 127.0.0.1:%s\n' "$MPORT" >> "$T/etc/slotd.ini"
 # The monitor is attached before slotd starts, so that the first signal is not missed.
 start_monitor "$T/signals.log"
 t_start=$(now_usec)

@@ -235,6 +235,48 @@ static void test_validate_metrics_port(_unused_ void **state) {
         }
 }
 
+/* The default metrics.listen (127.0.0.1:8087) steps aside for ports the configuration gives
+ * the local proxy or a fleet; set explicitly, the same address is an error. */
+static void test_validate_metrics_default(_unused_ void **state) {
+        static const struct {
+                const char *machine, *fleet_b;
+                bool off;
+        } cases[] = {
+                { "", "[ports]\ngame_base = 20000\nquery_base = 30000\n", false },
+                { "", "[ports]\ngame_base = 8087\nquery_base = 30000\n", true },
+                { "", "[ports]\ngame_base = 20000\nquery_base = 8087\n", true },
+                { "[localproxy]\nlisten = 127.0.0.1:8087\n",
+                  "[ports]\ngame_base = 20000\nquery_base = 30000\n", true },
+                { "[localproxy]\nlisten = 0.0.0.0:8087\n",
+                  "[ports]\ngame_base = 20000\nquery_base = 30000\n", true },
+                { "[localproxy]\nlisten = [::1]:8087\n",
+                  "[ports]\ngame_base = 20000\nquery_base = 30000\n", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(config_freep) Config *c = new_config();
+
+                assert_int_equal(config_parse_machine(c, "slotd.ini", cases[i].machine, NULL), 0);
+                build_two_fleets(c, "", cases[i].fleet_b, 4, 1);
+                check_validate(c, 0, NULL);
+                if (cases[i].off) {
+                        assert_int_equal(c->metrics_listen.family, AF_UNSPEC);
+                        assert_null(c->metrics_listen.text);
+                } else
+                        assert_string_equal(c->metrics_listen.text, "127.0.0.1:8087");
+        }
+        {
+                _cleanup_(config_freep) Config *c = new_config();
+
+                assert_int_equal(config_parse_machine(c, "slotd.ini", "[metrics]\nlisten = "
+                                                      "127.0.0.1:8087\n", NULL), 0);
+                build_two_fleets(c, "", "[ports]\ngame_base = 8087\nquery_base = 30000\n",
+                                 4, 1);
+                check_validate(c, -EADDRINUSE, "slotd.ini:2: metrics.listen: port 8087 is in "
+                               "ports 8087-8087 of fleet b (ports.game_base in /d/b.ini)");
+        }
+}
+
 /* Through config_load_full(), the message names slotd.ini's path. */
 static void test_validate_proxy_ports_loaded(_unused_ void **state) {
         _cleanup_(rm_rfp) char *dir = make_tmpdir();
@@ -316,6 +358,7 @@ int main(void) {
                 cmocka_unit_test(test_load_full),
                 cmocka_unit_test(test_validate_proxy_ports),
                 cmocka_unit_test(test_validate_metrics_port),
+                cmocka_unit_test(test_validate_metrics_default),
                 cmocka_unit_test(test_validate_proxy_ports_loaded),
                 cmocka_unit_test(test_validate_build_configurations),
         };

@@ -147,20 +147,24 @@ static void test_localproxy_off(_unused_ void **state) {
         assert_int_equal(d->localproxy.n_listen, 2);
 }
 
-/* metrics.listen (SPEC §14): off by default, one address, or off again. */
+/* metrics.listen (SPEC §14): 127.0.0.1:8087 by default, one address, or off. */
 static void test_metrics_listen(_unused_ void **state) {
         static const char *const bad[] = { "localhost:9187", "127.0.0.1", "127.0.0.1:0",
                                            "127.0.0.1:9187 [::1]:9187", "[::1]9187", "on" };
         _cleanup_(config_freep) Config *c = new_config();
 
-        assert_int_equal(c->metrics_listen.family, AF_UNSPEC);
-        assert_null(c->metrics_listen.text);
+        assert_int_equal(c->metrics_listen.family, AF_INET);
+        assert_int_equal(c->metrics_listen.port, 8087);
+        assert_int_equal(ntohl(c->metrics_listen.address.in.s_addr), INADDR_LOOPBACK);
+        assert_string_equal(c->metrics_listen.text, "127.0.0.1:8087");
+        assert_true(c->metrics_listen_default);
         assert_int_equal(config_parse_machine(c, "m.ini", "[machine]\n[metrics]\n"
                                                           "listen = 0.0.0.0:9187\n", NULL), 0);
         assert_int_equal(c->metrics_listen.family, AF_INET);
         assert_int_equal(c->metrics_listen.port, 9187);
         assert_string_equal(c->metrics_listen.text, "0.0.0.0:9187");
         assert_int_equal(c->metrics_listen_line, 3);
+        assert_false(c->metrics_listen_default);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 _cleanup_(config_freep) Config *d = new_config();
                 _cleanup_free_ char *text = NULL, *err = NULL;
@@ -185,6 +189,16 @@ static void test_metrics_listen(_unused_ void **state) {
                                                       NULL), 0);
                 assert_int_equal(d->metrics_listen.family, AF_UNSPEC);
                 assert_null(d->metrics_listen.text);
+                assert_false(d->metrics_listen_default);
+        }
+        {
+                /* Set to the default's address, it is no longer the default: not skipped. */
+                _cleanup_(config_freep) Config *d = new_config();
+
+                assert_int_equal(config_parse_machine(d, "m.ini", "[metrics]\nlisten = "
+                                                      "127.0.0.1:8087\n", NULL), 0);
+                assert_string_equal(d->metrics_listen.text, "127.0.0.1:8087");
+                assert_false(d->metrics_listen_default);
         }
 }
 
