@@ -31,8 +31,8 @@ assert_ok "--config of a missing file prints no ok" bash -c "! grep -qx ok <<<'$
 # An unknown admin group and an unknown proxy user: both reported in one run, no ok.
 cp "$T/etc/slotd.ini" "$T/etc/slotd.ini.good"
 sed -i "s/^bus = .*/&\nadmin_group = no-such-group-$$/" "$T/etc/slotd.ini"
-sed -i "s/^listen = off$/listen = 127.0.0.1:$(free_port)/" "$T/etc/slotd.ini"
-printf 'user = no-such-user-%s\n' $$ >> "$T/etc/slotd.ini"
+sed -i "/^\[localproxy\]/,/^\[/ s/^listen = off$/listen = 127.0.0.1:$(free_port)/" "$T/etc/slotd.ini"
+sed -i "/^\[localproxy\]/a user = no-such-user-$$" "$T/etc/slotd.ini"
 set +e
 out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
 rc=$?

@@ -195,7 +195,7 @@ prom_wait_value 'up{job="slotd"}' 1
 # ---- 6. Both doors: the local proxy's reservation, timed on its own ----
 stop_slotd
 PPORT=$(free_port)
-sed -i "s|^listen = off\$|listen = 127.0.0.1:$PPORT|" "$T/etc/slotd.ini"
+sed -i "/^\[localproxy\]/,/^\[/ s|^listen = off\$|listen = 127.0.0.1:$PPORT|" "$T/etc/slotd.ini"
 start_slotd
 wait_until 20 "GET /metrics after the restart" scrape_ok
 free_slot=

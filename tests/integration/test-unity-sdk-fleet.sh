@@ -26,7 +26,7 @@ etcd_cluster_start 1
 fleet_write_config 1
 D=$(fleet_dir 1)
 LP_PORT=$(free_port)
-sed -i -e '/^id = /d' -e "s|^listen = off\$|listen = 127.0.0.1:$LP_PORT|" "$D/etc/slotd.ini"
+sed -i -e '/^id = /d' -e "/^\[localproxy\]/,/^\[/ s|^listen = off\$|listen = 127.0.0.1:$LP_PORT|" "$D/etc/slotd.ini"
 grep -q "^listen = 127.0.0.1:$LP_PORT\$" "$D/etc/slotd.ini" || fail "localproxy.listen not set: $(cat "$D/etc/slotd.ini")"
 cat > "$D/etc/fleets.d/$FLEET_NAME.ini" <<EOC
 [fleet]
