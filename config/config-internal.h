@@ -73,9 +73,16 @@ struct ParseContext {
         bool dynamic;   /* section is a dynamic one */
         void *userdata; /* of the dynamic sections' handlers */
 
-        int r;
-        char *error;
+        bool section_unknown; /* its keys are not errors of their own */
+        bool stop;            /* a line that cannot be read: the rest of the file is not */
+
+        int r;          /* the first error */
+        char *error;    /* every error, one a line (at most CONFIG_ERRORS_MAX) */
+        unsigned n_errors;
 };
+
+/* Errors told of one file; the rest are counted in a last line. */
+#define CONFIG_ERRORS_MAX 20
 
 static inline bool isempty(const char *s) {
         return !s || *s == '\0';

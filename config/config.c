@@ -133,18 +133,22 @@ int config_set_error(char **ret_error, int r, const char *file, unsigned line, c
         return r;
 }
 
-/* Records the first error only: later ones are consequences. */
+/* Records every error of a file, one a line, so that one run tells them all (--check); past
+ * CONFIG_ERRORS_MAX they are counted only. After an error of memory nothing more is tried. */
 _printf_(5, 6)
 int ctx_error(ParseContext *ctx, int r, unsigned line, const char *value, const char *fmt,
               ...) {
-        _cleanup_free_ char *body = NULL;
-        char q[QUOTE_BUF];
+        _cleanup_free_ char *body = NULL, *m = NULL;
+        char q[QUOTE_BUF], *joined;
         va_list ap;
         int k;
 
-        if (ctx->r < 0)
+        if (ctx->r == -ENOMEM)
                 return ctx->r;
-        ctx->r = r;
+        if (ctx->r >= 0)
+                ctx->r = r;
+        if (++ctx->n_errors > CONFIG_ERRORS_MAX)
+                return r;
 
         va_start(ap, fmt);
         k = vasprintf(&body, fmt, ap);
@@ -155,9 +159,21 @@ int ctx_error(ParseContext *ctx, int r, unsigned line, const char *value, const 
         }
 
         if (value)
-                return config_set_error(&ctx->error, r, ctx->file, line, "%s (got '%s')", body,
+                (void) config_set_error(&m, r, ctx->file, line, "%s (got '%s')", body,
                                         config_quote(value, q));
-        return config_set_error(&ctx->error, r, ctx->file, line, "%s", body);
+        else
+                (void) config_set_error(&m, r, ctx->file, line, "%s", body);
+        if (!m)
+                return r;
+        if (!ctx->error) {
+                ctx->error = TAKE_PTR(m);
+                return r;
+        }
+        if (asprintf(&joined, "%s\n%s", ctx->error, m) >= 0) {
+                free(ctx->error);
+                ctx->error = joined;
+        }
+        return r;
 }
 
 _printf_(5, 6)
@@ -236,22 +252,29 @@ static int reader_check_section(ParseContext *ctx, const char *line) {
         if (*line != '[')
                 return 0;
         end = strchr(line, ']');
-        if (!end)
-                return 0; /* inih reports the syntax error */
+        if (!end) {
+                /* inih reports the syntax error; the keys below it are in no known section,
+                 * which is that error's consequence, not one of their own. */
+                ctx->section_unknown = true;
+                return 0;
+        }
 
         name = strndup(line + 1, (size_t) (end - line - 1));
         if (!name)
                 return ctx_oom(ctx);
         free(ctx->section);
         ctx->section = name;
+        ctx->section_unknown = false;
 
         id = dynamic_section_id(ctx->schema, name);
         ctx->dynamic = id != NULL;
         if (id)
                 return ctx->schema->dynamic_open(ctx, id);
-        if (!schema_has_section(ctx->schema, name))
+        if (!schema_has_section(ctx->schema, name)) {
+                ctx->section_unknown = true; /* one error for the section, none for its keys */
                 return ctx_error(ctx, -EINVAL, ctx->line, NULL, "unknown section [%s]; %s",
                                  config_quote(name, q), ctx->schema->sections);
+        }
         if (streq(name, "fleet") && ctx->fleet_line == 0)
                 ctx->fleet_line = ctx->line;
         return 0;
@@ -265,7 +288,9 @@ static char *config_ini_reader(char *str, int num, void *stream) {
         const char *p, *nl;
         size_t len, content;
 
-        if (ctx->r < 0 || ctx->pos >= ctx->size)
+        /* After an error the file is read on (every error is told), but for a line that
+         * cannot be read as a line (NUL, too long) and for memory. */
+        if (ctx->r == -ENOMEM || ctx->stop || ctx->pos >= ctx->size)
                 return NULL;
 
         p = ctx->data + ctx->pos;
@@ -275,6 +300,7 @@ static char *config_ini_reader(char *str, int num, void *stream) {
 
         if (memchr(p, '\0', len)) {
                 ctx_error(ctx, -EINVAL, ctx->line, NULL, "line contains a NUL byte");
+                ctx->stop = true;
                 return NULL;
         }
         content = len;
@@ -283,6 +309,7 @@ static char *config_ini_reader(char *str, int num, void *stream) {
         if (content > CONFIG_LINE_MAX || len + 1 > (size_t) MAX(num, 0)) {
                 ctx_error(ctx, -EINVAL, ctx->line, NULL, "line too long (at most %d characters)",
                           CONFIG_LINE_MAX);
+                ctx->stop = true;
                 return NULL;
         }
 
@@ -290,21 +317,21 @@ static char *config_ini_reader(char *str, int num, void *stream) {
         str[len] = '\0';
         ctx->pos += len;
 
-        if (reader_check_section(ctx, str) < 0)
+        if (reader_check_section(ctx, str) == -ENOMEM)
                 return NULL;
         return str;
 }
 
-static int config_ini_handler(void *user, const char *inih_section, const char *name,
-                              const char *value) {
+static int config_ini_handle(void *user, const char *inih_section, const char *name,
+                             const char *value) {
         ParseContext *ctx = user;
         char q1[QUOTE_BUF], q2[QUOTE_BUF];
         const char *section = isempty(inih_section) ? NULL : ctx->section;
         const ConfigKey *k;
         ssize_t i;
 
-        if (ctx->r < 0)
-                return 0;
+        if (ctx->r == -ENOMEM || ctx->section_unknown)
+                return 1;
 
         if (isempty(section))
                 return ctx_error(ctx, -EINVAL, ctx->line, NULL,
@@ -339,6 +366,16 @@ static int config_ini_handler(void *user, const char *inih_section, const char *
         return 1;
 }
 
+/* inih's handler: an error the handler recorded is told as it is, and the line is not also a
+ * "syntax error" of inih's (which a 0 would make it). */
+static int config_ini_handler(void *user, const char *inih_section, const char *name,
+                              const char *value) {
+        ParseContext *ctx = user;
+        unsigned before = ctx->n_errors;
+
+        return config_ini_handle(user, inih_section, name, value) || ctx->n_errors > before;
+}
+
 /* Debian builds inih 55 with its options as run-time globals. The defaults would cut lines
  * at 200 bytes (a long fleet.args becomes two lines) and read an indented line as the
  * continuation of the key before it, which the handler would take for a duplicate. */
@@ -346,7 +383,7 @@ static void ini_setup(void) {
         ini_max_line = CONFIG_LINE_MAX + 3; /* + "\r\n" and NUL */
         ini_allow_multiline = false;
         ini_allow_no_value = false;
-        ini_stop_on_first_error = true;
+        ini_stop_on_first_error = false; /* every error of a file is told */
 }
 
 int parse_context_run(ParseContext *ctx) {
@@ -358,14 +395,21 @@ int parse_context_run(ParseContext *ctx) {
 
         ini_setup();
         r = ini_parse_stream(config_ini_reader, ctx, config_ini_handler, ctx);
-        if (ctx->r < 0)
-                return ctx->r;
-        if (r > 0)
-                return ctx_error(ctx, -EINVAL, (unsigned) r, NULL,
+        if (r > 0) /* the first line inih could not read; the handler's errors are told too */
+                (void) ctx_error(ctx, -EINVAL, (unsigned) r, NULL,
                                  "syntax error: expected [section], key = value, or a comment");
-        if (r < 0)
+        else if (r < 0)
                 return ctx_oom(ctx);
-        return 0;
+        if (ctx->n_errors > CONFIG_ERRORS_MAX) {
+                char *joined;
+
+                if (asprintf(&joined, "%s\n%s: and %u more errors", ctx->error, ctx->file,
+                             ctx->n_errors - CONFIG_ERRORS_MAX) >= 0) {
+                        free(ctx->error);
+                        ctx->error = joined;
+                }
+        }
+        return ctx->r < 0 ? ctx->r : 0;
 }
 
 /* Hands the message to the caller on failure; returns r. */
@@ -502,28 +546,51 @@ static int list_fleet_files(const char *dir, char ***ret, char **ret_error) {
         return 0;
 }
 
+/* Adds one file's errors (taken from *error) to what the run has told so far. */
+static void errors_add(char **all, char **error) {
+        char *joined;
+
+        if (!*error)
+                return;
+        if (!*all) {
+                *all = TAKE_PTR(*error);
+                return;
+        }
+        if (asprintf(&joined, "%s\n%s", *all, *error) >= 0) {
+                free(*all);
+                *all = joined;
+        }
+        *error = mfree_str(*error);
+}
+
+/* slotd.ini (absent: every default), then every fleet file: each file's errors are told,
+ * and the files after one with errors are read too, so that a run tells them all. */
 int config_load(const char *config_file, const char *fleets_dir, Config **ret, char **ret_error) {
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_strv_free_ char **names = NULL;
-        int r;
+        _cleanup_free_ char *errors = NULL;
+        int r, first = 0;
 
         c = config_new();
         if (!c)
                 return -ENOMEM;
 
         if (config_file) {
-                _cleanup_free_ char *data = NULL;
+                _cleanup_free_ char *data = NULL, *error = NULL;
                 size_t size = 0;
 
                 if (free_and_strdup(&c->config_file, config_file) < 0)
                         return -ENOMEM;
-                r = read_config_file(config_file, true, &data, &size, ret_error);
+                r = read_config_file(config_file, true, &data, &size, &error);
                 if (r >= 0)
-                        r = parse_machine_data(c, config_file, data, size, ret_error);
+                        r = parse_machine_data(c, config_file, data, size, &error);
                 else if (r == -ENOENT)
                         r = 0; /* no slotd.ini: all defaults */
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0)
+                        first = r;
+                errors_add(&errors, &error);
         }
 
         if (fleets_dir) {
@@ -541,23 +608,29 @@ int config_load(const char *config_file, const char *fleets_dir, Config **ret, c
         }
 
         STRV_FOREACH(name, names) {
-                _cleanup_free_ char *path = NULL, *data = NULL;
+                _cleanup_free_ char *path = NULL, *data = NULL, *error = NULL;
                 size_t size = 0;
 
                 if (asprintf(&path, "%s/%s", streq(c->fleets_dir, "/") ? "" : c->fleets_dir,
                              *name) < 0)
                         return -ENOMEM;
-                r = read_config_file(path, false, &data, &size, ret_error);
-                if (r < 0)
+                r = read_config_file(path, false, &data, &size, &error);
+                if (r >= 0 && streq(path + strlen(path) - 4, ".gsh"))
+                        r = config_parse_gsh(c, path, data, size, &error);
+                else if (r >= 0)
+                        r = parse_fleet_data(c, path, data, size, &error);
+                if (r == -ENOMEM)
                         return r;
-                if (streq(path + strlen(path) - 4, ".gsh"))
-                        r = config_parse_gsh(c, path, data, size, ret_error);
-                else
-                        r = parse_fleet_data(c, path, data, size, ret_error);
-                if (r < 0)
-                        return r;
+                if (r < 0 && first == 0)
+                        first = r;
+                errors_add(&errors, &error);
         }
 
+        if (first < 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(errors);
+                return first;
+        }
         *ret = TAKE_PTR(c);
         return 0;
 }

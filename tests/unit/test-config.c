@@ -670,6 +670,24 @@ static void test_load_errors(_unused_ void **state) {
         check_load_error(ini, fleets, -EINVAL, expect);
         free(TAKE_PTR(expect));
 
+        /* Every error of a run (issue 27.7): two in one file, a bad section whose keys are
+         * not errors of their own, and the files after a bad one read too. */
+        write_file(dir, "slotd.ini", "[machine]\ncpus = lots\n[nosuch]\nx = 1\ny = 2\n"
+                                     "[supervisor]\nbus = \n");
+        write_file(fleets, "c.ini", "[fleet]\nbuild = /bin/true\n[usage]\ncpu = 1\nmemory = 1Q\n");
+        assert_true(asprintf(&expect,
+                             "%s:2: machine.cpus: expected cores like 0.5 or 50%% (got 'lots')\n"
+                             "%s:3: unknown section [nosuch]; slotd.ini has [machine], [supervisor], "
+                             "[localproxy], [fleet] and [metrics]\n"
+                             "%s:7: supervisor.bus: must not be empty (got '')\n"
+                             "%s/b.ini:4: usage.cpu: expected cores like 0.5 or 50%% (got 'lots')\n"
+                             "%s/c.ini:5: usage.memory: expected a size like 512K, 200M or 2G (got '1Q')",
+                             ini, ini, ini, fleets, fleets) > 0);
+        check_load_error(ini, fleets, -EINVAL, expect);
+        free(TAKE_PTR(expect));
+        assert_int_equal(unlink(path_join(fleets, "c.ini")), 0);
+        write_file(dir, "slotd.ini", "[machine]\ncpus = 8\n");
+
         /* a NUL byte would end inih's line early */
         write_file_n(fleets, "b.ini", "[usage]\ncpu = 0\0.5\n", 19, 0644);
         assert_true(asprintf(&expect, "%s/b.ini:2: line contains a NUL byte", fleets) > 0);
