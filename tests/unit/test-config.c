@@ -685,7 +685,9 @@ static void test_load_errors(_unused_ void **state) {
                              ini, ini, ini, fleets, fleets) > 0);
         check_load_error(ini, fleets, -EINVAL, expect);
         free(TAKE_PTR(expect));
-        assert_int_equal(unlink(path_join(fleets, "c.ini")), 0);
+        expect = path_join(fleets, "c.ini");
+        assert_int_equal(unlink(expect), 0);
+        free(TAKE_PTR(expect));
         write_file(dir, "slotd.ini", "[machine]\ncpus = 8\n");
 
         /* a NUL byte would end inih's line early */
