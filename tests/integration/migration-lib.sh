@@ -100,14 +100,15 @@ migration_slots() {
                 "speed $by_speed, per core ${by_core:-none}, per machine $per_machine) = $n" >&2
         echo "$n"
 }
-# migration_check_server ID EXE MAP MODE MAXPLAYERS QUERYTYPE UUID: slot ID's server (of the
+# migration_check_server ID EXE MAP MODE MAXPLAYERS QUERYTYPE UUID [ENV_UUID]: slot ID's server (of the
 # slotd on $BUS) against what Multiplay would have given it: argv word by word (EXE and the
 # build configuration's commandLine with its launch parameters expanded), the environment
 # slotd promises (SPEC §3; Multiplay documents none: its servers read server.json), and
 # server.json (Unity's "server.json" and "Configuration variables" pages: every value a
 # string, the built-in keys, then the variables). The machine: MIG_FLEET (slotd's name of the
 # fleet), MIG_REGION, MIG_IP, MIG_MACHINE (its number), GAME_BASE and QUERY_BASE (its port
-# bases) and MIG_SLOTS (the fleet's slots on it).
+# bases) and MIG_SLOTS (the fleet's slots on it). ENV_UUID (default UUID): ALLOCATION_UUID of
+# the environment, the allocation the server was started for ("" when allocated while it ran).
 migration_check_server() {
         local id=$1 pid home port qport
         pid=$(sprop "$id" MainPID)
@@ -115,10 +116,11 @@ migration_check_server() {
         port=$(sprop "$id" Port)
         qport=$(sprop "$id" QueryPort)
         python3 - "$pid" "$id" "$home" "$port" "$qport" "$GAME_BASE" "$QUERY_BASE" "$MIG_SLOTS" \
-                "$MIG_MACHINE" "$MIG_FLEET" "$MIG_REGION" "$MIG_IP" "$2" "$3" "$4" "$5" "$6" "$7" <<'PY' || fail "server of slot $id"
+                "$MIG_MACHINE" "$MIG_FLEET" "$MIG_REGION" "$MIG_IP" "$2" "$3" "$4" "$5" "$6" "$7" \
+                "${8-$7}" <<'PY' || fail "server of slot $id"
 import json, sys
-(pid, sid, home, port, qport, gbase, qbase, nslots, machine, fleet, region, ip, exe, map_, mode, maxp, qtype,
- uuid) = sys.argv[1:]
+(pid, sid, home, port, qport, gbase, qbase, nslots, machine, fleet, region, ip, exe, map_, mode,
+ maxp, qtype, uuid, env_uuid) = sys.argv[1:]
 # Ports: from the machine's bases, one pair per slot, the same in argv and server.json.
 assert int(gbase) <= int(port) < int(gbase) + int(nslots), port
 assert int(qbase) <= int(qport) < int(qbase) + int(nslots), qport
@@ -134,7 +136,7 @@ assert argv == expect, ("argv", argv, expect)
 env = dict(e.decode().split("=", 1)
            for e in open(f"/proc/{pid}/environ", "rb").read().split(b"\0") if e)
 want = {"HOME": home, "SERVER_ID": sid, "PORT": port, "QUERY_PORT": qport,
-        "ALLOCATION_UUID": uuid, "SERVER_LOG_DIR": f"{home}/logs"}
+        "ALLOCATION_UUID": env_uuid, "SERVER_LOG_DIR": f"{home}/logs"}
 for k, v in want.items():
     assert env.get(k) == v, ("environment", k, env.get(k), v)
 assert env.get("NOTIFY_SOCKET", "").startswith("/"), ("NOTIFY_SOCKET", env.get("NOTIFY_SOCKET"))
