@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A studio leaving Multiplay (issue 26 point 5): its config-as-code file, typed out below as a
-# studio has it (two builds, two build configurations with variables and $$…$$ launch
-# parameters, two fleets in two regions, METAL usage settings, names with spaces), runs
-# unchanged on a machine of region Europe. Checked against what Multiplay would have given each
+# A studio leaving Multiplay (issue 26 point 5, part a): its config-as-code file, typed out
+# in migration-lib.sh as a studio has it (two builds, two build configurations with variables
+# and $$…$$ launch parameters, two fleets in two regions, METAL usage settings, names with
+# spaces), runs unchanged on a machine of region Europe. Checked against what Multiplay would have given each
 # server, from Unity's documented meanings:
 #   launch parameters: https://docs.unity.com/ugs/en-us/manual/game-server-hosting/manual/concepts/launch-parameters
 #     ($$port$$ and $$query_port$$ the ports the server binds, $$log_dir$$ the directory for
