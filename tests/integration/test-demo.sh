@@ -4,7 +4,8 @@
 # ignored, as a background job is), stopped with SIGINT as `timeout -s INT` does, and hit with
 # SIGTERM and SIGINT again and again while it cleans up, it exits, prints "demo: cleaned up"
 # and leaves nothing behind: no process (slotd, its keepers and servers, the local proxy,
-# dbus-daemon), no cgroup, no run directory, no bus socket.
+# dbus-daemon), no cgroup, no run directory, no bus socket. It runs an INI fleet and a .gsh
+# fleet side by side, and every server of both runs.
 set -euo pipefail
 : "${BUILD_ROOT:?}" "${SOURCE_ROOT:?}"
 skip() { echo "skipped: $*"; exit 77; }
@@ -33,9 +34,10 @@ alive() { [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -
 SLOTD_BUILD_DIR=$BUILD_ROOT "$SOURCE_ROOT/config/demo" --no-build >"$log" 2>&1 &
 demo_pid=$!
 
-# Ready: every slot started and the local proxy up (the last lines slotd logs at start).
+# Ready: every slot started (the INI fleet's 4, the .gsh fleet's 2) and the local proxy up
+# (the last lines slotd logs at start).
 deadline=$((SECONDS + 90))
-until grep -q "Local proxy started as process" "$log" && [ "$(grep -c "Started .* under keeper" "$log")" -ge 4 ]; do
+until grep -q "Local proxy started as process" "$log" && [ "$(grep -c "Started .* under keeper" "$log")" -ge 6 ]; do
         alive "$demo_pid" || fail "the demo ended before it was ready"
         [ $SECONDS -lt $deadline ] || fail "the demo was not ready in 90 s"
         sleep 0.1
@@ -47,6 +49,35 @@ proxy=$(sed -n 's/.*Local proxy started as process \([0-9]*\).*/\1/p' "$log" | h
 [ -d "$cg" ] || fail "no slot cgroup found in the demo's output ($cg)"
 [ -S "$run/bus" ] || fail "no bus socket in $run"
 n=$((n + 3))
+# The two fleets side by side: the INI fleet demo and the Multiplay fleet of multiplay.gsh
+# (Arena Fleet), each slot's server running; the .gsh server's argv has its launch parameters
+# expanded and its server.json the configuration's variables, as the demo's lines show them.
+slots() {
+        busctl --address="unix:path=$run/bus" --json=short call org.slotd.Supervisor1 \
+                /org/slotd/Supervisor1 org.slotd.Supervisor1.Manager ListSlots |
+                python3 -c 'import json, sys
+for e in json.load(sys.stdin)["data"][0]:
+    print(e[0], e[1], e[3])'
+}
+gsh_running() { [ "$(slots | awk '$2 == "Arena-Fleet" && $3 == "running"' | wc -l)" = 2 ]; }
+until gsh_running; do
+        [ $SECONDS -lt $deadline ] || fail "the .gsh fleet's 2 servers are not running: $(slots | paste -sd' ')"
+        sleep 0.1
+done
+[ "$(slots | awk '$2 == "demo" && $3 == "running"' | wc -l)" = 4 ] ||
+        fail "the INI fleet's 4 servers are not running: $(slots | paste -sd' ')"
+grep -qF "cat $run/slots/Arena-Fleet/slot-4/server.json" "$log" ||
+        fail "the demo does not print the .gsh slot's server.json line"
+sj=$run/slots/Arena-Fleet/slot-4/server.json
+python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))
+assert (j["fleetID"], j["regionID"], j["map"], j["maxPlayers"]) == ("Arena-Fleet", "Europe", "arena", "8"), j' "$sj" ||
+        fail "slot 4's server.json: $(cat "$sj")"
+pid4=$(busctl --address="unix:path=$run/bus" get-property org.slotd.Supervisor1 \
+        /org/slotd/Supervisor1/slot/4 org.slotd.Supervisor1.Slot MainPID | cut -d' ' -f2)
+argv4=$(tr '\0' ' ' </proc/"$pid4"/cmdline)
+[ "$argv4" = "$BUILD_ROOT/tests/gameserver/slotd-test-server -port 27200 -queryport 27300 -map arena -logFile $run/slots/Arena-Fleet/slot-4/logs/arena.log " ] ||
+        fail "slot 4's argv: $argv4"
+n=$((n + 5))
 # Every process the demo made, as it runs now.
 # (grep exits 2 when a process ends between the glob and its read: that is no error here.)
 named() { grep -lsF -- "$1" /proc/[0-9]*/cmdline | cut -d/ -f3 | sort -u || true; }
@@ -61,7 +92,7 @@ for what in "$run/etc/slotd.ini" "$run/bus.conf"; do
 done
 alive "$proxy" || fail "the local proxy ($proxy) does not run"
 in_cg=$(find "$cg" -name cgroup.procs -exec cat {} + | wc -l)
-[ "$in_cg" -ge 4 ] || fail "only $in_cg processes in the demo's cgroup"
+[ "$in_cg" -ge 6 ] || fail "only $in_cg processes in the demo's cgroup"
 n=$((n + 4))
 echo "# the demo runs $count processes, run directory $run, cgroup $cg"
 
