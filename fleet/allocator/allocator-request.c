@@ -262,6 +262,14 @@ static int body_error(const char **ret_error, const char *message) {
 }
 
 /* A string field, "" when absent or null; max bytes at most. */
+/* No control character, C0 or C1 (jansson has checked the UTF-8). */
+static bool region_id_valid(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+                        return false;
+        return true;
+}
+
 static int body_string(json_t *o, const char *name, size_t max, char **ret) {
         json_t *v = json_object_get(o, name);
         const char *s = "";
@@ -326,11 +334,12 @@ static int parse_allocate_object(json_t *o, ApiAllocateBody *b, const char **ret
                                              ". _ : -");
         if (r < 0)
                 return r;
+        /* A region's ID is its name where slotd's fleets take it from a .gsh file ("North
+         * America"): any text but control characters (it is in no etcd key). */
         r = body_string(o, "regionId", API_ID_MAX, &b->region_id);
-        if (r == -EBADMSG || (r >= 0 && b->region_id[0] != '\0' &&
-                              !fleet_key_component_valid(b->region_id)))
+        if (r == -EBADMSG || (r >= 0 && !region_id_valid(b->region_id)))
                 return body_error(ret_error, "regionId must be a string of at most 128 "
-                                             "characters from A-Z a-z 0-9 . _ -");
+                                             "bytes without control characters");
         if (r < 0)
                 return r;
         r = body_string(o, "payload", FLEET_PAYLOAD_MAX, &b->payload);

@@ -71,9 +71,8 @@ done
 # 2. An allocation for each fleet lands on a host of its region; the server shows it. EU
 # Fleet's names its region and asks for its second build configuration with restart (Unity's
 # AllocateWithOptions' restart): its server starts again for the allocation. NA Fleet's names
-# no region: slotd-allocator refuses a regionId with a space (400, "regionId must be a string
-# of at most 128 characters from A-Z a-z 0-9 . _ -"), and a .gsh fleet's regionID is the
-# region's name from the file, here "North America" (a gap of SPEC §13 against §2, reported).
+# its region as the .gsh file does, "North America": a regionId is any text without control
+# characters (SPEC §13).
 # allocate_in FLEET UUID REGION BUILD_CONFIGURATION RESTART: POST, then waits until fulfilled;
 # sets F_HOST and F_SLOT from the API's answer (machineId, serverId).
 allocate_in() {
@@ -114,7 +113,7 @@ check_on "$F_HOST" "$F_SLOT" "$(fleet_dir "$F_HOST")/builds/Builds/Legacy/GameLe
         cs_office casual 16 a2s $EU
 
 NA=6a1f1b0e-7e57-4000-8000-00000000a001
-allocate_in NA-Fleet $NA "" Casual-Weekend false
+allocate_in NA-Fleet $NA "North America" Casual-Weekend false
 assert_ok "NA Fleet's allocation on a host in North America (host $F_HOST)" [ "$F_HOST" -ge 4 ]
 assert_eq "$(on_host "$F_HOST" sprop "$F_SLOT" AllocationUUID)" $NA "host $F_HOST's slot $F_SLOT holds it"
 # Allocated while it ran: server.json names the allocation, the environment of its start none.
