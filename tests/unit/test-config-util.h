@@ -18,7 +18,7 @@
 #include "strv.h"
 
 #define FLEET_SECTIONS                                                                          \
-        "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits], [security] and " \
+        "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits], [logs], [security] and " \
         "[build_configuration ID]"
 #define BUILD_ID_RULE "1 to 128 characters from A-Z a-z 0-9 . _ : -"
 
