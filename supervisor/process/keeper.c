@@ -6,18 +6,30 @@
  * heap, no writable globals): the text is shared by every keeper on the machine, and a
  * keeper's own memory is its stack page, which is what makes the per-slot cost a few KiB.
  *
- *   slotd-keeper SERVER-PID [BUILD [ARG...]]
+ *   slotd-keeper SERVER-PID MAX-SIZE KEEP [BUILD [ARG...]]
  *
  * with every signal blocked (the spawner blocks them before the exec, so none is lost
  * before the handlers below exist), the status file as fd 3 and the slot's notify socket as
  * fd 4 (held only, never read). It forwards every signal it gets to SERVER-PID, reaps
  * whatever dies in the namespace, and when SERVER-PID ends writes "exited CODE\n" or
  * "killed SIGNAL\n" at the start of fd 3 and exits 0: the namespace, and anything the
- * server left in it, ends with it. A bad SERVER-PID: exit 2.
+ * server left in it, ends with it. A bad SERVER-PID, MAX-SIZE or KEEP: exit 2.
+ *
+ * Output. The servers' stdout and stderr are a pipe whose read end (non-blocking) is fd 7;
+ * fd 8 is the slot's logs directory and fd 9 its server.log (not O_APPEND: splice() refuses
+ * that), written at its end. The keeper waits in ppoll() on the pipe and on a signalfd of
+ * every signal (they all stay blocked: none is lost), and moves what the pipe holds into
+ * server.log with splice(). At MAX-SIZE bytes (logs.max_size; 0: never) it renames
+ * server.log.(KEEP-1) to server.log.KEEP ... server.log to server.log.1 in fd 8 and opens a
+ * new server.log. What the log refuses (ENOSPC, EIO, no server.log) is read and dropped, and
+ * the keeper's total of dropped bytes with the last errno, "lost BYTES ERRNO", padded to 32
+ * bytes, is written at offset 128 of fd 3 for slotd to log and count. A full pipe blocks the
+ * servers' writes: they are slowed, never dropped. Before writing the exit status the keeper
+ * empties the pipe, so that the server's last lines come first.
  *
  * Restarts. With BUILD and its arguments (and the server's environment as its own), fd 5 is
  * a non-blocking eventfd through which slotd hands it one restart at a time, and fds 0-2 are the
- * server's stdin, stdout and stderr. When the server ends, nothing else is left in the
+ * server's stdin, stdout and stderr (the log pipe's write end: the keeper never sees it end). When the server ends, nothing else is left in the
  * namespace, and a restart is there to take (a read of fd 5 succeeds), it starts BUILD again
  * at once, as its own child, with its own identity, limits and seccomp filter (spawn.c gives
  * the keeper the server's), having written "restart N exited CODE" (or "killed SIGNAL") at

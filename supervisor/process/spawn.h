@@ -12,9 +12,10 @@
  * The keeper is cloned straight into the slot's cgroup as PID 1 of a new PID namespace. It
  * forks the game server, which confines itself and execs the build, and then execs
  * slotd-keeper (keeper.c), a freestanding program of a few hundred bytes: that forwards the
- * signals slotd sends it, reaps what dies in the namespace, and when the server exits writes
- * its exit status to a file slotd gave it and exits, taking the rest of the namespace with
- * it. Because of it a game server cannot see or signal the processes of
+ * signals slotd sends it, reaps what dies in the namespace, moves the servers' output from a
+ * pipe into logs/server.log and rotates it (logs.max_size, logs.keep), and when the server
+ * exits writes its exit status to a file slotd gave it and exits, taking the rest of the
+ * namespace with it. Because of it a game server cannot see or signal the processes of
  * another slot, and an exit that happens while slotd is not running is not lost. */
 
 typedef struct SpawnParams {
