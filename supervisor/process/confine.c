@@ -82,7 +82,7 @@ const char *const confine_default_allow[] = {
  * its exec): a filter must allow all of these for the keeper to run under it and restart
  * servers itself. clone is allowed without namespace flags whatever the list says. */
 const char *const confine_keeper_needs[] = {
-        "close", "execve", "execveat", "exit", "exit_group", "fcntl", "kill", "lseek",
+        "close", "execve", "execveat", "exit", "exit_group", "fcntl", "fstat", "kill", "lseek",
         "openat", "personality", "ppoll", "prctl", "pwrite64", "read", "renameat2",
         "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "signalfd4",
         "splice", "wait4", "write", NULL,

@@ -62,8 +62,11 @@ enum { NR_read = 0, NR_write = 1, NR_rt_sigaction = 13, NR_rt_sigprocmask = 14,
        NR_rt_sigreturn = 15, NR_pwrite64 = 18, NR_execve = 59, NR_wait4 = 61, NR_kill = 62,
        NR_fcntl = 72, NR_rt_sigtimedwait = 128, NR_personality = 135, NR_prctl = 157,
        NR_exit_group = 231, NR_close = 3, NR_lseek = 8, NR_openat = 257, NR_ppoll = 271,
-       NR_splice = 275, NR_signalfd4 = 289, NR_renameat2 = 316 };
+       NR_splice = 275, NR_signalfd4 = 289, NR_renameat2 = 316, NR_fstat = 5 };
 #define O_NOFOLLOW_FLAG 0400000L
+/* struct stat: st_nlink (8 bytes) at 16, st_mode at 24 */
+#define STAT_NLINK(st) (*(unsigned long *) ((st) + 16))
+#define STAT_MODE(st) (*(unsigned *) ((st) + 24))
 
 static long sys6(long n, long a, long b, long c, long d, long e, long f) {
         register long r10 __asm__("r10") = d;
@@ -129,8 +132,11 @@ enum { NR_read = 63, NR_write = 64, NR_rt_sigaction = 134, NR_rt_sigprocmask = 1
        NR_rt_sigreturn = 139, NR_pwrite64 = 68, NR_execve = 221, NR_wait4 = 260, NR_kill = 129,
        NR_fcntl = 25, NR_rt_sigtimedwait = 137, NR_personality = 92, NR_prctl = 167,
        NR_exit_group = 94, NR_close = 57, NR_lseek = 62, NR_openat = 56, NR_ppoll = 73,
-       NR_splice = 76, NR_signalfd4 = 74, NR_renameat2 = 276 };
+       NR_splice = 76, NR_signalfd4 = 74, NR_renameat2 = 276, NR_fstat = 80 };
 #define O_NOFOLLOW_FLAG 0100000L
+/* struct stat (asm-generic): st_mode at 16, st_nlink (4 bytes) at 20 */
+#define STAT_NLINK(st) (*(unsigned *) ((st) + 20))
+#define STAT_MODE(st) (*(unsigned *) ((st) + 16))
 
 static long sys6(long n, long a, long b, long c, long d, long e, long f) {
         register long x8 __asm__("x8") = n;
@@ -191,7 +197,11 @@ enum { SIG_SETMASK_HOW = 2, SIGKILL_NR = 9, SIGCHLD_NR = 17, SIGSTOP_NR = 19, NS
        F_SETFD_CMD = 2, FD_CLOEXEC_FLAG = 1, PR_SET_DUMPABLE_OPT = 4, EAGAIN_NR = 11,
        POLLIN_EV = 1, POLLNVAL_EV = 0x20, SEEK_END_WHENCE = 2, SPLICE_FLAGS = 1 | 2 /* MOVE, NONBLOCK */ };
 #define OPEN_LOG_FLAGS (01L /* O_WRONLY */ | 0100L /* O_CREAT */ | 0400L /* O_NOCTTY */ | \
+                        04000L /* O_NONBLOCK: a FIFO must not hold the keeper */ | \
                         02000000L /* O_CLOEXEC */ | O_NOFOLLOW_FLAG)
+#define EPERM_NR 1
+#define S_IFMT_BITS 0170000U
+#define S_IFREG_BITS 0100000U
 #define SFD_FLAGS (02000000L /* SFD_CLOEXEC */ | 04000L /* SFD_NONBLOCK */)
 #define SPLICE_MAX (1L << 20)
 #define CLONE_VM_FLAG 0x100UL
@@ -313,8 +323,11 @@ static void keeper_log_name(char buf[static 16], unsigned i) {
         buf[n] = 0;
 }
 
-/* A new logs/server.log (or the one there), written at its end. 1 if open. */
+/* A new logs/server.log (or the one there), written at its end. 1 if open. Like slotd's
+ * (slot-process.c), only a regular file with one link: the logs directory is the server's,
+ * and the keeper may be root (one that does not restart runs unconfined). */
 static int keeper_open_log(Keeper *k) {
+        _Alignas(8) unsigned char st[144]; /* struct stat: 144 bytes on x86_64, 128 on aarch64 */
         char name[16];
         long fd, end;
 
@@ -322,6 +335,12 @@ static int keeper_open_log(Keeper *k) {
         fd = sys6(NR_openat, KEEPER_LOGS_DIR_FD, (long) name, OPEN_LOG_FLAGS, 0640, 0, 0);
         if (fd < 0) {
                 k->open_error = -fd;
+                return 0;
+        }
+        if (sys4(NR_fstat, fd, (long) st, 0, 0) < 0 ||
+            (STAT_MODE(st) & S_IFMT_BITS) != S_IFREG_BITS || STAT_NLINK(st) != 1) {
+                (void) sys4(NR_close, fd, 0, 0, 0);
+                k->open_error = EPERM_NR;
                 return 0;
         }
         end = sys4(NR_lseek, fd, 0, SEEK_END_WHENCE, 0);

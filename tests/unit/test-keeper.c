@@ -512,6 +512,72 @@ static void test_log_lost_counted(void **state) {
         log_done();
 }
 
+/* A server.log that is no regular file of one link (a FIFO the server planted, where opening
+ * it for writing would block the keeper, or a hard link to a file elsewhere) is refused: the
+ * output is dropped and counted, and the keeper goes on. A FIFO without a reader fails the
+ * non-blocking open (ENXIO); a link, the check of its link count (EPERM). fd 9 is not a file
+ * at first (the pipe: lseek() fails), so the keeper opens server.log itself, as after a
+ * rotation. */
+/* kind 0: a FIFO; kind 1: a regular file with a second link. Returns the status file. */
+static int run_with_planted_log(int kind) {
+        char *const argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "printf 12345", NULL };
+        char path[128], other[160];
+        sigset_t old;
+        int fd;
+        pid_t pid;
+
+        log_make();
+        snprintf(path, sizeof(path), "%s/server.log", klog.dir);
+        snprintf(other, sizeof(other), "%s/elsewhere", klog.dir);
+        if (kind == 0) {
+                assert_int_equal(unlink(path), 0);
+                assert_int_equal(mkfifo(path, 0640), 0);
+        } else
+                assert_int_equal(link(path, other), 0);
+        assert_int_equal(dup3(klog.pipe[1], klog.file, O_CLOEXEC), klog.file);
+        fd = status_file_and_block(&old);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char pidbuf[16];
+                pid_t server = fork();
+
+                if (server == 0)
+                        exec_server(argv, environ);
+                snprintf(pidbuf, sizeof(pidbuf), "%d", (int) server);
+                if (place_status_and_log(fd) < 0)
+                        _exit(126);
+                execl(keeper, "slotd-keeper", pidbuf, "0", "1", (char *) NULL);
+                _exit(125);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        assert_int_equal(wait_exit(pid), 0);
+        return fd;
+}
+
+static void test_log_refuses_fifo(void **state) {
+        char buf[64], path[160];
+        struct stat st;
+        int fd = run_with_planted_log(0);
+
+        read_status(fd, buf, sizeof(buf));
+        assert_string_equal(buf, "exited 0\n");
+        read_at(fd, 128, buf, sizeof(buf));
+        assert_true(strncmp(buf, "lost 5 6 ", 9) == 0); /* ENXIO */
+        close(fd);
+        log_done();
+
+        /* a hard link: opened, refused by its link count, nothing written through it */
+        fd = run_with_planted_log(1);
+        read_at(fd, 128, buf, sizeof(buf));
+        assert_true(strncmp(buf, "lost 5 1 ", 9) == 0); /* EPERM */
+        snprintf(path, sizeof(path), "%s/elsewhere", klog.dir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        close(fd);
+        log_done();
+}
+
 static void test_bad_arguments(void **state) {
         char *const argv[] = { (char *) "/bin/true", NULL };
         const char *bad[] = { "", "x", "12x", "1", "99999999999999999999" };
@@ -551,6 +617,7 @@ int main(void) {
                 cmocka_unit_test(test_log_rotates),
                 cmocka_unit_test(test_log_drained_at_exit),
                 cmocka_unit_test(test_log_lost_counted),
+                cmocka_unit_test(test_log_refuses_fifo),
                 cmocka_unit_test(test_bad_arguments),
         };
 
