@@ -9,13 +9,16 @@
 # LogBytesLost and logged by slotd, the server never blocked; with room again it is written.
 . "$(dirname "$0")/lib.sh"
 command -v mount >/dev/null || skip "mount is not installed"
+command -v curl >/dev/null || skip "curl is not installed"
 
 mkdir -p "$T/slots"
 mount -t tmpfs -o size=4M,mode=755 slotd-it-logs "$T/slots" || skip "cannot mount a tmpfs"
 track_mount "$T/slots" # lib.sh takes it off after slotd and its keepers are gone
 
 MAX=65536
+MPORT=$(free_port)
 write_config
+printf '[metrics]\nlisten = 127.0.0.1:%s\n' "$MPORT" >> "$T/etc/slotd.ini"
 USAGE_CPU=0.5 USAGE_MEMORY=64M write_fleet game "servers = 1" \
         "[ports]" "game_base = 26700" "query_base = 26750" "[checks]" "interval = 0" \
         "[crash]" "restarts = 3" "window = 10m" "[logs]" "max_size = 64K" "keep = 2"
@@ -114,6 +117,12 @@ wait_until 20 "slotd logs the loss" grep -qE \
         "slot 0 \(game\): Dropped [0-9]+ bytes of the server's output that .*/server.log could not take: No space left on device" \
         "$T/slotd.log"
 assert_eq "$(sprop 0 MainPID)" "$pid" "the server while slots_dir is full"
+# The metric counts it too (this slotd's count: it started after the keeper, whose whole
+# count it took at its first look).
+metric() { curl -s --max-time 10 "http://127.0.0.1:$MPORT/metrics" | sed -n "s/^slotd_log_bytes_lost_total{fleet=\"game\"} //p"; }
+metric_is() { [ "$(metric)" = "$1" ]; }
+wait_until 20 "slotd_log_bytes_lost_total = $lost" metric_is "$lost"
+PASSED=$((PASSED + 1))
 grep "Dropped" "$T/slotd.log" | tail -n 1 | sed 's/^/# /'
 
 # 6. Room again: output is written again, and nothing more is lost.
