@@ -42,6 +42,20 @@ static int parse_cores_kept_key(ParseContext *ctx, const ConfigKey *k, const cha
         return 0;
 }
 
+/* logs.keep: 1 to 99 older files of server.log. */
+static int parse_log_keep_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                              void *data) {
+        unsigned v;
+        int r;
+
+        r = parse_unsigned(value, &v);
+        if (r < 0 || v < 1 || v > 99)
+                return key_error(ctx, k, value, r < 0 ? r : -ERANGE,
+                                 "expected an integer between 1 and 99");
+        *(unsigned *) data = v;
+        return 0;
+}
+
 static int parse_pids_key(ParseContext *ctx, const ConfigKey *k, const char *value, void *data) {
         uint64_t v;
         int r;
@@ -208,6 +222,8 @@ static const ConfigKey fleet_keys[] = {
         FLEET_KEY("limits", "nofile", parse_nofile_key, nofile, false),
         FLEET_KEY("limits", "core", parse_size_key, core_size, false),
         FLEET_KEY("limits", "cores_kept", parse_cores_kept_key, cores_kept, false),
+        FLEET_KEY("logs", "max_size", parse_size_key, log_max_size, false),
+        FLEET_KEY("logs", "keep", parse_log_keep_key, log_keep, false),
         FLEET_KEY("security", "seccomp", parse_seccomp_key, seccomp, false),
         FLEET_KEY("security", "seccomp_action", parse_seccomp_action_key, seccomp_kill, false),
 };
@@ -218,7 +234,7 @@ static const ConfigSchema fleet_schema = {
         .keys = fleet_keys,
         .n_keys = ELEMENTSOF(fleet_keys),
         .sections = "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits], "
-                    "[security] and [build_configuration ID]",
+                    "[logs], [security] and [build_configuration ID]",
         .dynamic_section = "build_configuration",
         .dynamic_open = build_section_open,
         .dynamic_key = build_section_key,
@@ -286,6 +302,8 @@ void fleet_config_init(FleetConfig *f) {
                 .pids_max = 4096,
                 .nofile = 65536,
                 .cores_kept = 1,
+                .log_max_size = UINT64_C(64) << 20,
+                .log_keep = 4,
                 .seccomp = true,
         };
 }

@@ -138,6 +138,11 @@ typedef struct FleetConfig {
         uint64_t core_size;        /* limits.core: RLIMIT_CORE, default limits.memory_max */
         unsigned cores_kept;       /* limits.cores_kept: cores kept per slot, default 1 */
 
+        /* [logs] */
+        uint64_t log_max_size;     /* logs.max_size: bytes at which the keeper rotates
+                                    * server.log, 0 = never; default 64M */
+        unsigned log_keep;         /* logs.keep: older files kept, 1 to 99; default 4 */
+
         /* [security] */
         bool seccomp;              /* security.seccomp: default (true) or off */
         char *seccomp_list;        /* security.seccomp = PATH: allow-list file; NULL = built-in */

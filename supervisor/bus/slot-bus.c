@@ -33,6 +33,7 @@ DEFINE_SLOT_GETTER(cpu_budget, "d", s->fleet->config->usage_cpu)
 DEFINE_SLOT_GETTER(memory_budget, "t", s->fleet->config->usage_memory)
 DEFINE_SLOT_GETTER(cpu_usage, "d", slot_cpu_usage(s))
 DEFINE_SLOT_GETTER(memory_current, "t", slot_memory_current(s))
+DEFINE_SLOT_GETTER(log_bytes_lost, "t", slot_log_bytes_lost(s))
 DEFINE_SLOT_GETTER(ready, "b", (int) s->ready)
 DEFINE_SLOT_GETTER(ready_for_players, "b", (int) s->ready_for_players)
 DEFINE_SLOT_GETTER(status, "s", strempty(s->status))
@@ -239,6 +240,7 @@ const sd_bus_vtable slot_vtable[] = {
         /* Live figures: read on demand, never announced. */
         SD_BUS_PROPERTY("CPUUsage", "d", property_get_cpu_usage, 0, 0),
         SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory_current, 0, 0),
+        SD_BUS_PROPERTY("LogBytesLost", "t", property_get_log_bytes_lost, 0, 0),
         SD_BUS_PROPERTY("Restarts", "u", property_get_restarts, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("LastExitCode", "i", property_get_last_exit_code, 0,

@@ -22,6 +22,7 @@ void manager_metrics_slot_changed(Manager *m, Slot *s) {
                                     .process_state = s->process_state,
                                     .allocated = s->allocation_uuid != NULL,
                                     .restarts = s->restarts,
+                                    .log_bytes_lost = s->log_bytes_lost,
                             });
 }
 

@@ -131,6 +131,8 @@ void metrics_slot_update(FleetMetrics *f, SlotMetricsMark *mark, const SlotMetri
                         mark->fleet->deallocations++;
                 if (v->restarts > mark->restarts)
                         mark->fleet->restarts += v->restarts - mark->restarts;
+                if (v->log_bytes_lost > mark->log_bytes_lost)
+                        mark->fleet->log_bytes_lost += v->log_bytes_lost - mark->log_bytes_lost;
         } else if (!f)
                 return;
         else
@@ -140,6 +142,7 @@ void metrics_slot_update(FleetMetrics *f, SlotMetricsMark *mark, const SlotMetri
         mark->process_state = v->process_state;
         mark->allocated = v->allocated;
         mark->restarts = v->restarts;
+        mark->log_bytes_lost = v->log_bytes_lost;
 }
 
 void metrics_slot_remove(SlotMetricsMark *mark) {
@@ -283,6 +286,10 @@ static void format_events(const Metrics *mx, PromText *t) {
         format_per_fleet(mx, t, "slotd_core_dumps_total",
                          "Crashes whose server left a core (each CoreDumped signal).",
                          offsetof(FleetMetrics, core_dumps));
+        format_per_fleet(mx, t, "slotd_log_bytes_lost_total",
+                         "Bytes of servers' output dropped because server.log could not take "
+                         "them (ENOSPC, EIO...; the slots' LogBytesLost).",
+                         offsetof(FleetMetrics, log_bytes_lost));
         prom_family(t, "slotd_strikes_total", PROM_COUNTER,
                     "Strikes by check (each Misbehaved signal).");
         for (size_t i = 0; i < mx->n_list; i++)

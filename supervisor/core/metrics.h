@@ -45,6 +45,7 @@ typedef struct FleetMetrics {
         /* by cause and by the signal that ended the server ([0]: it exited with a code) */
         uint64_t crashes[_FAILURE_REASON_MAX][METRICS_SIGNAL_MAX];
         uint64_t core_dumps;         /* crashes that left a core (CoreDumped signals) */
+        uint64_t log_bytes_lost;     /* output the keepers dropped (the slots' LogBytesLost) */
         uint64_t strikes[_CHECK_KIND_MAX];
         PromHistogram sweep;         /* seconds from a check sweep's start to its verdict */
 } FleetMetrics;
@@ -63,6 +64,7 @@ typedef struct SlotMetricsView {
         ProcessState process_state;
         bool allocated;
         unsigned restarts;           /* the slot's Restarts: only grows while slotd runs */
+        uint64_t log_bytes_lost;     /* the slot's LogBytesLost: only grows, too */
 } SlotMetricsView;
 
 void metrics_init(Metrics *mx);

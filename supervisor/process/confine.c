@@ -82,9 +82,10 @@ const char *const confine_default_allow[] = {
  * its exec): a filter must allow all of these for the keeper to run under it and restart
  * servers itself. clone is allowed without namespace flags whatever the list says. */
 const char *const confine_keeper_needs[] = {
-        "execve", "execveat", "exit", "exit_group", "fcntl", "kill", "personality", "prctl",
-        "pwrite64", "read", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
-        "rt_sigtimedwait", "wait4", "write", NULL,
+        "close", "execve", "execveat", "exit", "exit_group", "fcntl", "fstat", "kill", "lseek",
+        "openat", "personality", "ppoll", "prctl", "pwrite64", "read", "renameat2",
+        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "signalfd4",
+        "splice", "wait4", "write", NULL,
 };
 
 /* Marks in 'seen' (a bit per entry of confine_keeper_needs) the one that 'name' is. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -210,43 +211,48 @@ static int keeper_prepare(const SpawnParams *p) {
         sigfillset(&all);
         (void) sigprocmask(SIG_SETMASK, &all, NULL);
         if (p->fork_and_attach && cg_write_at(p->cgroup_fd, "cgroup.procs", "0") < 0) {
-                child_say(p->output_fd, "joining the slot's cgroup", p->path, errno);
+                child_say(p->log_fd, "joining the slot's cgroup", p->path, errno);
                 return -1;
         }
         (void) setsid();
         return 0;
 }
 
-/* The status file as fd 3 and the notify socket as fd 4, through high numbers first so that
- * none overwrites another; the log (for a failed exec) as 5 and slotd-keeper as 6 until the
- * exec. A keeper that restarts keeps the server's stdin, stdout and stderr as 0-2 and has its
- * restart eventfd as 5, the log then being 2. Everything else is closed. */
+/* The status file as fd 3 and the notify socket as fd 4, slotd-keeper as 6 until the exec,
+ * and the log pipe's read end, the logs directory and server.log as 7-9 (spawn.h), through
+ * high numbers first so that none overwrites another. A keeper that restarts keeps the
+ * server's stdin, stdout and stderr (the pipe's write end) as 0-2 and has its restart eventfd
+ * as 5. Everything else is closed. */
 static bool keeper_place_fds(const SpawnParams *p) {
-        int status, notify, output, keeper, token = -1;
+        int status, notify, output, keeper, pipe_fd, dir, log, token = -1;
         bool placed;
 
         status = fcntl(p->status_fd, F_DUPFD, 64);
         notify = fcntl(p->notify_fd, F_DUPFD, 64);
         output = fcntl(p->output_fd, F_DUPFD_CLOEXEC, 64);
         keeper = fcntl(p->keeper_fd, F_DUPFD_CLOEXEC, 64);
+        pipe_fd = fcntl(p->pipe_fd, F_DUPFD, 64);
+        dir = fcntl(p->logs_dir_fd, F_DUPFD, 64);
+        log = fcntl(p->log_fd, F_DUPFD, 64);
         if (p->token_fd >= 0)
                 token = fcntl(p->token_fd, F_DUPFD, 64);
-        placed = status >= 0 && notify >= 0 && output >= 0 && keeper >= 0 &&
-                 dup2(status, 3) >= 0 && dup2(notify, KEEPER_NOTIFY_FD) >= 0 &&
-                 dup3(keeper, 6, O_CLOEXEC) >= 0;
+        placed = status >= 0 && notify >= 0 && output >= 0 && keeper >= 0 && pipe_fd >= 0 &&
+                 dir >= 0 && log >= 0 && dup2(status, 3) >= 0 &&
+                 dup2(notify, KEEPER_NOTIFY_FD) >= 0 && dup3(keeper, 6, O_CLOEXEC) >= 0 &&
+                 dup2(pipe_fd, KEEPER_PIPE_FD) >= 0 && dup2(dir, KEEPER_LOGS_DIR_FD) >= 0 &&
+                 dup2(log, KEEPER_LOG_FD) >= 0;
         if (placed && p->token_fd >= 0)
                 placed = token >= 0 && dup2(token, KEEPER_TOKEN_FD) >= 0 &&
                          dup2(p->null_fd, STDIN_FILENO) >= 0 && dup2(output, STDOUT_FILENO) >= 0 &&
                          dup2(output, STDERR_FILENO) >= 0;
-        else if (placed)
-                placed = dup3(output, 5, O_CLOEXEC) >= 0;
         if (!placed)
                 return false;
-        (void) syscall(SYS_close_range, 7U, ~0U, 0U);
+        (void) syscall(SYS_close_range, KEEPER_LOG_FD + 1U, ~0U, 0U);
         if (p->token_fd < 0) {
                 (void) close(STDIN_FILENO);
                 (void) close(STDOUT_FILENO);
                 (void) close(STDERR_FILENO);
+                (void) close(KEEPER_TOKEN_FD);
         }
         return true;
 }
@@ -258,7 +264,7 @@ static int keeper_confine(const SpawnParams *p) {
 
         if ((p->working_directory && chdir(p->working_directory) < 0) ||
             confine_apply(&p->confine, &step) < 0) {
-                child_say(STDERR_FILENO, step, "slotd-keeper", errno);
+                child_say(KEEPER_LOG_FD, step, "slotd-keeper", errno);
                 return -1;
         }
         return 0;
@@ -283,7 +289,7 @@ static int keeper_child(void *userdata) {
         server = spawn_clone(&args, NULL, server_child, (void *) p);
 #endif
         if (server < 0) {
-                child_say(p->output_fd, "forking the server", p->path, errno);
+                child_say(p->log_fd, "forking the server", p->path, errno);
                 keeper_fail_status(p->status_fd);
                 return 0;
         }
@@ -307,7 +313,7 @@ static int keeper_child(void *userdata) {
         }
         (void) syscall(SYS_execveat, 6, "", p->keeper_argv,
                        p->token_fd >= 0 ? p->envp : (char *const[]){ NULL }, AT_EMPTY_PATH);
-        child_say(p->token_fd >= 0 ? STDERR_FILENO : 5, "exec of slotd-keeper", p->path, errno);
+        child_say(KEEPER_LOG_FD, "exec of slotd-keeper", p->path, errno);
         /* Our exit ends the namespace and the server with it. */
         keeper_fail_status(3);
         return 0;
@@ -319,8 +325,9 @@ static int keeper_child(void *userdata) {
  * closing slotd's whole table, a few descriptors per slot, would make every start O(slots)
  * in the kernel: 0.4 ms at 200 slots here. */
 enum { RESERVED_STATUS, RESERVED_NOTIFY, RESERVED_OUTPUT, RESERVED_KEEPER, RESERVED_CGROUP,
-       RESERVED_TOKEN, RESERVED_NULL, _RESERVED_MAX };
-static int reserved[_RESERVED_MAX] = { -1, -1, -1, -1, -1, -1, -1 };
+       RESERVED_TOKEN, RESERVED_PIPE, RESERVED_LOGS_DIR, RESERVED_LOG, RESERVED_NULL,
+       _RESERVED_MAX };
+static int reserved[_RESERVED_MAX] = { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 
 int spawn_reserve_fds(void) {
         if (reserved[RESERVED_NULL] >= 0)
@@ -343,21 +350,26 @@ static void spawn_release_fds(void) {
 
 static bool clone3_unsupported;
 
-/* slotd-keeper PID, and the build's own command line for a keeper that restarts it; the child
- * writes the PID into 'pid_arg' (see keeper_child()). */
-static int keeper_argv_new(const SpawnParams *params, char *pid_arg, char ***ret) {
+/* slotd-keeper PID MAX-SIZE KEEP, and the build's own command line for a keeper that restarts
+ * it; the child writes the PID into 'pid_arg' (see keeper_child()). */
+static int keeper_argv_new(const SpawnParams *params, char *pid_arg, char log_args[2][24],
+                           char ***ret) {
         char **argv;
         size_t n = 0;
 
         while (params->token_fd >= 0 && params->argv[n])
                 n++;
-        argv = new0(char *, n + 3);
+        argv = new0(char *, n + 5);
         if (!argv)
                 return -ENOMEM;
+        snprintf(log_args[0], 24, "%" PRIu64, params->log_max_size);
+        snprintf(log_args[1], 24, "%u", params->log_keep);
         argv[0] = (char *) "slotd-keeper";
         argv[1] = pid_arg;
+        argv[2] = log_args[0];
+        argv[3] = log_args[1];
         for (size_t i = 0; i < n; i++)
-                argv[2 + i] = params->argv[i];
+                argv[4 + i] = params->argv[i];
         *ret = argv;
         return 0;
 }
@@ -379,6 +391,9 @@ static int spawn_point_fds(const int from[static RESERVED_NULL], const SpawnPara
         q->keeper_fd = reserved[RESERVED_KEEPER];
         q->cgroup_fd = reserved[RESERVED_CGROUP];
         q->token_fd = params->token_fd >= 0 ? reserved[RESERVED_TOKEN] : -1;
+        q->pipe_fd = reserved[RESERVED_PIPE];
+        q->logs_dir_fd = reserved[RESERVED_LOGS_DIR];
+        q->log_fd = reserved[RESERVED_LOG];
         q->null_fd = reserved[RESERVED_NULL];
         return 0;
 }
@@ -423,7 +438,7 @@ static int spawn_keeper_fork(SpawnParams *p, pid_t *ret_pid, int *ret_pidfd) {
 
         p->fork_and_attach = true;
         p->token_fd = -1; /* no namespace to empty: orphans would outlive a restart */
-        p->keeper_argv[2] = NULL;
+        p->keeper_argv[4] = NULL;
         pid = fork();
         if (pid == 0)
                 _exit(keeper_child(p));
@@ -449,16 +464,19 @@ int spawn_process(const SpawnParams *params, pid_t *ret_pid, int *ret_pidfd) {
                 [RESERVED_OUTPUT] = params->output_fd, [RESERVED_KEEPER] = params->keeper_fd,
                 [RESERVED_CGROUP] = params->cgroup_fd,
                 [RESERVED_TOKEN] = params->token_fd >= 0 ? params->token_fd : reserved[RESERVED_NULL],
+                [RESERVED_PIPE] = params->pipe_fd, [RESERVED_LOGS_DIR] = params->logs_dir_fd,
+                [RESERVED_LOG] = params->log_fd,
         };
         _cleanup_free_ char **keeper_argv = NULL;
         char pid_arg[16] = ""; /* in this frame: keeper_argv[1], the keeper writes into it */
+        char log_args[2][24];
         pid_t pid;
         int pidfd, r;
 
         r = spawn_reserve_fds();
         if (r < 0)
                 return r;
-        r = keeper_argv_new(params, pid_arg, &keeper_argv);
+        r = keeper_argv_new(params, pid_arg, log_args, &keeper_argv);
         if (r < 0)
                 return r;
         q.keeper_argv = keeper_argv;
@@ -523,6 +541,21 @@ int spawn_read_restart(int status_fd, unsigned *ret_restarts, bool *ret_failed, 
         *ret_signal = streq(how, "exited") ? 0 : v;
         if (ret_core)
                 *ret_core = streq(how, "dumped");
+        return 1;
+}
+
+int spawn_read_log_lost(int status_fd, uint64_t *ret_bytes, int *ret_errno) {
+        char buf[32] = {};
+        uint64_t bytes;
+        int v;
+        ssize_t size = pread(status_fd, buf, sizeof(buf) - 1, KEEPER_LOG_LOST_OFFSET);
+
+        if (size < 0)
+                return negative_errno();
+        if (sscanf(buf, "lost %" SCNu64 " %d", &bytes, &v) != 2 || bytes == 0)
+                return 0;
+        *ret_bytes = bytes;
+        *ret_errno = v;
         return 1;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "confine.h"
@@ -11,9 +12,10 @@
  * The keeper is cloned straight into the slot's cgroup as PID 1 of a new PID namespace. It
  * forks the game server, which confines itself and execs the build, and then execs
  * slotd-keeper (keeper.c), a freestanding program of a few hundred bytes: that forwards the
- * signals slotd sends it, reaps what dies in the namespace, and when the server exits writes
- * its exit status to a file slotd gave it and exits, taking the rest of the namespace with
- * it. Because of it a game server cannot see or signal the processes of
+ * signals slotd sends it, reaps what dies in the namespace, moves the servers' output from a
+ * pipe into logs/server.log and rotates it (logs.max_size, logs.keep), and when the server
+ * exits writes its exit status to a file slotd gave it and exits, taking the rest of the
+ * namespace with it. Because of it a game server cannot see or signal the processes of
  * another slot, and an exit that happens while slotd is not running is not lost. */
 
 typedef struct SpawnParams {
@@ -23,7 +25,13 @@ typedef struct SpawnParams {
         const char *working_directory;
         ConfineParams confine;
         int cgroup_fd;   /* the slot's cgroup directory */
-        int output_fd;   /* stdout and stderr; stdin is /dev/null */
+        int output_fd;   /* the servers' stdout and stderr (the write end of the log pipe);
+                          * stdin is /dev/null */
+        int pipe_fd;     /* the log pipe's read end, non-blocking: the keeper's */
+        int log_fd;      /* logs/server.log, not O_APPEND (splice() refuses it) */
+        int logs_dir_fd; /* logs/, where the keeper rotates server.log */
+        uint64_t log_max_size; /* logs.max_size: rotated at that size; 0 never */
+        unsigned log_keep;     /* logs.keep: older files kept, 1 to 99 */
         int status_fd;   /* where the keeper writes the server's exit status */
         int notify_fd;   /* the slot's notify socket: the keeper holds it (see spawn.h) */
         int keeper_fd;   /* slotd-keeper, opened O_PATH (spawn_open_keeper()) */
@@ -77,6 +85,20 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal, bool *ret_c
  * keeper start, so a record there is always the last server's. Being in the file, it
  * outlives slotd as the exit status does: a slotd that adopts the keeper still reads it. */
 #define KEEPER_EXEC_OFFSET 96
+
+/* Where in the status file the keeper counts the bytes of output it had to drop, in all, with
+ * the errno of the last failure: "lost BYTES ERRNO" (keeper.c). */
+#define KEEPER_LOG_LOST_OFFSET 128
+
+/* The keeper's descriptors for the servers' output (keeper.c): the log pipe's read end, the
+ * logs directory and server.log. */
+#define KEEPER_PIPE_FD 7
+#define KEEPER_LOGS_DIR_FD 8
+#define KEEPER_LOG_FD 9
+
+/* The keeper's count of dropped output: 1 with the bytes and the last errno, 0 when it has
+ * dropped nothing. */
+int spawn_read_log_lost(int status_fd, uint64_t *ret_bytes, int *ret_errno);
 
 /* The errno of the last server's failed execve(): 1 and *ret_errno when the record is there,
  * 0 when not. */

@@ -367,6 +367,7 @@ static void slot_check(Slot *s, usec_t now) {
         uint64_t memory;
         bool ok;
 
+        (void) slot_log_bytes_lost(s); /* what the keeper dropped since the last sweep, if any */
         /* cpu.stat stays open: a sweep is one pread per slot, not an open, read and close. */
         if (s->cpu_stat_fd < 0 && s->cgroup_fd >= 0)
                 s->cpu_stat_fd = openat(s->cgroup_fd, "cpu.stat", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -223,6 +223,7 @@ void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         }
         s->last_exit_code = s->exit_code;
         s->last_exit_signal = s->exit_signal;
+        (void) slot_log_bytes_lost(s); /* the keeper's last count */
         s->exec_errno = 0;
         if (s->exit_signal == 0 && s->exit_code == SPAWN_EXIT_SETUP && s->status_fd >= 0 &&
             spawn_read_exec_failure(s->status_fd, &s->exec_errno) > 0)

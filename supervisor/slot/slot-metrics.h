@@ -16,4 +16,5 @@ typedef struct SlotMetricsMark {
         ProcessState process_state;
         bool allocated;
         unsigned restarts;
+        uint64_t log_bytes_lost;
 } SlotMetricsMark;

@@ -17,15 +17,30 @@
 #include "spawn.h"
 #include "strv.h"
 
-static int slot_open_log(Slot *s, int *ret_fd) {
+/* The slot's output as its keeper takes it: logs/ (where it rotates server.log),
+ * logs/server.log positioned at its end, and a pipe whose write end is the servers' stdout
+ * and stderr. fds[]: logs dir, server.log, pipe read end (non-blocking), pipe write end. */
+typedef struct SlotLog {
+        int dir, file, pipe[2];
+} SlotLog;
+
+static void slot_log_close(SlotLog *l) {
+        l->dir = safe_close(l->dir);
+        l->file = safe_close(l->file);
+        l->pipe[0] = safe_close(l->pipe[0]);
+        l->pipe[1] = safe_close(l->pipe[1]);
+}
+
+static int slot_open_log(Slot *s, SlotLog *ret) {
         _cleanup_close_ int logs = -EBADF, fd = -EBADF;
+        int pipefd[2];
         struct stat st;
 
         logs = openat(s->home_fd, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (logs < 0)
                 return negative_errno();
-        fd = openat(logs, "server.log",
-                    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0640);
+        /* Not O_APPEND: splice() does not write to such a file. The keeper is its one writer. */
+        fd = openat(logs, "server.log", O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0640);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
@@ -35,7 +50,20 @@ static int slot_open_log(Slot *s, int *ret_fd) {
         if ((st.st_uid != s->fleet->uid || st.st_gid != s->fleet->gid) &&
             fchown(fd, s->fleet->uid, s->fleet->gid) < 0)
                 return negative_errno();
-        *ret_fd = TAKE_FD(fd);
+        if (lseek(fd, 0, SEEK_END) < 0)
+                return negative_errno();
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return negative_errno();
+        if (fcntl(pipefd[0], F_SETFL, O_NONBLOCK) < 0) {
+                int r = negative_errno();
+                (void) close(pipefd[0]);
+                (void) close(pipefd[1]);
+                return r;
+        }
+        ret->dir = TAKE_FD(logs);
+        ret->file = TAKE_FD(fd);
+        ret->pipe[0] = pipefd[0];
+        ret->pipe[1] = pipefd[1];
         return 0;
 }
 
@@ -208,6 +236,22 @@ void slot_close_notify(Slot *s) {
         s->notify_fd = safe_close(s->notify_fd);
 }
 
+uint64_t slot_log_bytes_lost(Slot *s) {
+        uint64_t bytes;
+        int error;
+
+        if (s->status_fd < 0 || spawn_read_log_lost(s->status_fd, &bytes, &error) <= 0 ||
+            bytes <= s->log_lost_seen)
+                return s->log_bytes_lost;
+        s->log_bytes_lost += bytes - s->log_lost_seen;
+        log_slot_warning_errno(s, error, "Dropped %" PRIu64 " bytes of the server's output that "
+                               "%s/server.log could not take: %m (%" PRIu64 " in all)",
+                               bytes - s->log_lost_seen, s->log_dir, s->log_bytes_lost);
+        s->log_lost_seen = bytes;
+        slot_hook_changed(s, false);
+        return s->log_bytes_lost;
+}
+
 /* A keeper of its own for every start: its restarts begin unarmed. */
 static void slot_new_token(Slot *s) {
         s->token_fd = safe_close(s->token_fd);
@@ -224,8 +268,8 @@ static void slot_new_token(Slot *s) {
 
 /* What a start needs before the keeper exists: the command line, the log, server.json, and
  * what the keeper shares with slotd (status file, notify socket, restart token). argv, envp
- * and log_fd are the caller's to free, also on failure. */
-static int slot_prepare_spawn(Slot *s, char ***argv, char ***envp, int *log_fd) {
+ * and log are the caller's to free, also on failure. */
+static int slot_prepare_spawn(Slot *s, char ***argv, char ***envp, SlotLog *log) {
         int r;
 
         r = slot_build_command(s, argv, envp);
@@ -239,7 +283,7 @@ static int slot_prepare_spawn(Slot *s, char ***argv, char ***envp, int *log_fd) 
                 return slot_storage_fault(r) ? slot_start_fault(s, SLOT_FAULT_SLOTS_DIR, r,
                                                                 "cannot set up home %s: %m", s->home)
                                              : r;
-        r = slot_open_log(s, log_fd);
+        r = slot_open_log(s, log);
         if (r < 0 && slot_storage_fault(r))
                 return slot_start_fault(s, SLOT_FAULT_SLOTS_DIR, r, "cannot open %s/server.log: %m",
                                         s->log_dir);
@@ -254,6 +298,9 @@ static int slot_prepare_spawn(Slot *s, char ***argv, char ***envp, int *log_fd) 
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to write %s/server.json: %m", s->home);
 
+        /* The last keeper's count, before the new keeper's file empties it. */
+        (void) slot_log_bytes_lost(s);
+        s->log_lost_seen = 0;
         r = slot_open_status(s, true);
         if (r < 0)
                 return log_slot_error_errno(s, r, "Failed to open the exit status file: %m");
@@ -281,13 +328,14 @@ static int slot_watch_child(Slot *s, pid_t pid, int pidfd) {
 
 static int slot_spawn(Slot *s) {
         _cleanup_strv_free_ char **argv = NULL, **envp = NULL;
-        _cleanup_close_ int log_fd = -EBADF, pidfd = -EBADF;
+        _cleanup_close_ int pidfd = -EBADF;
+        _cleanup_(slot_log_close) SlotLog log = { -EBADF, -EBADF, { -EBADF, -EBADF } };
         bool attach = s->cgroup_killed && s->host->hooks->killed_cgroup_bug &&
                       s->host->hooks->killed_cgroup_bug(s, s->host->userdata);
         pid_t pid;
         int r;
 
-        r = slot_prepare_spawn(s, &argv, &envp, &log_fd);
+        r = slot_prepare_spawn(s, &argv, &envp, &log);
         if (r < 0)
                 return r;
         r = spawn_process(&(SpawnParams){
@@ -303,7 +351,12 @@ static int slot_spawn(Slot *s) {
                                           .seccomp = s->fleet->seccomp,
                                   },
                                   .cgroup_fd = s->cgroup_fd,
-                                  .output_fd = log_fd,
+                                  .output_fd = log.pipe[1],
+                                  .pipe_fd = log.pipe[0],
+                                  .log_fd = log.file,
+                                  .logs_dir_fd = log.dir,
+                                  .log_max_size = s->fleet->config->log_max_size,
+                                  .log_keep = s->fleet->config->log_keep,
                                   .status_fd = s->status_fd,
                                   .notify_fd = s->notify_fd,
                                   .keeper_fd = s->host->keeper_fd,

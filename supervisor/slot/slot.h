@@ -106,6 +106,9 @@ typedef struct Slot {
         int last_exit_code;
         int last_exit_signal;
         char *last_core;          /* where the last core went (slot-core.c), NULL = none */
+        uint64_t log_bytes_lost;  /* output its keepers dropped (LogBytesLost), since slotd
+                                   * started: this slotd's keepers', and an adopted one's */
+        uint64_t log_lost_seen;   /* of which the current keeper's count, as last read */
         usec_t started_at;        /* CLOCK_BOOTTIME, 0 = never */
         bool ready;
         char *status;
@@ -251,6 +254,9 @@ void slot_check_memory_high(Slot *s);
 
 /* Reads cpu.stat and memory.current (or the processes' own accounting) now. */
 uint64_t slot_memory_current(Slot *s);
+/* Reads the current keeper's count of dropped output (spawn.h) and logs what is new; returns
+ * LogBytesLost. Called at each check sweep, at the keeper's exit and when asked. */
+uint64_t slot_log_bytes_lost(Slot *s);
 /* The game server's PID, 0 when none runs. */
 pid_t slot_server_pid(Slot *s);
 double slot_cpu_usage(Slot *s);

@@ -281,6 +281,46 @@ static int cmd_name(struct server *s, const char *arg)
         return 0;
 }
 
+/* "spam BYTES [TAG]": BYTES of output (rounded down to whole lines) on stdout, in lines of
+ * SPAM_LINE bytes "TAG NUMBER xxx...\n" numbered from 0, written as they go (a full pipe
+ * blocks the server, as it would a real one), then "TAG done LINES\n". */
+#define SPAM_LINE 64
+static int cmd_spam(struct server *s, const char *arg)
+{
+        char bytes[32], line[SPAM_LINE + 1], tag[24] = "spam";
+        const char *t;
+        uint64_t total, lines;
+        size_t n;
+        int len, r;
+
+        (void) s;
+        if (!arg)
+                return -EINVAL;
+        n = strcspn(arg, " \t");
+        if (n >= sizeof(bytes))
+                return -EINVAL;
+        memcpy(bytes, arg, n);
+        bytes[n] = '\0';
+        t = arg + n + strspn(arg + n, " \t");
+        if (*t)
+                copy_string(tag, sizeof(tag), t);
+        if (parse_uint(bytes, UINT64_C(1) << 40, &total) < 0)
+                return -EINVAL;
+        lines = total / SPAM_LINE;
+        for (uint64_t i = 0; i < lines; i++) {
+                len = snprintf(line, sizeof(line), "%s %010" PRIu64 " ", tag, i);
+                if (len < 0 || len >= SPAM_LINE)
+                        return -EINVAL;
+                memset(line + len, 'x', SPAM_LINE - 1 - (size_t) len);
+                line[SPAM_LINE - 1] = '\n';
+                r = write_all(STDOUT_FILENO, line, SPAM_LINE);
+                if (r < 0)
+                        return r;
+        }
+        len = snprintf(line, sizeof(line), "%s done %" PRIu64 "\n", tag, lines);
+        return write_all(STDOUT_FILENO, line, (size_t) len);
+}
+
 static const struct command {
         const char *name;
         command_fn fn;
@@ -307,6 +347,7 @@ static const struct command {
         { "max-players", cmd_max_players },
         { "map", cmd_map },
         { "name", cmd_name },
+        { "spam", cmd_spam },
 };
 
 /* One line: "command [argument...]"; the argument is the rest of the line, trimmed. */

@@ -70,7 +70,14 @@ expect_exec() {
         assert_ok "slot $id: failed at once, without back-off" grep -qF \
                 "slot $id ($fleet): The build cannot be executed, not restarting" "$T/slotd.log"
         assert_ok "slot $id: cgroup empty" cgroup_empty "$id"
+        # The failed exec's own line went through the keeper's log pipe, emptied into
+        # server.log before the keeper reported the exit: the spawner's for a first server,
+        # the keeper's for one it restarted.
+        local line="slotd: cannot start $path: exec: $text"
+        [ "$id" = 5 ] && line="slotd-keeper: cannot exec the build, error $(errno_number "$name")"
+        assert_ok "slot $id: server.log has '$line'" grep -qF "$line" "$(sprop "$id" Home)/logs/server.log"
 }
+errno_number() { case $1 in ENOENT) echo 2 ;; EACCES) echo 13 ;; ENOEXEC) echo 8 ;; esac; }
 
 for id in 0 1 2 3 4; do
         scall $id Start

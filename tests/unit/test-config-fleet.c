@@ -45,6 +45,8 @@ static void test_fleet_defaults(_unused_ void **state) {
         assert_true(f->memory_high == UINT64_MAX); /* off: memory.high = max */
         assert_true(f->cpu_max == 0);
         assert_int_equal(f->pids_max, 4096);
+        assert_int_equal(f->log_max_size, UINT64_C(64) << 20);
+        assert_int_equal(f->log_keep, 4);
         assert_int_equal(f->build_line, 3);
         assert_int_equal(f->usage_servers_line, 0);
         assert_int_equal(f->game_port_base_line, 0);
@@ -108,7 +110,10 @@ static void test_fleet_all_keys(_unused_ void **state) {
                 "region_id = 3fa85f64-5717-4562-b3fc-2c963f66afa6\n"
                 "region_name = Europe West (Frankfurt) \xe2\x80\x94 \"fra\"\n"
                 "[checks]\n"
-                "readiness = notify\n";
+                "readiness = notify\n"
+                "[logs]\n"
+                "max_size = 64K\n"
+                "keep = 2\n";
 
         f = parse_one_fleet(c, "f.ini", text);
 
@@ -152,6 +157,8 @@ static void test_fleet_all_keys(_unused_ void **state) {
         assert_int_equal(f->memory_max, UINT64_C(1) << 30);
         assert_true(double_eq(f->cpu_max, 2.0));
         assert_int_equal(f->pids_max, 512);
+        assert_int_equal(f->log_max_size, UINT64_C(64) << 10);
+        assert_int_equal(f->log_keep, 2);
         assert_string_equal(f->region_id, "3fa85f64-5717-4562-b3fc-2c963f66afa6");
         assert_string_equal(f->region_name, "Europe West (Frankfurt) \xe2\x80\x94 \"fra\"");
         assert_int_equal(f->readiness, READINESS_NOTIFY);
@@ -282,6 +289,10 @@ static void test_fleet_bad_values(_unused_ void **state) {
                 { "limits", "nofile", "10", "expected an integer between 64 and 1073741824" },
                 { "limits", "nofile", "lots", "expected an integer between 64 and 1073741824" },
                 { "limits", "core", "big", "expected a size like 512K, 200M or 2G" },
+                { "logs", "max_size", "lots", "expected a size like 512K, 200M or 2G" },
+                { "logs", "keep", "0", "expected an integer between 1 and 99" },
+                { "logs", "keep", "100", "expected an integer between 1 and 99" },
+                { "logs", "keep", "all", "expected an integer between 1 and 99" },
                 { "security", "seccomp", "strict", "expected default, off, or the absolute path of an allow-list" },
                 { "security", "seccomp_action", "trap", "expected eperm or kill" },
                 { "crash", "restarts", "x", "expected an integer between 0 and 63" },

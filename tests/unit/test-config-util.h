@@ -18,7 +18,7 @@
 #include "strv.h"
 
 #define FLEET_SECTIONS                                                                          \
-        "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits], [security] and " \
+        "a fleet file has [fleet], [usage], [ports], [checks], [crash], [limits], [logs], [security] and " \
         "[build_configuration ID]"
 /* What an args or environment error lists as known variables. */
 #define EXPAND_KNOWN                                                                            \

@@ -23,6 +23,75 @@
 
 static const char *keeper;
 
+/* The servers' output as spawn.c gives it to a keeper (spawn.h): a pipe whose read end
+ * (non-blocking) the keeper holds as fd 7 and whose write end is the servers' stdout and
+ * stderr, a logs directory as fd 8 and its server.log as fd 9. Made anew for each keeper. */
+static struct {
+        char dir[64];
+        int dir_fd, file, pipe[2];
+        const char *max_size, *keep;
+} klog = { .dir_fd = -1, .file = -1, .pipe = { -1, -1 } };
+
+static void log_make(void) {
+        char path[128];
+
+        strcpy(klog.dir, "/tmp/slotd-test-keeper-logs.XXXXXX");
+        assert_non_null(mkdtemp(klog.dir));
+        klog.dir_fd = open(klog.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        snprintf(path, sizeof(path), "%s/server.log", klog.dir);
+        klog.file = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+        assert_true(klog.dir_fd >= 0 && klog.file >= 0);
+        assert_int_equal(pipe2(klog.pipe, O_CLOEXEC), 0);
+        assert_int_equal(fcntl(klog.pipe[0], F_SETFL, O_NONBLOCK), 0);
+}
+
+/* In the keeper's child, before its exec: fds 7-9, and the pipe as stdout and stderr. */
+static int log_place(void) {
+        int p = fcntl(klog.pipe[0], F_DUPFD_CLOEXEC, 64), d = fcntl(klog.dir_fd, F_DUPFD_CLOEXEC, 64);
+        int f = fcntl(klog.file, F_DUPFD_CLOEXEC, 64), w = fcntl(klog.pipe[1], F_DUPFD_CLOEXEC, 64);
+
+        if (p < 0 || d < 0 || f < 0 || w < 0 || dup2(p, 7) < 0 || dup2(d, 8) < 0 ||
+            dup2(f, 9) < 0 || dup2(w, 1) < 0 || dup2(w, 2) < 0)
+                return -1;
+        return 0;
+}
+
+/* The status file as fd 3 and the log's fds (log_place()), none overwriting another. */
+static int place_status_and_log(int status) {
+        int high = fcntl(status, F_DUPFD_CLOEXEC, 64);
+
+        if (high < 0 || log_place() < 0 || dup2(high, 3) < 0)
+                return -1;
+        return 0;
+}
+
+/* The keeper has exited: the test's ends of it closed, the files' sizes (-1: none) in
+ * sizes[0] (server.log), sizes[1] (server.log.1)... */
+static void log_sizes(off_t *sizes, int n) {
+        for (int i = 0; i < n; i++) {
+                char path[128];
+                struct stat st;
+
+                if (i == 0)
+                        snprintf(path, sizeof(path), "%s/server.log", klog.dir);
+                else
+                        snprintf(path, sizeof(path), "%s/server.log.%d", klog.dir, i);
+                sizes[i] = stat(path, &st) == 0 ? st.st_size : -1;
+        }
+}
+
+static void log_done(void) {
+        char cmd[128];
+
+        close(klog.dir_fd);
+        close(klog.file);
+        close(klog.pipe[0]);
+        close(klog.pipe[1]);
+        klog.dir_fd = klog.file = klog.pipe[0] = klog.pipe[1] = -1;
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", klog.dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 /* The status file (unlinked), and every signal blocked as the spawner blocks them; the old
  * mask in *old. */
 static int status_file_and_block(sigset_t *old) {
@@ -37,20 +106,14 @@ static int status_file_and_block(sigset_t *old) {
         return fd;
 }
 
-/* 'fd' as 'target' for the exec, through a high number, so that it loses close-on-exec
- * even where fd == target. */
-static int put_fd(int fd, int target) {
-        int high = fcntl(fd, F_DUPFD_CLOEXEC, 64);
-
-        return high < 0 ? -1 : dup2(high, target);
-}
-
 /* The server, in the keeper's child: a clean signal mask, no descriptor above 2. */
 _Noreturn static void exec_server(char *const argv[], char *const envp[]) {
         sigset_t none;
 
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        if (klog.pipe[1] >= 0 && (dup2(klog.pipe[1], 1) < 0 || dup2(klog.pipe[1], 2) < 0))
+                _exit(126);
         (void) syscall(SYS_close_range, 3U, ~0U, 0U);
         execve(argv[0], argv, envp);
         _exit(127);
@@ -60,9 +123,11 @@ _Noreturn static void exec_server(char *const argv[], char *const envp[]) {
  * 'arg' when given). Returns the keeper's PID; *ret_status is the status file. */
 static pid_t start_keeper(char *const server_argv[], const char *arg, int *ret_status) {
         sigset_t old;
-        int fd = status_file_and_block(&old);
+        int fd;
         pid_t pid;
 
+        log_make();
+        fd = status_file_and_block(&old);
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -72,9 +137,10 @@ static pid_t start_keeper(char *const server_argv[], const char *arg, int *ret_s
                 if (server == 0)
                         exec_server(server_argv, environ);
                 snprintf(buf, sizeof(buf), "%d", (int) server);
-                if (put_fd(fd, 3) < 0)
+                if (place_status_and_log(fd) < 0)
                         _exit(126);
-                execl(keeper, "slotd-keeper", arg ?: buf, (char *) NULL);
+                execl(keeper, "slotd-keeper", arg ?: buf, klog.max_size ?: "0", klog.keep ?: "1",
+                      (char *) NULL);
                 _exit(125);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
@@ -107,6 +173,7 @@ static void test_exit_code(void **state) {
         read_status(fd, buf, sizeof(buf));
         assert_string_equal(buf, "exited 7\n");
         close(fd);
+        log_done();
 }
 
 static void test_forwards_signal(void **state) {
@@ -122,6 +189,7 @@ static void test_forwards_signal(void **state) {
         read_status(fd, buf, sizeof(buf));
         assert_string_equal(buf, "killed 15\n");
         close(fd);
+        log_done();
 }
 
 static void test_server_with_children(void **state) {
@@ -136,6 +204,7 @@ static void test_server_with_children(void **state) {
         read_status(fd, buf, sizeof(buf));
         assert_string_equal(buf, "exited 3\n");
         close(fd);
+        log_done();
 }
 
 /* A keeper that may restart (keeper.c "Restarts"), as spawn.c starts it: PID 1 of a PID
@@ -144,19 +213,24 @@ static void test_server_with_children(void **state) {
  * may not make a namespace (the test is then skipped). */
 static pid_t start_restarting_keeper_argv(char *const argv[], int token, int *ret_status) {
         sigset_t old;
-        int fd = status_file_and_block(&old);
+        int fd;
         pid_t pid;
 
+        log_make();
+        fd = status_file_and_block(&old);
         pid = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
         if (pid < 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 close(fd);
+                log_done();
+                log_done();
                 return 0;
         }
         if (pid == 0) {
                 char buf[16];
                 char *const envp[] = { (char *) "MARK=from-the-keeper", NULL };
-                char *kargv[8] = { (char *) "slotd-keeper", buf };
+                char *kargv[10] = { (char *) "slotd-keeper", buf, (char *) (klog.max_size ?: "0"),
+                                    (char *) (klog.keep ?: "1") };
                 pid_t server = fork();
 
                 if (server == 0)
@@ -165,11 +239,12 @@ static pid_t start_restarting_keeper_argv(char *const argv[], int token, int *re
                 /* Both through high numbers first, so that neither lands on the other. */
                 fd = fcntl(fd, F_DUPFD_CLOEXEC, 64);
                 token = fcntl(token, F_DUPFD_CLOEXEC, 64);
-                if (fd < 0 || token < 0 || dup2(fd, 3) < 0 || dup2(token, 5) < 0)
+                if (fd < 0 || token < 0 || log_place() < 0 || dup2(fd, 3) < 0 ||
+                    dup2(token, 5) < 0)
                         _exit(126);
-                (void) syscall(SYS_close_range, 6U, ~0U, 0U);
+                (void) syscall(SYS_close_range, 10U, ~0U, 0U);
                 for (size_t i = 0; argv[i] && i < 5; i++)
-                        kargv[2 + i] = argv[i];
+                        kargv[4 + i] = argv[i];
                 execve(keeper, kargv, envp);
                 _exit(125);
         }
@@ -241,6 +316,7 @@ static void test_restarts_once_when_armed(void **state) {
         unlink(out);
         close(token);
         close(status);
+        log_done();
 }
 
 /* Not armed, or a process of the server left behind in the namespace: no restart. */
@@ -266,6 +342,7 @@ static void test_no_restart_unarmed_or_orphans(void **state) {
         read_at(status, 32, buf, sizeof(buf));
         assert_string_equal(buf, "");
         close(status);
+        log_done();
 
         /* Armed, but an orphan still runs: the namespace ends with the keeper instead, and
          * the restart stays where it was. */
@@ -282,6 +359,7 @@ static void test_no_restart_unarmed_or_orphans(void **state) {
         unlink(out);
         close(token);
         close(status);
+        log_done();
 }
 
 /* A restart whose exec fails: the errno at offset 96 of the status file, exit 203, and no
@@ -325,17 +403,206 @@ static void test_failed_exec_not_restarted(void **state) {
         unlink(build);
         close(token);
         close(status);
+        log_done();
+}
+
+/* Output through the pipe into server.log, rotated at max_size with 'keep' older files: a
+ * server writing 10,000 bytes, max 1,000, keep 2: server.log.1 and .2 full, the newest last
+ * (the output is "0123456789" a thousand times, so that what each file holds can be told
+ * apart), nothing beyond .2. */
+static void test_log_rotates(void **state) {
+        char *const argv[] = { (char *) "/bin/sh", (char *) "-c",
+                               (char *) "i=0; while [ $i -lt 1000 ]; do printf 0123456789; "
+                                        "i=$((i+1)); done; printf end", NULL };
+        char buf[64], path[128];
+        off_t sizes[4];
+        int fd;
+        pid_t pid;
+
+        klog.max_size = "1000";
+        klog.keep = "2";
+        pid = start_keeper(argv, NULL, &fd);
+        klog.max_size = klog.keep = NULL;
+        assert_int_equal(wait_exit(pid), 0);
+        read_status(fd, buf, sizeof(buf));
+        assert_string_equal(buf, "exited 0\n");
+        log_sizes(sizes, 4);
+        /* 10,003 bytes: ten full files, the last 3 in server.log, two older ones kept. */
+        assert_int_equal(sizes[0], 3);
+        assert_int_equal(sizes[1], 1000);
+        assert_int_equal(sizes[2], 1000);
+        assert_int_equal(sizes[3], -1);
+        snprintf(path, sizeof(path), "%s/server.log", klog.dir);
+        assert_int_equal(count_lines(path, "end"), 1);
+        /* Nothing dropped. */
+        read_at(fd, 128, buf, sizeof(buf));
+        assert_string_equal(buf, "");
+        close(fd);
+        log_done();
+}
+
+/* The server's last output is in server.log before the keeper says it ended, though the
+ * keeper still holds the pipe's write end (a keeper that restarts). */
+static void test_log_drained_at_exit(void **state) {
+        int token = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), status;
+        char path[128], buf[64];
+        pid_t pid;
+
+        assert_true(token >= 0);
+        pid = start_restarting_keeper("echo first; echo last >&2; exit 4", token, &status);
+        if (pid == 0) {
+                close(token);
+                skip();
+        }
+        assert_int_equal(wait_exit(pid), 0);
+        read_status(status, buf, sizeof(buf));
+        assert_string_equal(buf, "exited 4\n");
+        snprintf(path, sizeof(path), "%s/server.log", klog.dir);
+        assert_int_equal(count_lines(path, NULL), 2);
+        assert_int_equal(count_lines(path, "last\n"), 1);
+        close(token);
+        close(status);
+        log_done();
+}
+
+/* server.log cannot take the output: the keeper drops it, the server is not blocked, and the
+ * count is at offset 128 of the status file, with the errno. Here "server.log" is /dev/full,
+ * which takes no splice() at all (EINVAL): any refusal is counted alike (a full disk's
+ * ENOSPC is test-logs-rotate's). */
+static void test_log_lost_counted(void **state) {
+        char *const argv[] = { (char *) "/bin/sh", (char *) "-c",
+                               (char *) "i=0; while [ $i -lt 100 ]; do printf 0123456789; "
+                                        "i=$((i+1)); done", NULL };
+        char buf[64];
+        unsigned long bytes;
+        int fd, error, full;
+        sigset_t old;
+        pid_t pid;
+
+        log_make();
+        full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+        assert_true(full >= 0);
+        assert_int_equal(dup3(full, klog.file, O_CLOEXEC), klog.file);
+        close(full);
+        fd = status_file_and_block(&old);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char pidbuf[16];
+                pid_t server = fork();
+
+                if (server == 0)
+                        exec_server(argv, environ);
+                snprintf(pidbuf, sizeof(pidbuf), "%d", (int) server);
+                if (place_status_and_log(fd) < 0)
+                        _exit(126);
+                execl(keeper, "slotd-keeper", pidbuf, "0", "1", (char *) NULL);
+                _exit(125);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        assert_int_equal(wait_exit(pid), 0);
+        read_status(fd, buf, sizeof(buf));
+        assert_string_equal(buf, "exited 0\n");
+        read_at(fd, 128, buf, sizeof(buf));
+        assert_int_equal(strlen(buf), 32);
+        assert_int_equal(sscanf(buf, "lost %lu %d", &bytes, &error), 2);
+        assert_int_equal(bytes, 1000);
+        assert_int_equal(error, EINVAL);
+        close(fd);
+        log_done();
+}
+
+/* A server.log that is no regular file of one link (a FIFO the server planted, where opening
+ * it for writing would block the keeper, or a hard link to a file elsewhere) is refused: the
+ * output is dropped and counted, and the keeper goes on. A FIFO without a reader fails the
+ * non-blocking open (ENXIO); a link, the check of its link count (EPERM). fd 9 is not a file
+ * at first (the pipe: lseek() fails), so the keeper opens server.log itself, as after a
+ * rotation. */
+/* kind 0: a FIFO; kind 1: a regular file with a second link. Returns the status file. */
+static int run_with_planted_log(int kind) {
+        char *const argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "printf 12345", NULL };
+        char path[128], other[160];
+        sigset_t old;
+        int fd;
+        pid_t pid;
+
+        log_make();
+        snprintf(path, sizeof(path), "%s/server.log", klog.dir);
+        snprintf(other, sizeof(other), "%s/elsewhere", klog.dir);
+        if (kind == 0) {
+                assert_int_equal(unlink(path), 0);
+                assert_int_equal(mkfifo(path, 0640), 0);
+        } else
+                assert_int_equal(link(path, other), 0);
+        assert_int_equal(dup3(klog.pipe[1], klog.file, O_CLOEXEC), klog.file);
+        fd = status_file_and_block(&old);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char pidbuf[16];
+                pid_t server = fork();
+
+                if (server == 0)
+                        exec_server(argv, environ);
+                snprintf(pidbuf, sizeof(pidbuf), "%d", (int) server);
+                if (place_status_and_log(fd) < 0)
+                        _exit(126);
+                execl(keeper, "slotd-keeper", pidbuf, "0", "1", (char *) NULL);
+                _exit(125);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        assert_int_equal(wait_exit(pid), 0);
+        return fd;
+}
+
+static void test_log_refuses_fifo(void **state) {
+        char buf[64], path[160];
+        struct stat st;
+        int fd = run_with_planted_log(0);
+
+        read_status(fd, buf, sizeof(buf));
+        assert_string_equal(buf, "exited 0\n");
+        read_at(fd, 128, buf, sizeof(buf));
+        assert_true(strncmp(buf, "lost 5 6 ", 9) == 0); /* ENXIO */
+        close(fd);
+        log_done();
+
+        /* a hard link: opened, refused by its link count, nothing written through it */
+        fd = run_with_planted_log(1);
+        read_at(fd, 128, buf, sizeof(buf));
+        assert_true(strncmp(buf, "lost 5 1 ", 9) == 0); /* EPERM */
+        snprintf(path, sizeof(path), "%s/elsewhere", klog.dir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        close(fd);
+        log_done();
 }
 
 static void test_bad_arguments(void **state) {
         char *const argv[] = { (char *) "/bin/true", NULL };
         const char *bad[] = { "", "x", "12x", "1", "99999999999999999999" };
+        const char *bad_log[][2] = { { "x", "1" }, { "", "1" }, { "0", "0" }, { "0", "100" },
+                                     { "0", "1x" } };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 int fd;
                 pid_t pid = start_keeper(argv, bad[i], &fd);
                 assert_int_equal(wait_exit(pid), 2);
                 close(fd);
+                log_done();
+        }
+        /* logs.max_size and logs.keep (1 to 99) as the keeper's second and third arguments. */
+        for (size_t i = 0; i < sizeof(bad_log) / sizeof(bad_log[0]); i++) {
+                int fd;
+                pid_t pid;
+
+                klog.max_size = bad_log[i][0];
+                klog.keep = bad_log[i][1];
+                pid = start_keeper(argv, NULL, &fd);
+                klog.max_size = klog.keep = NULL;
+                assert_int_equal(wait_exit(pid), 2);
+                close(fd);
+                log_done();
         }
 }
 
@@ -347,6 +614,10 @@ int main(void) {
                 cmocka_unit_test(test_restarts_once_when_armed),
                 cmocka_unit_test(test_no_restart_unarmed_or_orphans),
                 cmocka_unit_test(test_failed_exec_not_restarted),
+                cmocka_unit_test(test_log_rotates),
+                cmocka_unit_test(test_log_drained_at_exit),
+                cmocka_unit_test(test_log_lost_counted),
+                cmocka_unit_test(test_log_refuses_fifo),
                 cmocka_unit_test(test_bad_arguments),
         };
 

@@ -59,10 +59,17 @@ static void test_slots(void **state) {
         metrics_slot_update(NULL, &a, &(SlotMetricsView){ SLOT_ONLINE, PROCESS_RUNNING, false, 6 });
         assert_int_equal(f->restarts, 2);
         assert_int_equal(f->deallocations, 1);
+        assert_int_equal(f->log_bytes_lost, 0);
+        /* its keeper dropped output twice: counted by what is new each time */
+        metrics_slot_update(NULL, &a, &(SlotMetricsView){ SLOT_ONLINE, PROCESS_RUNNING, false, 6, 4096 });
+        metrics_slot_update(NULL, &b, &(SlotMetricsView){ SLOT_AVAILABLE, PROCESS_STOPPED, false, 0, 10 });
+        metrics_slot_update(NULL, &a, &(SlotMetricsView){ SLOT_ONLINE, PROCESS_RUNNING, false, 6, 5000 });
+        assert_int_equal(f->log_bytes_lost, 5010);
         /* allocated again, then to another allocation with nothing between: not counted here
          * (slotd never moves a slot from one allocation to another directly) */
-        metrics_slot_update(NULL, &a, &(SlotMetricsView){ SLOT_ALLOCATED, PROCESS_RUNNING, true, 6 });
+        metrics_slot_update(NULL, &a, &(SlotMetricsView){ SLOT_ALLOCATED, PROCESS_RUNNING, true, 6, 5000 });
         assert_int_equal(f->deallocations, 1);
+        assert_int_equal(f->log_bytes_lost, 5010);
         /* an invalid view changes nothing */
         metrics_slot_update(NULL, &a, &(SlotMetricsView){ _SLOT_STATE_MAX, PROCESS_RUNNING, false, 9 });
         assert_int_equal(f->slots[SLOT_ALLOCATED][PROCESS_RUNNING], 1);
@@ -125,6 +132,7 @@ static void test_events(void **state) {
         assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exec\",signal=\"\"} 0\n");
         assert_null(strstr(text, "cause=\"exec\",signal=\"SIG"));
         assert_has(text, "slotd_core_dumps_total{fleet=\"game\"} 1\n");
+        assert_has(text, "slotd_log_bytes_lost_total{fleet=\"game\"} 0\n");
         assert_null(strstr(text, "crash-backoff"));
         assert_has(text, "slotd_strikes_total{fleet=\"game\",check=\"query\"} 1\n");
         assert_has(text, "slotd_strikes_total{fleet=\"game\",check=\"heartbeat\"} 0\n");
@@ -146,7 +154,7 @@ static void test_families(void **state) {
         static const char *const families[] = {
                 "slotd_slots", "slotd_allocations_total", "slotd_reservations_total",
                 "slotd_deallocations_total", "slotd_restarts_total", "slotd_crashes_total",
-                "slotd_core_dumps_total", "slotd_strikes_total",
+                "slotd_core_dumps_total", "slotd_log_bytes_lost_total", "slotd_strikes_total",
                 "slotd_check_sweep_duration_seconds",
                 "slotd_allocate_duration_seconds",
         };
