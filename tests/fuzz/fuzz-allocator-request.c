@@ -16,6 +16,16 @@ static bool id_ok(const char *s) {
         return fleet_key_component_valid(s) && strlen(s) <= API_ID_MAX;
 }
 
+/* A regionId: at most API_ID_MAX bytes, no control character (C0, DEL, C1). */
+static bool region_ok(const char *s) {
+        if (strlen(s) > API_ID_MAX)
+                return false;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+                        return false;
+        return true;
+}
+
 static bool lower_if_uuid(const char *s) {
         if (!api_is_uuid(s))
                 return true;
@@ -115,7 +125,7 @@ static void fuzz_body(const char *body, size_t size) {
         }
         FUZZ_ASSERT(api_is_uuid(b.allocation_id) && lower_if_uuid(b.allocation_id));
         FUZZ_ASSERT(strlen(b.build_configuration_id) <= API_ID_MAX + 20);
-        FUZZ_ASSERT(b.region_id[0] == '\0' || id_ok(b.region_id));
+        FUZZ_ASSERT(region_ok(b.region_id));
         FUZZ_ASSERT(strlen(b.payload) <= FLEET_PAYLOAD_MAX);
         rec = (AllocationRecord){ .allocation_id = b.allocation_id, .fleet_id = (char *) "f",
                                   .build_configuration_id = b.build_configuration_id,
