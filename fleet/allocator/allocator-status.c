@@ -46,16 +46,32 @@ static const char *state_class(const char *state) {
         return i < N_STATES ? states[i] : "other";
 }
 
+static const char *html_entity(char c) {
+        switch (c) {
+        case '&':
+                return "&amp;";
+        case '<':
+                return "&lt;";
+        case '>':
+                return "&gt;";
+        case '"':
+                return "&quot;";
+        case '\'':
+                return "&#39;";
+        default:
+                return NULL;
+        }
+}
+
 void html_escape_to(FILE *f, const char *s) {
-        for (; s && *s; s++)
-                switch (*s) {
-                case '&': fputs("&amp;", f); break;
-                case '<': fputs("&lt;", f); break;
-                case '>': fputs("&gt;", f); break;
-                case '"': fputs("&quot;", f); break;
-                case '\'': fputs("&#39;", f); break;
-                default: fputc(*s, f);
-                }
+        for (; s && *s; s++) {
+                const char *e = html_entity(*s);
+
+                if (e)
+                        fputs(e, f);
+                else
+                        fputc(*s, f);
+        }
 }
 
 static int strcmp_null(const char *a, const char *b) {
