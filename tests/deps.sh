@@ -10,8 +10,9 @@ build=(meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libseccomp-dev
        scdoc man-db)
 run=(dbus-daemon systemd python3 iproute2)
 # The fleet (issue 15): a real etcd (and etcdctl) and a real Prometheus in its tests; openssl
-# makes the CA and certificates of the TLS etcd (test-etcd-tls).
-fleet=(etcd-server etcd-client prometheus jq openssl)
+# makes the CA and certificates of the TLS etcd (test-etcd-tls); headless Chromium loads the
+# allocator's status page (test-fleet-status).
+fleet=(etcd-server etcd-client prometheus jq openssl chromium)
 # The Debian packages (debian/, tests/package/build-deb): dpkg-buildpackage, dh, lintian.
 package=(dpkg-dev debhelper build-essential lintian)
 # test-notify-kill stops slotd with gdb at an exact instruction before it SIGKILLs it.

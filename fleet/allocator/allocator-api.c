@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The API (SPEC §13), the door's side: a request's route and body handed to the operations
  * (allocator-ops.h): POST of an allocation, GET of one and of the list, DELETE, the fleet's
- * capacity; their outcome answered (allocator-answer.h). The metrics, from the fleet view. */
+ * capacity; their outcome answered (allocator-answer.h). The metrics and the status page, from
+ * the fleet view. */
 #include <sys/random.h>
 
 #include "allocator-answer.h"
@@ -9,6 +10,7 @@
 #include "allocator-cache.h"
 #include "allocator-http.h"
 #include "allocator-ops.h"
+#include "allocator-status.h"
 #include "allocator.h"
 
 static void api_metrics(Allocator *a, ApiRequest *req) {
@@ -30,6 +32,89 @@ static void api_metrics(Allocator *a, ApiRequest *req) {
         api_request_answer_text(req, 200, text, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+/* ---- GET /: the status page (allocator-status.h) ---- */
+
+static int machine_compare(const void *a, const void *b) {
+        return strcmp(((const StatusMachine *) a)->machine_id,
+                      ((const StatusMachine *) b)->machine_id);
+}
+
+/* The view's machines, sorted, into p (which owns the array). */
+static int status_machines(const Allocator *a, StatusPage *p) {
+        StatusMachine *v = new0(StatusMachine, a->cache.machines.size + 1);
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (const CacheMachine *m = a->cache.all_machines; m && n < a->cache.machines.size;
+             m = m->all_next)
+                v[n++] = (StatusMachine){ .machine_id = m->machine_id,
+                                          .machine_number = m->doc.machine_number,
+                                          .faults = m->doc.faults,
+                                          .draining = m->doc.draining,
+                                          .deprovisionable = m->doc.deprovisionable };
+        qsort(v, n, sizeof(*v), machine_compare);
+        p->machines = v;
+        p->n_machines = n;
+        return 0;
+}
+
+/* The view's slots, each with its machine's document, sorted, into p. */
+static int status_slots(const Allocator *a, StatusPage *p) {
+        StatusSlot *v = new0(StatusSlot, a->cache.slots.size + 1);
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (const CacheSlot *s = a->cache.all_slots; s && n < a->cache.slots.size;
+             s = s->all_next)
+                v[n++] = (StatusSlot){
+                        .fleet = s->fleet, .region = strempty(s->doc.region_id),
+                        .machine_id = s->machine_id, .slot_id = s->slot_id,
+                        .state = s->doc.state, .claimed = s->claimed,
+                        .machine = bsearch(&(StatusMachine){ .machine_id = s->machine_id },
+                                           p->machines, p->n_machines, sizeof(StatusMachine),
+                                           machine_compare),
+                };
+        qsort(v, n, sizeof(*v), status_slot_compare);
+        p->slots = v;
+        p->n_slots = n;
+        return 0;
+}
+
+static void api_status(Allocator *a, ApiRequest *req) {
+        const AllocatorMetrics *m = &a->metrics;
+        StatusPage p = {
+                .made = now_usec(CLOCK_REALTIME),
+                .view_ready = cache_ready(a),
+                .revision_slots = a->cache.watches[CACHE_SLOTS].clock.revision,
+                .revision_machines = a->cache.watches[CACHE_MACHINES].clock.revision,
+                .revision_hosts = a->cache.watches[CACHE_HOSTS].clock.revision,
+                .n_claims = a->cache.claims.size,
+                .allocations_last_minute = rate_ring_sum(
+                        &m->claimed_rate, now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC),
+                .allocations_total = m->allocations[ALLOC_RESULT_CLAIMED],
+                .no_capacity_total = m->allocations[ALLOC_RESULT_NO_CAPACITY],
+        };
+        char *text = NULL;
+        int r;
+
+        for (AllocResult i = 0; i < _ALLOC_RESULT_MAX; i++)
+                p.posts_total += m->allocations[i];
+        r = status_machines(a, &p);
+        if (r >= 0)
+                r = status_slots(a, &p);
+        if (r >= 0)
+                r = status_page_format(&p, &text);
+        free((void *) p.slots);
+        free((void *) p.machines);
+        if (r < 0) {
+                api_request_error(req, 500, "out of memory (status page)");
+                return;
+        }
+        api_request_answer_text(req, 200, text, "text/html; charset=utf-8");
+}
+
 /* ---- POST …/allocations (SPEC §13 step 1) ---- */
 
 /* An allocation's outcome, counted and answered. */
@@ -40,6 +125,9 @@ static void allocate_answered(const AllocAnswer *answer, void *userdata) {
         unsigned status;
 
         a->metrics.allocations[alloc_outcome_result(answer->outcome)]++;
+        if (alloc_outcome_result(answer->outcome) == ALLOC_RESULT_CLAIMED)
+                rate_ring_add(&a->metrics.claimed_rate,
+                              now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC);
         allocator_metrics_observe_latency(&a->metrics,
                                           now_usec(CLOCK_MONOTONIC) - api_request_started(req));
         status = alloc_answer_http(answer, &body);
@@ -202,6 +290,9 @@ void api_dispatch(Allocator *a, ApiRequest *req) {
                 break;
         case API_CAPACITY:
                 api_capacity(a, req);
+                break;
+        case API_STATUS:
+                api_status(a, req);
                 break;
         default:
                 api_metrics(a, req);

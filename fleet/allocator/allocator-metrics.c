@@ -45,6 +45,31 @@ void allocator_metrics_observe_latency(AllocatorMetrics *m, usec_t latency) {
         m->latency_sum += latency;
 }
 
+void rate_ring_add(RateRing *r, uint64_t second) {
+        if (second > r->second) {
+                uint64_t gap = MIN(second - r->second, (uint64_t) RATE_SECONDS);
+
+                for (uint64_t i = 1; i <= gap; i++)
+                        r->counts[(r->second + i) % RATE_SECONDS] = 0;
+                r->second = second;
+        }
+        /* a second before the latest (not on a monotonic clock) counts in the latest */
+        r->counts[r->second % RATE_SECONDS]++;
+}
+
+uint64_t rate_ring_sum(const RateRing *r, uint64_t second) {
+        uint64_t sum = 0, from, held;
+
+        if (second >= r->second + RATE_SECONDS)
+                return 0;
+        /* the ring holds the seconds from held to r->second; wanted: from `from` */
+        from = second + 1 > RATE_SECONDS ? second + 1 - RATE_SECONDS : 0;
+        held = r->second + 1 > RATE_SECONDS ? r->second + 1 - RATE_SECONDS : 0;
+        for (uint64_t s = MAX(from, held); s <= r->second; s++)
+                sum += r->counts[s % RATE_SECONDS];
+        return sum;
+}
+
 static void put_counter(FILE *f, const char *name, const char *help, uint64_t v) {
         fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", name, help, name, name, v);
 }

@@ -36,6 +36,18 @@ const char *replace_reason_to_string(ReplaceReason r);
 
 #define LATENCY_BUCKETS 12
 
+/* Events counted per second over the last RATE_SECONDS (the status page's allocation rate):
+ * a ring of per-second counts, O(1) per event (amortized: a second passed zeroes its slot). */
+#define RATE_SECONDS 60
+typedef struct RateRing {
+        uint64_t counts[RATE_SECONDS];
+        uint64_t second; /* the latest second counted (CLOCK_MONOTONIC seconds) */
+} RateRing;
+
+void rate_ring_add(RateRing *r, uint64_t second);
+/* The events of the RATE_SECONDS seconds up to and including second. */
+uint64_t rate_ring_sum(const RateRing *r, uint64_t second);
+
 typedef struct AllocatorMetrics {
         uint64_t allocations[_ALLOC_RESULT_MAX];
         uint64_t latency_buckets[LATENCY_BUCKETS]; /* cumulative at format time only */
@@ -48,6 +60,7 @@ typedef struct AllocatorMetrics {
         uint64_t claims_replaced[_REPLACE_REASON_MAX];
         uint64_t claims_dropped; /* refused (or orphaned) claims that could be placed nowhere */
         uint64_t watch_resyncs;
+        RateRing claimed_rate; /* ALLOC_RESULT_CLAIMED, by second */
 } AllocatorMetrics;
 
 /* What is read at the moment of the scrape. */

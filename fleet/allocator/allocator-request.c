@@ -12,6 +12,7 @@
 static const char *const op_names[_API_OP_MAX] = {
         [API_ALLOCATE] = "allocate", [API_LIST] = "list",         [API_GET] = "get",
         [API_DELETE] = "delete",     [API_CAPACITY] = "capacity", [API_METRICS] = "metrics",
+        [API_STATUS] = "status",
 };
 
 const char *api_op_to_string(ApiOp op) {
@@ -220,10 +221,15 @@ int api_route(const char *method, const char *path, const ApiQuery *query, ApiRo
         size_t n;
         int q;
 
-        if (!method || !path || split_path(path, buf, sizeof(buf), seg, &n) < 0)
+        if (!method || !path)
                 return -ENOENT;
         r = (ApiRoute){ .status = -1 };
-        if (n == 1 && streq(seg[0], "metrics")) {
+        if (streq(path, "/")) {
+                r.op = API_STATUS;
+                r.allow = "GET";
+        } else if (split_path(path, buf, sizeof(buf), seg, &n) < 0)
+                return -ENOENT;
+        else if (n == 1 && streq(seg[0], "metrics")) {
                 r.op = API_METRICS;
                 r.allow = "GET";
         } else if (n == 4 && streq(seg[0], "v1") && streq(seg[1], "fleets") &&
@@ -241,7 +247,8 @@ int api_route(const char *method, const char *path, const ApiQuery *query, ApiRo
                         return q;
         } else
                 return -ENOENT;
-        if ((r.op == API_METRICS || r.op == API_CAPACITY) && !streq(method, "GET")) {
+        if ((r.op == API_METRICS || r.op == API_CAPACITY || r.op == API_STATUS) &&
+            !streq(method, "GET")) {
                 ret->allow = r.allow;
                 return -EOPNOTSUPP;
         }

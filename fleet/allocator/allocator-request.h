@@ -25,6 +25,7 @@ typedef enum ApiOp {
         API_DELETE,   /* DELETE …/allocations/{allocationId} */
         API_CAPACITY, /* GET /v1/fleets/{fleetId}/capacity */
         API_METRICS,  /* GET /metrics */
+        API_STATUS,   /* GET /: the status page (allocator-status.h) */
         _API_OP_MAX,
 } ApiOp;
 

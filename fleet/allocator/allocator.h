@@ -13,7 +13,7 @@
  *                        wires the door to the API, the view to its listeners
  *   allocator-http.c     microhttpd on sd-event: TLS, authentication, a request's life
  *   allocator-api.c      the API: a request to its operation (POST, GET, list, DELETE,
- *                        capacity); the metrics
+ *                        capacity); the metrics; the status page
  *   allocator-answer.c   an operation's outcome as its HTTP status and body (pure)
  *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
  *   allocator-record.c   … an allocation's record read, the list, a deletion's transaction
@@ -27,7 +27,8 @@
  *   allocator-view.h     the fleet view's types
  *   allocator-request.c  routes, bodies and answers (pure; fuzzed)
  *   allocator-config.c   allocator.ini
- *   allocator-metrics.c  the Prometheus exposition (pure)
+ *   allocator-status.c   the fleet status page, GET / (pure HTML)
+ *   allocator-metrics.c  the Prometheus exposition, the allocation rate's ring (pure)
  *   placement.c          which slot (pure; the order of SPEC §7 across machines) */
 
 #include <systemd/sd-event.h>
