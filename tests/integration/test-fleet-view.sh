@@ -23,9 +23,9 @@
 FLEET_PROJECT=p-view
 FLEET_ENVIRONMENT=e-view
 # Long enough that no claim of the final checks passes its deadline (placed again, or
-# dropped), short enough that a claim a DELETE left behind goes soon (a DELETE through a
-# replica whose view has not seen the claim yet deletes the record only; the claim goes at its
-# deadline, SPEC §13 step 3).
+# dropped), short enough that a claim left behind goes soon (SPEC §13 step 3). A DELETE
+# through a replica whose view has not seen the claim yet reads the claim from etcd and deletes
+# it with the record (test-allocator-delete.sh).
 FLEET_CLAIM_TIMEOUT=${FLEET_CLAIM_TIMEOUT:-10}
 . "$(dirname "$0")/fleet-lib.sh"
 : "${SLOTD_ALLOCATOR:?SLOTD_ALLOCATOR must name the slotd-allocator binary}"
