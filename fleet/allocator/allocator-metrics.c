@@ -91,6 +91,15 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
                     "Writes to etcd whose answer was lost with their member, sent again "
                     "(guarded: each applies at most once).",
                     m->etcd_in_doubt);
+        put_counter(f, "slotd_allocator_fences_total",
+                    "Claims whose outcome etcd left unknown, answered 503 and their slot fenced.",
+                    m->fences);
+        put_counter(f, "slotd_allocator_fence_retries_total",
+                    "Fence transactions etcd did not answer, sent again after a back-off.",
+                    m->fence_retries);
+        put_counter(f, "slotd_allocator_fence_undone_total",
+                    "Claims answered 503 that etcd applied all the same, deleted again.",
+                    m->fence_undone);
         put_counter(f, "slotd_allocator_claim_conflicts_total",
                     "Claim transactions whose slot was taken or changed first.",
                     m->txn_conflicts);
