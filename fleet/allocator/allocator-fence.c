@@ -25,6 +25,9 @@
 
 #define FENCE_BACKOFF_MIN (100 * USEC_PER_MSEC)
 #define FENCE_BACKOFF_MAX (5 * USEC_PER_SEC)
+/* Another replica's fence, found by a claim: the slot left out this long, then tried again
+ * (the fence's lease may have ended by then; if not, the claim finds it again). */
+#define FENCE_SEEN_HOLD (5 * USEC_PER_SEC)
 
 typedef struct Fence Fence;
 struct Fence {
@@ -34,6 +37,7 @@ struct Fence {
         AllocationRecord rec; /* the claim's (NULL strings for a fence only seen) */
         char *fence_key, *claim_key, *claim_value, *record_key;
         int64_t lease;
+        usec_t granted_asked, lease_end; /* CLOCK_MONOTONIC: the lease asked, and its end */
         usec_t backoff;
         unsigned tries;
         EtcdRequest *etcd;
@@ -169,6 +173,7 @@ static void fence_undo(Fence *f) {
 static void on_fence_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         Fence *f = userdata;
         const EtcdResponse *rec;
+        usec_t now;
 
         f->etcd = NULL;
         if (allocator_etcd_failed(f->allocator, resp)) {
@@ -197,7 +202,9 @@ static void on_fence_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         log_info("Allocation %s: slot %" PRIu32 " of %s fenced (its claim, answered 503, was "
                  "not applied and no longer can be); left out of placement for %d s",
                  f->rec.allocation_id, f->slot_id, f->machine_id, FENCE_TTL_SEC);
-        fence_hold(f, FENCE_TTL_SEC * USEC_PER_SEC);
+        now = now_usec(CLOCK_MONOTONIC);
+        /* Until its lease ends (a slot held longer would be refused while etcd has it free). */
+        fence_hold(f, f->lease_end > now ? f->lease_end - now : 0);
 }
 
 static void fence_send(Fence *f) {
@@ -234,11 +241,14 @@ static void on_granted(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 return;
         }
         f->lease = resp->lease_id;
+        /* From its grant on our clock: etcd's TTL started before its answer came. */
+        f->lease_end = f->granted_asked + (resp->ttl > 0 ? resp->ttl : FENCE_TTL_SEC) * USEC_PER_SEC;
         fence_send(f);
 }
 
 /* Each round its own lease: one granted before a long outage may have ended. */
 static void fence_grant(Fence *f) {
+        f->granted_asked = now_usec(CLOCK_MONOTONIC);
         if (etcd_lease_grant(f->allocator->etcd, FENCE_TTL_SEC, on_granted, f, &f->etcd) < 0) {
                 f->tries++;
                 fence_retry(f, "cannot ask for its lease");
@@ -287,7 +297,15 @@ void fence_seen(Allocator *a, const char *machine_id, uint32_t slot_id) {
                         return; /* ours, or seen already */
         f = fence_new(a, machine_id, slot_id);
         if (f)
-                fence_hold(f, FENCE_TTL_SEC * USEC_PER_SEC);
+                fence_hold(f, FENCE_SEEN_HOLD);
+}
+
+size_t fence_count(const Allocator *a) {
+        size_t n = 0;
+
+        for (const Fence *f = a->fences; f; f = f->fences_next)
+                n++;
+        return n;
 }
 
 void fence_done(Allocator *a) {

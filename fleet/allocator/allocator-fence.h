@@ -5,6 +5,7 @@
  * (<prefix>/fences/<machineID>/<slotID>, on a lease of FENCE_TTL_SEC) then keeps any late copy
  * of the claim's transaction from applying, and an original applied before the fence is
  * deleted again (allocator-fence.c). */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "docs.h"
@@ -21,6 +22,8 @@ typedef struct Allocator Allocator;
 int fence_start(Allocator *a, const AllocationRecord *rec, const char *claim_key,
                 const char *claim_value);
 /* A fence found on machine_id's slot_id by a claim's transaction (another replica's): the
- * slot is not placed for FENCE_TTL_SEC. */
+ * slot is not placed for a few seconds (then tried again: found again while it lasts). */
 void fence_seen(Allocator *a, const char *machine_id, uint32_t slot_id);
+/* The slots this replica leaves out of placement for a fence: in doubt, fenced, or seen. */
+size_t fence_count(const Allocator *a);
 void fence_done(Allocator *a);

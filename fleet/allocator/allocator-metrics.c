@@ -122,6 +122,9 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
         put_gauge(f, "slotd_allocator_cache_slots", "Slots in the fleet view.", g->slots);
         put_gauge(f, "slotd_allocator_cache_machines", "Machines in the fleet view.", g->machines);
         put_gauge(f, "slotd_allocator_cache_claims", "Claims not yet confirmed.", g->claims);
+        put_gauge(f, "slotd_allocator_fenced_slots",
+                  "Slots left out of placement for a claim in doubt: being fenced, fenced, or "
+                  "another replica's fence found.", g->fenced_slots);
         put_gauge(f, "slotd_allocator_requests_in_flight", "HTTP requests being answered.",
                   g->requests_in_flight);
         put_gauge(f, "slotd_allocator_fleet_view_ready",

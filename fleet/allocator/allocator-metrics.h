@@ -56,6 +56,7 @@ typedef struct AllocatorMetrics {
 /* What is read at the moment of the scrape. */
 typedef struct AllocatorGauges {
         size_t slots, machines, claims;
+        size_t fenced_slots; /* left out of placement for a claim in doubt (allocator-fence.h) */
         size_t requests_in_flight;
         bool fleet_view_ready;
         /* etcd.h's group commit: requests sent, and the transactions they carried */
