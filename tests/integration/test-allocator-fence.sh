@@ -55,10 +55,10 @@ out=$(fleet_post 0 "$COLL" "$(body "$A")")
 assert_eq "${out%% *}" 503 "POST whose claim the relay held ($out)"
 assert_ok "the relay held the claim ($(cat "$T/proxy.log"))" logged "^held /claims/"
 stream=$(awk '$1 == "held" { gsub(/\)/, ""); print $NF }' "$T/proxy.log")
-assert_eq "$(metric 0 slotd_allocator_fences_total)" 1 "claims in doubt fenced"
 wait_until $((10 * TIME_SCALE)) "etcd answered the held claim" logged "^answered stream $stream: succeeded="
-assert_ok "the late claim's compares failed: $(grep "^answered" "$T/proxy.log")" \
+assert_ok "the late claim's compares failed: $(grep "^answered" "$T/proxy.log"); records of $A: $(fleet_etcd_count "allocations/$FLEET_NAME/$A")" \
         logged "^answered stream $stream: succeeded=false"
+assert_eq "$(metric 0 slotd_allocator_fences_total)" 1 "claims in doubt fenced"
 assert_eq "$(fleet_etcd_count fences/)" 1 "fences in etcd"
 assert_eq "$(fleet_etcdctl get --prefix "$FLEET_PREFIX/fences/" --print-value-only | json allocationId)" \
         "$A" "the fence names the allocation"
