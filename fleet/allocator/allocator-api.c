@@ -8,6 +8,7 @@
 #include "allocator-answer.h"
 #include "allocator-api.h"
 #include "allocator-cache.h"
+#include "allocator-fence.h"
 #include "allocator-http.h"
 #include "allocator-ops.h"
 #include "allocator-status.h"
@@ -18,6 +19,7 @@ static void api_metrics(Allocator *a, ApiRequest *req) {
                 .slots = a->cache.slots.size,
                 .machines = a->cache.machines.size,
                 .claims = a->cache.claims.size,
+                .fenced_slots = fence_count(a),
                 .requests_in_flight = a->requests_in_flight,
                 .fleet_view_ready = cache_ready(a),
         };

@@ -8,6 +8,7 @@
  * range does not show is gone, but for what an answer newer than the range put. Every
  * change feeds placement (placement.h) at once: a pick never walks the view. */
 #include <inttypes.h>
+#include <malloc.h>
 
 #include "allocator-cache.h"
 #include "allocator.h"
@@ -114,12 +115,12 @@ static void slot_free(Allocator *a, CacheSlot *s) {
                 LIST_REMOVE(fleet, f->slots, s);
                 f->n_slots--;
         }
-        slot_doc_done(&s->doc);
+        slot_doc_unintern(&a->cache.strings, &s->doc);
         free(s->seen_allocation_id);
         free(s->claim_gone_allocation_id);
         free(s->key);
-        free(s->machine_id);
-        free(s->fleet);
+        intern_unref(&a->cache.strings, s->machine_id);
+        intern_unref(&a->cache.strings, s->fleet);
         free(s->index_key);
         free(s);
 }
@@ -134,25 +135,22 @@ static CacheSlot *slot_new(Allocator *a, const char *key) {
                 return NULL; /* not a slot's key: not ours to read */
         f = fleet_get_or_new(a, fleet);
         s = new0(CacheSlot, 1);
-        if (!f || !s || !(s->key = strdup(key)) || !(s->index_key = index_key(machine, id))) {
-                if (s)
-                        free(s->key);
-                free(s);
-                return NULL;
-        }
-        s->machine_id = TAKE_PTR(machine);
-        s->fleet = TAKE_PTR(fleet);
-        s->slot_id = id;
-        if (hashmap_put(&a->cache.slots, s->key, s) < 0 ||
+        if (!f || !s || !(s->key = strdup(key)) || !(s->index_key = index_key(machine, id)) ||
+            !(s->machine_id = (char *) intern_ref(&a->cache.strings, machine)) ||
+            !(s->fleet = (char *) intern_ref(&a->cache.strings, fleet)) ||
+            hashmap_put(&a->cache.slots, s->key, s) < 0 ||
             hashmap_put(&a->cache.slots_by_index, s->index_key, s) < 0) {
-                (void) hashmap_remove(&a->cache.slots, s->key, s);
-                free(s->key);
-                free(s->index_key);
-                free(s->machine_id);
-                free(s->fleet);
+                if (s) {
+                        (void) hashmap_remove(&a->cache.slots, s->key, s);
+                        free(s->key);
+                        free(s->index_key);
+                        intern_unref(&a->cache.strings, s->machine_id);
+                        intern_unref(&a->cache.strings, s->fleet);
+                }
                 free(s);
                 return NULL;
         }
+        s->slot_id = id;
         LIST_PREPEND(all, a->cache.all_slots, s);
         LIST_PREPEND(fleet, f->slots, s);
         f->n_slots++;
@@ -210,14 +208,18 @@ static void slot_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t answ
                         slot_free(a, s);
                 return;
         }
+        if (slot_doc_intern(&a->cache.strings, &doc) < 0) {
+                log_oom();
+                return;
+        }
         if (!s)
                 s = slot_new(a, kv->key);
         if (!s) {
-                slot_doc_done(&doc);
+                slot_doc_unintern(&a->cache.strings, &doc);
                 return;
         }
         slot_unindex_allocation(a, s);
-        slot_doc_done(&s->doc);
+        slot_doc_unintern(&a->cache.strings, &s->doc);
         s->doc = doc;
         set_stamp(w, from, &s->mod_revision, &s->generation, kv->mod_revision);
         slot_seen_allocation(s);
@@ -597,6 +599,22 @@ static void on_watch(Etcd *e, EtcdWatch *watch, const EtcdEvent *events, size_t 
                 a->cache.listener->view_changed(a);
 }
 
+/* A range's answer (50,000 slot documents: tens of MB in small pieces) is freed once its
+ * callback returns, into holes of the heap between what the view keeps: their pages given back
+ * then. */
+static int on_trim(sd_event_source *s, void *userdata) {
+        Allocator *a = userdata;
+
+        a->cache.trim = sd_event_source_disable_unref(a->cache.trim);
+        (void) malloc_trim(0);
+        return 0;
+}
+
+static void trim_later(Allocator *a) {
+        if (!a->cache.trim && sd_event_add_defer(a->event, &a->cache.trim, on_trim, a) < 0)
+                a->cache.trim = NULL;
+}
+
 static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
         CacheWatch *w = userdata;
         Allocator *a = w->allocator;
@@ -613,6 +631,8 @@ static void on_range(Etcd *e, const EtcdResponse *resp, void *userdata) {
         for (size_t i = 0; i < resp->n_kvs; i++)
                 apply_put(a, w->kind, &resp->kvs[i], VIEW_FROM_RANGE, 0);
         sweep(a, w->kind);
+        if (resp->n_kvs > 0)
+                trim_later(a);
         r = etcd_watch(a->etcd, w->prefix, w->range_end, resp->revision + 1, on_watch, w,
                        &w->watch);
         if (r < 0) {
@@ -698,4 +718,6 @@ void cache_done(Allocator *a) {
         hashmap_done(&c->claims);
         hashmap_done(&c->claims_by_index);
         hashmap_done(&c->claims_by_allocation);
+        intern_pool_done(&c->strings);
+        c->trim = sd_event_source_disable_unref(c->trim);
 }

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 
 #include "allocator-cache.h"
+#include "allocator-fence.h"
 #include "allocator-ops.h"
 #include "allocator.h"
 #include "log.h"
@@ -35,6 +36,7 @@ struct ClaimOp {
         int64_t slot_revision; /* the slot document's, as the claim compares it */
         bool pending; /* rec's slot is marked in flight in placement */
         char *slot_key, *claim_key, *claim_value;
+        char *fence_key; /* the slot's fence (allocator-fence.h): the claim compares it absent */
         EtcdRequest *etcd;       /* the record's read, with no slot left */
         EtcdBatchTxn *claim_txn; /* the claim, in a batch (etcd.h's group commit) */
 };
@@ -57,6 +59,7 @@ static void claim_op_free(ClaimOp *op) {
         free(op->slot_key);
         free(op->claim_key);
         free(op->claim_value);
+        free(op->fence_key);
         free(op);
 }
 
@@ -94,6 +97,22 @@ static void claim_op_created(ClaimOp *op, AllocOutcome outcome) {
 
 static void claim_op_etcd_failed(ClaimOp *op, const EtcdResponse *resp) {
         claim_op_finish(op, ALLOC_ETCD_FAILED, resp ? resp->message : NULL);
+}
+
+/* The claim was sent and etcd's answer says nothing of its outcome (anything but a refused
+ * connection: the request never left then): 503 now, and the doubt resolved behind it
+ * (allocator-fence.c), so that a 503 is never an allocation (SPEC §13). */
+static void claim_op_in_doubt(ClaimOp *op, const EtcdResponse *resp) {
+        int r;
+
+        if (resp->error != -ECONNREFUSED) {
+                r = fence_start(op->allocator, &op->rec, op->claim_key, op->claim_value);
+                if (r < 0)
+                        log_error_errno(r, "Allocation %s: cannot fence slot %" PRIu32 " of %s, "
+                                        "whose claim is in doubt: %m", op->rec.allocation_id,
+                                        op->rec.slot_id, op->rec.machine_id);
+        }
+        claim_op_etcd_failed(op, resp);
 }
 
 static void claim_try(ClaimOp *op);
@@ -193,7 +212,7 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 return;
         claim_op_unpend(op);
         if (allocator_etcd_failed(a, resp)) {
-                claim_op_etcd_failed(op, resp);
+                claim_op_in_doubt(op, resp);
                 return;
         }
         if (resp->succeeded) {
@@ -216,6 +235,8 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 return;
         }
         a->metrics.txn_conflicts++;
+        if (resp->n_responses >= 5 && resp->responses[4].n_kvs > 0)
+                fence_seen(a, op->rec.machine_id, op->rec.slot_id); /* left out for now */
         if (resp->n_responses >= 3) {
                 cache_apply_kv(a, op->slot_key,
                                resp->responses[1].n_kvs > 0 ? &resp->responses[1].kvs[0] : NULL,
@@ -231,9 +252,10 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
         claim_try(op);
 }
 
-/* The claim: the record, its index and the claim put if none of the three exists yet and the
- * slot's document is as read; else the four read (on_claim_answer tells which compare
- * failed). */
+/* The claim: the record, its index and the claim put if none of the three exists yet, the
+ * slot's document is as read and the slot has no fence (a claim in doubt's, allocator-fence.c:
+ * this transaction, if it is the one in doubt sent late, then never applies); else the five
+ * read (on_claim_answer tells which compare failed). */
 static int claim_send(ClaimOp *op) {
         const EtcdCompare cmp[] = {
                 { .key = op->record_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
@@ -241,9 +263,10 @@ static int claim_send(ClaimOp *op) {
                   .number = op->slot_revision },
                 { .key = op->claim_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
                 { .key = op->index_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
+                { .key = op->fence_key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL },
         };
         _cleanup_free_ char *record = NULL;
-        EtcdOp success[3], failure[4];
+        EtcdOp success[3], failure[5];
         int r;
 
         r = allocation_record_format(&op->rec, &record);
@@ -258,6 +281,7 @@ static int claim_send(ClaimOp *op) {
         failure[1] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->slot_key, .limit = 1 };
         failure[2] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->claim_key, .limit = 1 };
         failure[3] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->index_key, .limit = 1 };
+        failure[4] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->fence_key, .limit = 1 };
         return etcd_batch_txn(op->allocator->batch, cmp, ELEMENTSOF(cmp), success,
                               ELEMENTSOF(success), failure, ELEMENTSOF(failure), on_claim_answer,
                               op, &op->claim_txn);
@@ -274,6 +298,7 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
         op->slot_key = mfree(op->slot_key);
         op->claim_key = mfree(op->claim_key);
         op->claim_value = mfree(op->claim_value);
+        op->fence_key = mfree(op->fence_key);
         r = free_and_strdup(&op->rec.machine_id, s->machine_id);
         if (r >= 0)
                 r = free_and_strdup(&op->rec.ipv4, s->doc.ipv4);
@@ -281,7 +306,8 @@ static int claim_prepare(ClaimOp *op, const CacheSlot *s) {
                 r = free_and_strdup(&op->rec.ipv6, s->doc.ipv6);
         op->slot_key = strdup(s->key);
         op->claim_key = fleet_key_claim(a->config->prefix, s->machine_id, s->slot_id);
-        if (r < 0 || !op->slot_key || !op->claim_key)
+        op->fence_key = fleet_key_fence(a->config->prefix, s->machine_id, s->slot_id);
+        if (r < 0 || !op->slot_key || !op->claim_key || !op->fence_key)
                 return -ENOMEM;
         op->rec.machine_number = s->doc.machine_number;
         op->rec.slot_id = s->slot_id;

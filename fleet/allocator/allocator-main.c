@@ -13,6 +13,7 @@
 #include "allocator-api.h"
 #include "allocator-cache.h"
 #include "allocator-http.h"
+#include "allocator-fence.h"
 #include "allocator-replace.h"
 #include "allocator-scaler.h"
 #include "allocator-scan.h"
@@ -221,6 +222,7 @@ static void allocator_done(Allocator *a) {
         scaler_done(a);
         scan_done(a);
         replace_done(a);
+        fence_done(a);
         cache_done(a);
         a->batch = etcd_batch_free(a->batch);
         a->etcd = etcd_free(a->etcd);

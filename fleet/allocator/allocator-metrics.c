@@ -116,6 +116,15 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
                     "Writes to etcd whose answer was lost with their member, sent again "
                     "(guarded: each applies at most once).",
                     m->etcd_in_doubt);
+        put_counter(f, "slotd_allocator_fences_total",
+                    "Claims whose outcome etcd left unknown, answered 503 and their slot fenced.",
+                    m->fences);
+        put_counter(f, "slotd_allocator_fence_retries_total",
+                    "Fence transactions etcd did not answer, sent again after a back-off.",
+                    m->fence_retries);
+        put_counter(f, "slotd_allocator_fence_undone_total",
+                    "Claims answered 503 that etcd applied all the same, deleted again.",
+                    m->fence_undone);
         put_counter(f, "slotd_allocator_claim_conflicts_total",
                     "Claim transactions whose slot was taken or changed first.",
                     m->txn_conflicts);
@@ -138,6 +147,9 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
         put_gauge(f, "slotd_allocator_cache_slots", "Slots in the fleet view.", g->slots);
         put_gauge(f, "slotd_allocator_cache_machines", "Machines in the fleet view.", g->machines);
         put_gauge(f, "slotd_allocator_cache_claims", "Claims not yet confirmed.", g->claims);
+        put_gauge(f, "slotd_allocator_fenced_slots",
+                  "Slots left out of placement for a claim in doubt: being fenced, fenced, or "
+                  "another replica's fence found.", g->fenced_slots);
         put_gauge(f, "slotd_allocator_requests_in_flight", "HTTP requests being answered.",
                   g->requests_in_flight);
         put_gauge(f, "slotd_allocator_fleet_view_ready",

@@ -56,6 +56,9 @@ typedef struct AllocatorMetrics {
         uint64_t deallocations;
         uint64_t etcd_errors;
         uint64_t etcd_in_doubt; /* writes sent again after their answer was lost */
+        uint64_t fences;        /* claims in doubt answered 503, their slot fenced */
+        uint64_t fence_retries; /* fence transactions etcd did not answer, sent again */
+        uint64_t fence_undone;  /* claims in doubt found applied, deleted again */
         uint64_t txn_conflicts;  /* claim transactions whose compares failed */
         uint64_t claims_replaced[_REPLACE_REASON_MAX];
         uint64_t claims_dropped; /* refused (or orphaned) claims that could be placed nowhere */
@@ -66,6 +69,7 @@ typedef struct AllocatorMetrics {
 /* What is read at the moment of the scrape. */
 typedef struct AllocatorGauges {
         size_t slots, machines, claims;
+        size_t fenced_slots; /* left out of placement for a claim in doubt (allocator-fence.h) */
         size_t requests_in_flight;
         bool fleet_view_ready;
         /* etcd.h's group commit: requests sent, and the transactions they carried */

@@ -30,6 +30,7 @@ struct RecordOp {
         ListRequest list;      /* the list's: its strings request's, or owned (ids) */
         EtcdRequest *etcd;
         EtcdBatchTxn *txn; /* DELETE's read and transaction, in a batch */
+        AllocationRecord deleting; /* DELETE: the record read, while its claim is read */
         char *key;
         int64_t record_revision;
         unsigned attempts;
@@ -44,6 +45,7 @@ static void record_op_free(RecordOp *op) {
         free((char *) op->request.fleet);
         free((char *) op->request.allocation_id);
         free((char *) op->list.ids);
+        allocation_record_done(&op->deleting);
         free(op->key);
         free(op);
 }
@@ -356,13 +358,20 @@ static void on_deleted(Etcd *e, const EtcdResponse *resp, void *userdata) {
         delete_read(op); /* the record or its claim changed: read it anew */
 }
 
-/* The transaction: the record as read deleted, and its allocationId's index; a claim of it
- * deleted too (if the view knows it as this allocation's: a claim of another on the slot is
- * not touched); for a fulfilled record, its machine's deallocation key put for the registry. */
-static int delete_send(RecordOp *op, const AllocationRecord *rec) {
+/* The claim of a claimed record as the DELETE knows it: its key, its mod_revision (0: no key)
+ * and whether it is the record's (its allocationId). */
+typedef struct DeleteClaim {
+        const char *key;
+        int64_t mod_revision;
+        bool ours;
+} DeleteClaim;
+
+/* The transaction: the record as read deleted, and its allocationId's index; the slot's claim,
+ * if it is this allocation's, deleted too (a claim of another on the slot is not touched),
+ * each compared as known; for a fulfilled record, its machine's deallocation key put for the
+ * registry. claim: NULL for a record that has none to delete (fulfilled, failed). */
+static int delete_send(RecordOp *op, const AllocationRecord *rec, const DeleteClaim *claim) {
         Allocator *a = op->allocator;
-        CacheClaim *c = rec->machine_id ? cache_claim_by_index(a, rec->machine_id, rec->slot_id)
-                                        : NULL;
         DeallocationDoc d = { .allocation_id = rec->allocation_id, .fleet_id = rec->fleet_id,
                               .slot_id = rec->slot_id };
         _cleanup_free_ char *dkey = NULL, *dvalue = NULL,
@@ -386,18 +395,74 @@ static int delete_send(RecordOp *op, const AllocationRecord *rec) {
                 if (r < 0)
                         return r;
                 ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = dkey, .value = dvalue };
-        } else if (c && streq_ptr(c->doc.allocation_id, rec->allocation_id)) {
-                cmp[1] = (EtcdCompare){ .key = c->key, .target = ETCD_TARGET_MOD,
-                                        .result = ETCD_EQUAL, .number = c->mod_revision };
-                ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = c->key };
+        } else if (claim && claim->ours) {
+                cmp[1] = (EtcdCompare){ .key = claim->key, .target = ETCD_TARGET_MOD,
+                                        .result = ETCD_EQUAL, .number = claim->mod_revision };
+                ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = claim->key };
         }
         return etcd_batch_txn(a->batch, cmp, cmp[1].key ? 2 : 1, ops, n, NULL, 0, on_deleted,
                               op, &op->txn);
 }
 
+/* The slot's claim as read from etcd: the record's if its document names the allocationId. */
+static void on_delete_claim_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        _cleanup_(claim_doc_done) ClaimDoc doc = {};
+        RecordOp *op = userdata;
+        _cleanup_(allocation_record_done) AllocationRecord rec = op->deleting;
+        _cleanup_free_ char *key = NULL;
+        DeleteClaim claim = {};
+
+        op->deleting = (AllocationRecord){};
+        op->txn = NULL;
+        if (allocator_etcd_failed(op->allocator, resp)) {
+                record_op_etcd_failed(op, resp);
+                return;
+        }
+        key = fleet_key_claim(op->allocator->config->prefix, rec.machine_id, rec.slot_id);
+        if (!key) {
+                record_op_etcd_failed(op, NULL);
+                return;
+        }
+        claim.key = key;
+        if (resp->n_kvs > 0) {
+                claim.mod_revision = resp->kvs[0].mod_revision;
+                claim.ours = claim_doc_parse(resp->kvs[0].value, resp->kvs[0].value_len,
+                                             &doc) >= 0 &&
+                             streq_ptr(doc.allocation_id, rec.allocation_id);
+        }
+        if (delete_send(op, &rec, &claim) < 0)
+                record_op_etcd_failed(op, NULL);
+}
+
+/* A claimed record: its claim from the view when the view holds the allocation's claim on the
+ * record's slot, on a first attempt; else (the view has not seen the claim yet, its watch
+ * behind that of the replica that wrote it; or a transaction failed) read from etcd, in a
+ * batch, so that the claim is deleted whichever replica answers the DELETE. */
+static int delete_claimed(RecordOp *op, AllocationRecord *rec) {
+        Allocator *a = op->allocator;
+        CacheClaim *c = cache_claim_by_index(a, rec->machine_id, rec->slot_id);
+        _cleanup_free_ char *key = NULL;
+
+        if (c && op->attempts == 0 && op->in_doubt == 0 &&
+            streq_ptr(c->doc.allocation_id, rec->allocation_id))
+                return delete_send(op, rec, &(DeleteClaim){ .key = c->key,
+                                                            .mod_revision = c->mod_revision,
+                                                            .ours = true });
+        key = fleet_key_claim(a->config->prefix, rec->machine_id, rec->slot_id);
+        if (!key)
+                return -ENOMEM;
+        log_debug("Allocation %s: not in the fleet view: its claim read from etcd",
+                  rec->allocation_id);
+        allocation_record_done(&op->deleting);
+        op->deleting = *rec; /* moved: rec left empty */
+        *rec = (AllocationRecord){};
+        return etcd_batch_range(a->batch, key, NULL, 1, on_delete_claim_read, op, &op->txn);
+}
+
 static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         _cleanup_(allocation_record_done) AllocationRecord rec = {};
         RecordOp *op = userdata;
+        int r;
 
         op->txn = NULL;
         if (op->in_doubt > 0 && resp->error >= 0 && resp->n_kvs == 0) {
@@ -409,7 +474,11 @@ static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         if (!record_op_record(op, resp, &rec))
                 return;
         op->record_revision = resp->kvs[0].mod_revision;
-        if (delete_send(op, &rec) < 0)
+        if (rec.status == ALLOCATION_CLAIMED && !str_isempty(rec.machine_id))
+                r = delete_claimed(op, &rec);
+        else
+                r = delete_send(op, &rec, NULL);
+        if (r < 0)
                 record_op_etcd_failed(op, NULL);
 }
 
@@ -443,7 +512,7 @@ static bool delete_direct(RecordOp *op) {
                                    .fleet_id = (char *) fleet, .machine_id = s->machine_id,
                                    .slot_id = s->slot_id, .status = ALLOCATION_FULFILLED };
         op->record_revision = s->claim_gone_revision;
-        return delete_send(op, &rec) >= 0;
+        return delete_send(op, &rec, NULL) >= 0;
 }
 
 static void delete_start(RecordOp *op) {

@@ -14,18 +14,19 @@
 #include "hashmap.h"
 #include "list.h"
 #include "time-util.h"
+#include "view-intern.h"
 #include "view-rule.h"
 
 typedef struct Allocator Allocator;
 
 typedef struct CacheSlot {
         char *key;
-        char *machine_id;
+        char *machine_id; /* Cache.strings' (view-intern.h): never freed nor changed */
         uint32_t slot_id;
-        char *fleet;
+        char *fleet;      /* Cache.strings' */
         char *index_key; /* "<machineID>/<slotID>", shared with claims */
         int64_t mod_revision;
-        SlotDoc doc;
+        SlotDoc doc; /* its strings Cache.strings' (view-intern.h) but the allocationId */
         /* The last allocationId its document showed, and the newest revision that showed
          * it: a claim deleted after its slot showed its allocation was fulfilled, not refused
          * (replace_claim_gone), whatever the slot shows by the time that is looked at. */
@@ -138,4 +139,6 @@ typedef struct Cache {
         CacheScale *all_scales;
         CacheWatch watches[_CACHE_KIND_MAX];
         const CacheListener *listener;
+        Hashmap strings; /* what slots share: their documents' strings, machineID, fleet */
+        sd_event_source *trim; /* malloc_trim() once a range's answer is freed */
 } Cache;

@@ -20,6 +20,7 @@
  *   allocator-capacity.c … a fleet's capacity, tallied from the view
  *   allocator-scaler.c   the scaler: its election (etcd's Election service, on a lease), and
  *                        the leader's plan written as commands to the hosts
+ *   allocator-fence.c    claims whose outcome etcd left unknown: the slot fenced, the claim undone
  *   allocator-scan.c     claimed records without their claim, found
  *   allocator-replace.c  claims placed again: deadline passed, or refused by their host
  *   allocator-cache.c    the fleet view: range and watch of slots, machines and claims
@@ -48,6 +49,7 @@ typedef struct Allocator Allocator;
 typedef struct ApiRequest ApiRequest;   /* allocator-http.c's */
 typedef struct ReplaceOp ReplaceOp;     /* allocator-replace.c's */
 typedef struct Scaler Scaler;           /* allocator-scaler.c's */
+typedef struct Fence Fence;             /* allocator-fence.c's */
 typedef struct MhdEvent MhdEvent;       /* common/mhd-event.h */
 struct MHD_Daemon;
 
@@ -83,6 +85,7 @@ struct Allocator {
         EtcdBatch *batch;
         RecordScan scan;
         Scaler *scaler; /* the scaler's election (allocator-scaler.h) */
+        Fence *fences;  /* claims in doubt, and fenced slots (allocator-fence.h) */
 };
 
 /* The record's key of an allocation: <prefix>/allocations/<fleet>/<allocationId>. */

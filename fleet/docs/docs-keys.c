@@ -169,6 +169,10 @@ char *fleet_key_claim(const char *prefix, const char *machine_id, uint32_t slot_
         return key_printf("%s/hosts/%s/claims/%" PRIu32, prefix, machine_id, slot_id);
 }
 
+char *fleet_key_fence(const char *prefix, const char *machine_id, uint32_t slot_id) {
+        return key_printf("%s/fences/%s/%" PRIu32, prefix, machine_id, slot_id);
+}
+
 char *fleet_key_deallocation(const char *prefix, const char *machine_id,
                              const char *allocation_id) {
         return key_printf("%s/hosts/%s/deallocations/%s", prefix, machine_id, allocation_id);

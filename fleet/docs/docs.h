@@ -51,6 +51,8 @@ char *fleet_key_slot(const char *prefix, const char *fleet, const char *machine_
                      uint32_t slot_id);
 char *fleet_key_allocation(const char *prefix, const char *fleet, const char *allocation_id);
 char *fleet_key_claim(const char *prefix, const char *machine_id, uint32_t slot_id);
+/* <prefix>/fences/<machineID>/<slotID>: a claim in doubt's fence (allocators only; SPEC §13) */
+char *fleet_key_fence(const char *prefix, const char *machine_id, uint32_t slot_id);
 char *fleet_key_deallocation(const char *prefix, const char *machine_id,
                              const char *allocation_id);
 /* <prefix>/allocation-ids/<allocationId>: which fleet holds the allocationId (AllocationIdDoc). */

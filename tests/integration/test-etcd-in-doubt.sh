@@ -11,14 +11,16 @@
 #  2. A DELETE whose transaction etcd applied but whose answer was lost: 204 (the record
 #     read again is gone), and the host deallocates the slot.
 #  3. Every answer lost (the relay is etcd's only endpoint): the POST is sent again at most
-#     twice and then answered 503; what was applied stays one allocation, which a retry of
-#     the same allocationId (through etcd itself) answers with 200.
+#     twice and then answered 503. A 503 is never an allocation (SPEC §13): behind it the
+#     allocator fences the slot (allocator-fence.c), finds that the first send was applied,
+#     and deletes it again; the host deallocates it. A retry of the same allocationId then
+#     claims anew (200, counted as claimed), on another slot than the fenced one.
 #  4. The registry's confirmation applied, its answer lost: the registry does the work again
 #     from its claim, which is gone: the record is written once by it, and nothing is left.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 FLEET_PORT_BASE=44000 # not test-allocator's (41000-42999) or test-etcd-tls's (43000-)
-FLEET_SLOTS=2
+FLEET_SLOTS=3 # part 3 leaves one fenced for a minute
 . "$(dirname "$0")/fleet-lib.sh"
 : "${SLOTD_REGISTRY:?SLOTD_REGISTRY must name the slotd-registry binary}"
 : "${SLOTD_ALLOCATOR:?SLOTD_ALLOCATOR must name the slotd-allocator binary}"
@@ -104,14 +106,34 @@ assert_eq "${out%% *}" 503 "POST when every answer is lost ($out)"
 assert_ok "the relay is disarmed (3 answers lost)" test ! -e "$T/drop"
 assert_eq "$(( $(dropped /claims/) - before ))" 3 "claims sent: the first and its 2 repeats"
 assert_eq "$(metric 2 slotd_allocator_etcd_in_doubt_total)" 2 "repeats of the claim"
+assert_eq "$(metric 2 slotd_allocator_fences_total)" 1 "claims in doubt fenced"
+# The first send was applied: the fence finds it, the allocator deletes it again.
+undone() { [ "$(metric 2 slotd_allocator_fence_undone_total)" = 1 ]; }
+wait_until $((20 * TIME_SCALE)) "the applied claim of $B undone" undone
+assert_ok "the allocator said it deleted it ($(grep "$B" "$T/allocator-2.log" | tail -n 3))" \
+        grep -q "Allocation $B: its claim of slot .* was applied after its POST was answered 503" \
+        "$T/allocator-2.log"
+fenced() { [ "$(fleet_etcd_count fences/)" = 1 ]; }
+wait_until $((20 * TIME_SCALE)) "the slot's fence in etcd" fenced
+fence_slot=$(fleet_etcdctl get --prefix "$FLEET_PREFIX/fences/" --keys-only | grep . | head -n 1)
+fence_slot=${fence_slot##*/}
+assert_eq "$(fleet_etcdctl get --prefix "$FLEET_PREFIX/fences/" --print-value-only | json allocationId)" \
+        "$B" "the fence names the allocation"
+assert_eq "$(record_version "$B")" 0 "versions of $B's record (deleted again)"
+assert_eq "$(fleet_etcd_count "allocation-ids/$B")" 0 "$B's index (deleted with its record)"
+no_allocated() { [ "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" = 0 ]; }
+wait_until $((20 * TIME_SCALE)) "no slot of the host allocated" no_allocated
+assert_eq "$(fleet_get 2 "$COLL/$B" | cut -d' ' -f1)" 404 "GET of $B after its 503"
+# Nobody reads fences but the claims: the registry's view and the allocators' are untouched.
+assert_eq "$(metric 0 slotd_allocator_cache_claims)" 0 "claims in replica 0's view"
 out=$(fleet_post 0 "$COLL" "$(body "$B")")
 assert_eq "${out%% *}" 200 "the client's retry of $B (through etcd itself)"
-assert_eq "$(metric 0 'slotd_allocator_allocations_total{result="existing"}')" 1 \
-        "the retry answered with the allocation the first send made"
+assert_eq "$(metric 0 'slotd_allocator_allocations_total{result="claimed"}')" 2 \
+        "the retry claimed anew (the 503 made no allocation to find)"
 wait_until $((20 * TIME_SCALE)) "allocation $B fulfilled" status_is 0 "$B" fulfilled
-# The first send was applied; its repeats and the retry found its record and applied
-# nothing: the claim, then the registry's confirmation.
-assert_eq "$(record_version "$B")" 2 "versions of $B's record after 3 sends and a retry"
+slot=$(fleet_get 0 "$COLL/$B" | cut -d' ' -f2- | json serverId)
+assert_ok "the retry's slot $slot is not the fenced slot $fence_slot" test "$slot" != "$fence_slot"
+assert_eq "$(record_version "$B")" 2 "versions of $B's record (the new claim, its confirmation)"
 assert_eq "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" 1 "allocated slots on the host"
 
 # ---- 4. a confirmation applied, its answer lost ----
