@@ -17,8 +17,7 @@ track_mount "$T/slots" # lib.sh takes it off after slotd and its keepers are gon
 
 MAX=65536
 MPORT=$(free_port)
-write_config
-printf '[metrics]\nlisten = 127.0.0.1:%s\n' "$MPORT" >> "$T/etc/slotd.ini"
+METRICS_LISTEN=127.0.0.1:$MPORT write_config
 USAGE_CPU=0.5 USAGE_MEMORY=64M write_fleet game "servers = 1" \
         "[ports]" "game_base = 26700" "query_base = 26750" "[checks]" "interval = 0" \
         "[crash]" "restarts = 3" "window = 10m" "[logs]" "max_size = 64K" "keep = 2"
