@@ -196,13 +196,13 @@ assert_ok "ready: the time it became so ($(body_of "$out" | json ready))" \
 U2=$(uuid)
 assert_eq "$(status_of "$(post 1 game "$U2")")" 200 "a second allocation"
 out=$(fleet_get 1 "$(fleet_allocations)")
-assert_eq "$(body_of "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["allocations"]))')" 2 \
+assert_eq "$(body_of "$out" | jq '.allocations | length')" 2 \
         "GET of the list"
 out=$(fleet_get 1 "$(fleet_allocations)?status=claimed")
-assert_eq "$(body_of "$out" | python3 -c 'import json,sys; print([a["allocationId"] for a in json.load(sys.stdin)["allocations"]])')" \
-        "['$U2']" "the list of claimed allocations"
+assert_eq "$(body_of "$out" | jq -c '[.allocations[].allocationId]')" \
+        "[\"$U2\"]" "the list of claimed allocations"
 assert_eq "$(status_of "$(fleet_get 1 "$(fleet_allocations)?status=bogus")")" 400 "?status=bogus"
-ids() { python3 -c 'import json,sys; print(" ".join(a["allocationId"] for a in json.load(sys.stdin)["allocations"]))'; }
+ids() { jq -r '[.allocations[].allocationId] | join(" ")'; }
 out=$(fleet_get 1 "$(fleet_allocations)")
 assert_eq "$(body_of "$out" | jq -c .pagination)" '{"limit":100,"offset":0}' "the list's pagination"
 all=$(body_of "$out" | ids)
@@ -393,8 +393,7 @@ assert_eq "$(get_alloc 9 game "$U" | cut -d' ' -f2- | json status)" fulfilled "c
 ectl del $P/machines/m2 >/dev/null
 lost() { [ "$(get_alloc 9 game "$U" | cut -d' ' -f2- | json status)" = lost ]; }
 wait_until $((5 * TIME_SCALE)) "the allocation of a machine gone reads lost" lost
-assert_eq "$(fleet_get 9 "$(fleet_allocations)?status=lost" | cut -d' ' -f2- | python3 -c 'import json, sys
-print([a["allocationId"] for a in json.load(sys.stdin)["allocations"]])')" "['$U']" "?status=lost"
+assert_eq "$(fleet_get 9 "$(fleet_allocations)?status=lost" | cut -d' ' -f2- | jq -c '[.allocations[].allocationId]')" "[\"$U\"]" "?status=lost"
 alloc_stop 8 9
 
 note "a claim refused by its host is placed elsewhere at once; with nowhere to go, failed"
