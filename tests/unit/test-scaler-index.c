@@ -34,7 +34,8 @@ static uint32_t slot_id_of(size_t j) {
         return (uint32_t) j * 13;
 }
 
-/* What allocator-scaler.c's plan made of the slot before the index (entries_build()). */
+/* The slot as allocator-scaler.c's plan saw it before the index (its entries_build(), up to
+ * 83f7aa0): a command of a machine gone, or not a command, makes it count for nothing. */
 static ScalerSlot model_scaler_slot(const Model *md, size_t i, size_t j) {
         const ScalerIndexSlot *s = &md->slot[i][j];
         ScalerSlot ss = { .machine_id = machine_ids[i], .slot_id = slot_id_of(j),
