@@ -38,6 +38,10 @@ struct GMachine {
         uint64_t *start_bits, *stop_ready_bits, *stop_unready_bits;
         size_t n_words;
         bool in_starts, in_stops;
+        /* while in an array: what ordered it when it went in (an array is sorted by these,
+         * so that a change is seen, and the old place found, after the counts changed) */
+        uint32_t linked_running, linked_free, linked_load;
+        bool linked_draining;
         GMachine *next, *prev; /* the machine's */
 };
 
@@ -64,22 +68,30 @@ struct ScalerIndex {
 
 /* ---- the order (scaler-plan.h) ---- */
 
-/* A machine of a group with its counts, as the plan has left them. */
+/* What orders a machine of a group: its counts (as the plan has left them, in a plan), its
+ * machine's load and draining. */
 typedef struct Key {
         const GMachine *gm;
-        uint32_t running, free;
+        uint32_t running, free, load;
+        bool draining;
 } Key;
-
-static Key key_of(const GMachine *gm) {
-        return (Key){ .gm = gm, .running = gm->running, .free = gm->free };
-}
 
 static bool gm_draining(const GMachine *gm) {
         return gm->m->draining || gm->draining_slots > 0;
 }
 
+static Key key_of(const GMachine *gm) {
+        return (Key){ .gm = gm, .running = gm->running, .free = gm->free,
+                      .load = gm->m->load, .draining = gm_draining(gm) };
+}
+
+static bool key_equal(const Key *a, const Key *b) {
+        return a->running == b->running && a->free == b->free && a->load == b->load &&
+               a->draining == b->draining;
+}
+
 static bool start_before(PlacementStrategy st, const Key *a, const Key *b) {
-        uint32_t la = a->gm->m->load, lb = b->gm->m->load;
+        uint32_t la = a->load, lb = b->load;
 
         if (st == PLACEMENT_PACKED && la != lb)
                 return la > lb;
@@ -91,8 +103,8 @@ static bool start_before(PlacementStrategy st, const Key *a, const Key *b) {
 }
 
 static bool stop_before(PlacementStrategy st, const Key *a, const Key *b) {
-        bool da = gm_draining(a->gm), db = gm_draining(b->gm);
-        uint32_t la = a->gm->m->load, lb = b->gm->m->load;
+        bool da = a->draining, db = b->draining;
+        uint32_t la = a->load, lb = b->load;
 
         if (da != db)
                 return da;
@@ -112,14 +124,19 @@ static bool before(PlacementStrategy st, ScalerAction action, const Key *a, cons
 
 /* ---- the sorted arrays ---- */
 
+static Key key_linked(const GMachine *gm) {
+        return (Key){ .gm = gm, .running = gm->linked_running, .free = gm->linked_free,
+                      .load = gm->linked_load, .draining = gm->linked_draining };
+}
+
 static size_t array_lower_bound(PlacementStrategy st, ScalerAction action,
                                 const MachineArray *arr, const GMachine *gm) {
-        Key k = key_of(gm);
+        Key k = key_linked(gm);
         size_t lo = 0, hi = arr->n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                Key km = key_of(arr->items[mid]);
+                Key km = key_linked(arr->items[mid]);
 
                 if (before(st, action, &km, &k))
                         lo = mid + 1;
@@ -159,7 +176,6 @@ static void array_remove(PlacementStrategy st, ScalerAction action, MachineArray
         arr->n--;
 }
 
-/* Out of its group's arrays, before what orders it changes. */
 static void gm_unlink(const ScalerIndex *x, GMachine *gm) {
         if (gm->in_starts)
                 array_remove(x->strategy, SCALER_START, &gm->g->starts, gm);
@@ -168,12 +184,32 @@ static void gm_unlink(const ScalerIndex *x, GMachine *gm) {
         gm->in_starts = gm->in_stops = false;
 }
 
-/* Back in, where it has candidates (no start on a draining machine). Out of memory: not a
+/* In its group's arrays where it has candidates (no start on a draining machine), at the
+ * place its counts now give it: moved only if what orders it changed. Out of memory: not a
  * candidate until its next change. */
-static void gm_link(const ScalerIndex *x, GMachine *gm) {
-        if (gm->n_starts > 0 && !gm_draining(gm) && !gm->in_starts)
+static void gm_relink(const ScalerIndex *x, GMachine *gm) {
+        Key now = key_of(gm), was = key_linked(gm);
+        bool starts = gm->n_starts > 0 && !now.draining, stops = gm->n_stops > 0;
+
+        if ((gm->in_starts || gm->in_stops) && !key_equal(&now, &was))
+                gm_unlink(x, gm);
+        if (gm->in_starts && !starts) {
+                array_remove(x->strategy, SCALER_START, &gm->g->starts, gm);
+                gm->in_starts = false;
+        }
+        if (gm->in_stops && !stops) {
+                array_remove(x->strategy, SCALER_STOP, &gm->g->stops, gm);
+                gm->in_stops = false;
+        }
+        if (!gm->in_starts && !gm->in_stops) {
+                gm->linked_running = now.running;
+                gm->linked_free = now.free;
+                gm->linked_load = now.load;
+                gm->linked_draining = now.draining;
+        }
+        if (starts && !gm->in_starts)
                 gm->in_starts = array_insert(x->strategy, SCALER_START, &gm->g->starts, gm) >= 0;
-        if (gm->n_stops > 0 && !gm->in_stops)
+        if (stops && !gm->in_stops)
                 gm->in_stops = array_insert(x->strategy, SCALER_STOP, &gm->g->stops, gm) >= 0;
 }
 
@@ -362,7 +398,7 @@ static void add(uint32_t *v, int sign) {
         *v = sign > 0 ? *v + 1 : *v - 1;
 }
 
-/* The slot's part added (sign 1) or taken away (-1); its gm is out of the arrays. */
+/* The slot's part added (sign 1) or taken away (-1); machine_relink() follows. */
 static void slot_account(const IMachine *m, uint32_t id, const ISlot *s, int sign) {
         GMachine *gm = s->gm;
         ScalerGroup *g = gm->g;
@@ -404,16 +440,11 @@ static void slot_account(const IMachine *m, uint32_t id, const ISlot *s, int sig
         }
 }
 
-/* Every group entry of m out of its arrays (its load or draining may change), then back. */
-static void machine_unlink(const ScalerIndex *x, IMachine *m) {
-        for (GMachine *gm = m->gms; gm; gm = gm->next)
-                gm_unlink(x, gm);
-}
-
-static void machine_link(ScalerIndex *x, IMachine *m) {
+/* Every group entry of m (its load or draining may have changed) where it now belongs. */
+static void machine_relink(ScalerIndex *x, IMachine *m) {
         for (GMachine *gm = m->gms, *n; gm; gm = n) {
                 n = gm->next;
-                gm_link(x, gm);
+                gm_relink(x, gm);
                 gm_gc(x, gm);
         }
 }
@@ -461,7 +492,9 @@ static void slot_drop(ScalerIndex *x, IMachine *m, uint32_t id) {
         free(s);
 }
 
-static int slot_place(ScalerIndex *x, IMachine *m, uint32_t id, const ScalerIndexSlot *info) {
+/* hint: the group the slot was in (NULL: none), found again without a lookup. */
+static int slot_place(ScalerIndex *x, IMachine *m, uint32_t id, const ScalerIndexSlot *info,
+                      ScalerGroup *hint) {
         ScalerGroup *g;
         GMachine *gm;
         ISlot *s;
@@ -476,7 +509,9 @@ static int slot_place(ScalerIndex *x, IMachine *m, uint32_t id, const ScalerInde
                 m->slots = slots;
                 m->n_allocated = n;
         }
-        g = group_get_or_new(x, info->fleet, strempty(info->region));
+        g = hint && streq(hint->fleet, info->fleet) && streq(hint->region, strempty(info->region))
+                    ? hint
+                    : group_get_or_new(x, info->fleet, strempty(info->region));
         gm = g ? gm_get_or_new(x, m, g) : NULL;
         if (!gm) {
                 if (g)
@@ -501,6 +536,7 @@ static int slot_place(ScalerIndex *x, IMachine *m, uint32_t id, const ScalerInde
 
 int scaler_index_slot_set(ScalerIndex *x, const char *machine_id, uint32_t slot_id,
                           const ScalerIndexSlot *info) {
+        ScalerGroup *was;
         IMachine *m;
         int r;
 
@@ -509,10 +545,10 @@ int scaler_index_slot_set(ScalerIndex *x, const char *machine_id, uint32_t slot_
         m = machine_get_or_new(x, machine_id);
         if (!m)
                 return -ENOMEM;
-        machine_unlink(x, m);
+        was = machine_slot(m, slot_id) ? machine_slot(m, slot_id)->gm->g : NULL;
         slot_drop(x, m, slot_id);
-        r = slot_place(x, m, slot_id, info);
-        machine_link(x, m);
+        r = slot_place(x, m, slot_id, info, was);
+        machine_relink(x, m);
         machine_gc(x, m);
         return r;
 }
@@ -522,9 +558,8 @@ void scaler_index_slot_remove(ScalerIndex *x, const char *machine_id, uint32_t s
 
         if (!machine_slot(m, slot_id))
                 return;
-        machine_unlink(x, m);
         slot_drop(x, m, slot_id);
-        machine_link(x, m);
+        machine_relink(x, m);
         machine_gc(x, m);
 }
 
@@ -538,7 +573,6 @@ int scaler_index_machine_set(ScalerIndex *x, const char *machine_id, bool presen
         m = present ? machine_get_or_new(x, machine_id) : hashmap_get(&x->machines, machine_id);
         if (!m)
                 return present ? -ENOMEM : 0;
-        machine_unlink(x, m);
         if (m->present != present)
                 for (size_t i = 0; i < m->n_allocated; i++)
                         if (m->slots[i] && m->slots[i]->command)
@@ -550,7 +584,7 @@ int scaler_index_machine_set(ScalerIndex *x, const char *machine_id, bool presen
                                 slot_account(m, (uint32_t) i, m->slots[i], 1);
         }
         m->draining = present && draining;
-        machine_link(x, m);
+        machine_relink(x, m);
         machine_gc(x, m);
         return 0;
 }
@@ -646,7 +680,7 @@ static size_t plan_walk(const ScalerIndex *x, const ScalerGroup *g, ScalerAction
                 Key k_next = {};
 
                 if (next < arr->n)
-                        k_next = key_of(arr->items[next]);
+                        k_next = key_linked(arr->items[next]);
                 if (h->n > 0 && (next >= arr->n || before(x->strategy, action,
                                                           &h->items[0].key, &k_next)))
                         t = &h->items[0];
