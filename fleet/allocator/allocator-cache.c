@@ -65,8 +65,14 @@ bool cache_ready(const Allocator *a) {
 /* The slot as the scaler sees it (scaler-index.h): its document, claim and command. */
 static void slot_feed_scaler(Allocator *a, const CacheSlot *s) {
         const SlotDoc *d = &s->doc;
-        const CacheScale *c = hashmap_get(&a->cache.scales_by_index, s->index_key);
-        ScalerIndexSlot is = {
+        const CacheScale *c;
+        ScalerIndexSlot is;
+        int r;
+
+        if (!a->scaler_index)
+                return;
+        c = hashmap_get(&a->cache.scales_by_index, s->index_key);
+        is = (ScalerIndexSlot){
                 .fleet = s->fleet,
                 .region = d->region_id,
                 .kind = scaler_slot_kind_of(d->state, d->process_state, d->allocation_id,
@@ -79,10 +85,6 @@ static void slot_feed_scaler(Allocator *a, const CacheSlot *s) {
                           : c->action == SCALE_STOP  ? SCALER_STOP
                                                      : SCALER_NONE,
         };
-        int r;
-
-        if (!a->scaler_index)
-                return;
         r = scaler_index_slot_set(a->scaler_index, s->machine_id, s->slot_id, &is);
         if (r < 0)
                 log_debug_errno(r, "Slot %s is not in the scaler's counts: %m", s->key);
@@ -90,7 +92,8 @@ static void slot_feed_scaler(Allocator *a, const CacheSlot *s) {
 
 /* The slot of index_key (a command's), fed to the scaler anew. */
 static void scaler_feed_index(Allocator *a, const char *index_key) {
-        const CacheSlot *s = hashmap_get(&a->cache.slots_by_index, index_key);
+        const CacheSlot *s = a->scaler_index ? hashmap_get(&a->cache.slots_by_index, index_key)
+                                             : NULL;
 
         if (s)
                 slot_feed_scaler(a, s);

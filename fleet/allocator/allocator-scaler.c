@@ -461,9 +461,9 @@ static size_t plan_group(Scaler *s, const ScalerGroup *g, size_t budget) {
                 return 0;
         }
         log_debug("Scaler: fleet %s region %s: %" PRIu32 " busy, %" PRIu32 " free, %" PRIu32
-                  " stopped, %" PRIu32 " running wanted: %d commands", scaler_group_fleet(g),
-                  scaler_group_region(g), count.busy, count.free, count.stopped, count.wanted,
-                  m);
+                  " stopped, %" PRIu32 " running wanted, %" PRIu32 " commands pending: %d more",
+                  scaler_group_fleet(g), scaler_group_region(g), count.busy, count.free,
+                  count.stopped, count.wanted, scaler_group_commanded(g), m);
         for (int i = 0; i < m; i++) {
                 const CacheSlot *slot = cache_slot_by_index(s->a, s->picks[i].machine_id,
                                                             s->picks[i].slot_id);
