@@ -14,8 +14,10 @@
  *
  * Cost: a slot's change is O(1) in the number of slots: O(log M) to find its machine in the
  * group's two arrays and a memmove of at most M pointers to move it (M the group's machines
- * with candidates), as placement.c's; a change of a machine's load (its busy slots) or of its
- * draining moves it in each group it has slots in. A plan takes its machines in the arrays'
+ * with candidates), as placement.c's, and nothing moves when what orders the machine is
+ * unchanged; a change of a machine's load (its busy slots) or of its draining moves it in
+ * each group it has slots in; a machine coming or going counts each of its slots that has a
+ * command again (O(its slots)). A plan takes its machines in the arrays'
  * order, and a machine it has taken from again through a heap of those taken
  * (O(k log k) for k commands). */
 
