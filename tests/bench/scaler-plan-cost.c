@@ -6,8 +6,9 @@
  * of HOSTS x SLOTS (1,000 x 50), 2 servers running a host, BUSY (500, at most HOSTS) of them
  * allocated,
  * buffer = 2 a host: a plan of BUSY starts. Also the index's fill (a cold start's range) and
- * its cost per event. CPU time (CLOCK_PROCESS_CPUTIME_ID), so the machine's load matters
+ * its cost per event and its heap per slot. CPU time (CLOCK_PROCESS_CPUTIME_ID), so the machine's load matters
  * less. tests/bench/README.md "The scaler's reaction time" has the figures. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
                 size_t k_ref = 0, i = 0;
                 int k = 0;
                 double t0, t1, t2, t3, t4, t5;
+                size_t heap0 = mallinfo2().uordblks, heap1;
 
                 if (scaler_index_new(st, &x) < 0)
                         return 1;
@@ -65,6 +67,7 @@ int main(int argc, char **argv) {
                                 (void) scaler_index_slot_set(x, ids[m], j, &s);
                         }
                 t1 = cpu_ms();
+                heap1 = mallinfo2().uordblks;
                 for (int r = 0; r < 100; r++)
                         k = scaler_group_plan(x, scaler_index_first(x), &t, picks, max, &c);
                 t2 = cpu_ms();
@@ -92,11 +95,13 @@ int main(int argc, char **argv) {
                 for (int r = 0; r < 10; r++)
                         k_ref = scaler_plan(&t, st, ref, n, actions, kinds, max, NULL);
                 t5 = cpu_ms();
-                printf("%s, %u x %u: index fill %.1f ms (%.2f us a slot), an event %.2f us, "
+                printf("%s, %u x %u: index fill %.1f ms (%.2f us a slot, %.0f B a slot of heap), "
+                       "an event %.2f us, "
                        "a plan of %d commands %.3f ms; a walk of every slot (scaler_plan, "
                        "%zu commands) %.1f ms\n",
                        placement_strategy_to_string(st), hosts, slots, t1 - t0,
-                       (t1 - t0) * 1e3 / (double) n, (t3 - t2) * 1e3 / 10000, k,
+                       (t1 - t0) * 1e3 / (double) n, (double) (heap1 - heap0) / (double) n,
+                       (t3 - t2) * 1e3 / 10000, k,
                        (t2 - t1) / 100, k_ref, (t5 - t4) / 10);
                 scaler_index_free(x);
         }
