@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "macro.h"
 #include "scaler-index.h"
 
 static double cpu_ms(void) {
@@ -29,86 +30,93 @@ static ScalerSlotKind kind_of(unsigned m, unsigned j, unsigned busy) {
         return j < 2 ? SCALER_FREE : SCALER_STOPPED;
 }
 
-int main(int argc, char **argv) {
-        unsigned hosts = argc > 1 ? (unsigned) atoi(argv[1]) : 1000;
-        unsigned slots = argc > 2 ? (unsigned) atoi(argv[2]) : 50;
-        unsigned busy = argc > 3 ? (unsigned) atoi(argv[3]) : 500;
-        ScalerTarget t = { .buffer = 2 * hosts, .ceiling = SCALER_CEILING_NONE };
-        size_t n = (size_t) hosts * slots, max = 4096, *actions = calloc(max, sizeof(size_t));
-        ScalerAction *kinds = calloc(max, sizeof(ScalerAction));
-        ScalerPick *picks = calloc(max, sizeof(ScalerPick));
-        ScalerSlot *ref = calloc(n, sizeof(ScalerSlot));
-        char (*ids)[24] = calloc(hosts, sizeof(*ids));
+typedef struct Fleet {
+        unsigned hosts, slots, busy;
+        char (*ids)[24];
+        ScalerTarget target;
+} Fleet;
 
-        if (!actions || !kinds || !picks || !ref || !ids || hosts == 0 || slots < 2 ||
-            busy > hosts)
-                return 1;
-        for (unsigned m = 0; m < hosts; m++)
-                snprintf(ids[m], sizeof(ids[m]), "%08x-%u", m * 2654435761U, m);
-        for (PlacementStrategy st = 0; st < _PLACEMENT_STRATEGY_MAX; st++) {
-                ScalerIndex *x = NULL;
-                ScalerCount c;
-                size_t k_ref = 0, i = 0;
-                int k = 0;
-                double t0, t1, t2, t3, t4, t5;
-                size_t heap0 = mallinfo2().uordblks, heap1;
+/* The index's fill, plan and events: printed. */
+static int bench_index(const Fleet *f, PlacementStrategy st, ScalerPick *picks, size_t max) {
+        size_t n = (size_t) f->hosts * f->slots, heap0 = mallinfo2().uordblks, heap1;
+        ScalerIndex *x = NULL;
+        double t0 = cpu_ms(), t1, t2, t3;
+        int k = 0;
 
-                if (scaler_index_new(st, &x) < 0)
-                        return 1;
-                t0 = cpu_ms();
-                for (unsigned m = 0; m < hosts; m++)
-                        (void) scaler_index_machine_set(x, ids[m], true, false);
-                for (unsigned j = 0; j < slots; j++)
-                        for (unsigned m = 0; m < hosts; m++) {
-                                ScalerIndexSlot s = { .fleet = "game", .region = "r1",
-                                                      .kind = kind_of(m, j, busy),
-                                                      .ready = true };
-
-                                (void) scaler_index_slot_set(x, ids[m], j, &s);
-                        }
-                t1 = cpu_ms();
-                heap1 = mallinfo2().uordblks;
-                for (int r = 0; r < 100; r++)
-                        k = scaler_group_plan(x, scaler_index_first(x), &t, picks, max, &c);
-                t2 = cpu_ms();
-                for (unsigned e = 0; e < 10000; e++) { /* a free server allocated, freed */
+        if (scaler_index_new(st, &x) < 0)
+                return -1;
+        for (unsigned m = 0; m < f->hosts; m++)
+                (void) scaler_index_machine_set(x, f->ids[m], true, false);
+        for (unsigned j = 0; j < f->slots; j++)
+                for (unsigned m = 0; m < f->hosts; m++) {
                         ScalerIndexSlot s = { .fleet = "game", .region = "r1",
-                                              .kind = e % 2 ? SCALER_FREE : SCALER_BUSY,
-                                              .ready = true };
+                                              .kind = kind_of(m, j, f->busy), .ready = true };
 
-                        (void) scaler_index_slot_set(x, ids[(e / 2 * 7919) % hosts], 1, &s);
+                        (void) scaler_index_slot_set(x, f->ids[m], j, &s);
                 }
-                t3 = cpu_ms();
-                for (unsigned m = 0; m < hosts; m++)
-                        for (unsigned j = 0; j < slots; j++)
-                                ref[i++] = (ScalerSlot){ .machine_id = ids[m], .slot_id = j,
-                                                         .kind = kind_of(m, j, busy),
-                                                         .ready = true };
-                for (size_t a = 0; a < n; a++) {
-                        uint32_t load = 0;
+        t1 = cpu_ms();
+        heap1 = mallinfo2().uordblks;
+        for (int r = 0; r < 100; r++)
+                k = scaler_group_plan(x, scaler_index_first(x), &f->target, picks, max, NULL);
+        t2 = cpu_ms();
+        for (unsigned e = 0; e < 10000; e++) { /* a free server allocated, then freed */
+                ScalerIndexSlot s = { .fleet = "game", .region = "r1",
+                                      .kind = e % 2 ? SCALER_FREE : SCALER_BUSY, .ready = true };
 
-                        for (unsigned j = 0; j < slots; j++)
-                                load += ref[a - a % slots + j].kind == SCALER_BUSY;
-                        ref[a].machine_load = load;
-                }
-                t4 = cpu_ms();
-                for (int r = 0; r < 10; r++)
-                        k_ref = scaler_plan(&t, st, ref, n, actions, kinds, max, NULL);
-                t5 = cpu_ms();
-                printf("%s, %u x %u: index fill %.1f ms (%.2f us a slot, %.0f B a slot of heap), "
-                       "an event %.2f us, "
-                       "a plan of %d commands %.3f ms; a walk of every slot (scaler_plan, "
-                       "%zu commands) %.1f ms\n",
-                       placement_strategy_to_string(st), hosts, slots, t1 - t0,
-                       (t1 - t0) * 1e3 / (double) n, (double) (heap1 - heap0) / (double) n,
-                       (t3 - t2) * 1e3 / 10000, k,
-                       (t2 - t1) / 100, k_ref, (t5 - t4) / 10);
-                scaler_index_free(x);
+                (void) scaler_index_slot_set(x, f->ids[(e / 2 * 7919) % f->hosts], 1, &s);
         }
-        free(actions);
-        free(kinds);
-        free(picks);
-        free(ref);
-        free(ids);
+        t3 = cpu_ms();
+        printf("%s, %u x %u: index fill %.1f ms (%.2f us a slot, %.0f B a slot of heap), an "
+               "event %.2f us, a plan of %d commands %.3f ms; ",
+               placement_strategy_to_string(st), f->hosts, f->slots, t1 - t0,
+               (t1 - t0) * 1e3 / (double) n, (double) (heap1 - heap0) / (double) n,
+               (t3 - t2) * 1e3 / 10000, k, (t2 - t1) / 100);
+        scaler_index_free(x);
+        return 0;
+}
+
+/* The walk of every slot (scaler_plan()): printed. */
+static int bench_reference(const Fleet *f, PlacementStrategy st, size_t max) {
+        size_t n = (size_t) f->hosts * f->slots, i = 0, k = 0;
+        _cleanup_free_ ScalerSlot *ref = calloc(n, sizeof(ScalerSlot));
+        _cleanup_free_ size_t *actions = calloc(max, sizeof(size_t));
+        _cleanup_free_ ScalerAction *kinds = calloc(max, sizeof(ScalerAction));
+        double t0, t1;
+
+        if (!ref || !actions || !kinds)
+                return -1;
+        for (unsigned m = 0; m < f->hosts; m++) {
+                uint32_t load = f->slots > 0 && kind_of(m, 0, f->busy) == SCALER_BUSY;
+
+                for (unsigned j = 0; j < f->slots; j++)
+                        ref[i++] = (ScalerSlot){ .machine_id = f->ids[m], .slot_id = j,
+                                                 .kind = kind_of(m, j, f->busy), .ready = true,
+                                                 .machine_load = load };
+        }
+        t0 = cpu_ms();
+        for (int r = 0; r < 10; r++)
+                k = scaler_plan(&f->target, st, ref, n, actions, kinds, max, NULL);
+        t1 = cpu_ms();
+        printf("a walk of every slot (scaler_plan, %zu commands) %.1f ms\n", k, (t1 - t0) / 10);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        Fleet f = { .hosts = argc > 1 ? (unsigned) atoi(argv[1]) : 1000,
+                    .slots = argc > 2 ? (unsigned) atoi(argv[2]) : 50,
+                    .busy = argc > 3 ? (unsigned) atoi(argv[3]) : 500 };
+        size_t max = 4096;
+        _cleanup_free_ ScalerPick *picks = calloc(max, sizeof(ScalerPick));
+
+        f.target = (ScalerTarget){ .buffer = 2 * f.hosts, .ceiling = SCALER_CEILING_NONE };
+        f.ids = calloc(f.hosts, sizeof(*f.ids));
+        if (!picks || !f.ids || f.hosts == 0 || f.slots < 2 || f.busy > f.hosts)
+                return 1;
+        for (unsigned m = 0; m < f.hosts; m++)
+                snprintf(f.ids[m], sizeof(f.ids[m]), "%08x-%u", m * 2654435761U, m);
+        for (PlacementStrategy st = 0; st < _PLACEMENT_STRATEGY_MAX; st++)
+                if (bench_index(&f, st, picks, max) < 0 || bench_reference(&f, st, max) < 0)
+                        return 1;
+        free(f.ids);
         return 0;
 }
