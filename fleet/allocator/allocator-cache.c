@@ -62,6 +62,43 @@ bool cache_ready(const Allocator *a) {
 
 /* ---- slots ---- */
 
+/* The slot as the scaler sees it (scaler-index.h): its document, claim and command. */
+static void slot_feed_scaler(Allocator *a, const CacheSlot *s) {
+        const SlotDoc *d = &s->doc;
+        const CacheScale *c;
+        ScalerIndexSlot is;
+        int r;
+
+        if (!a->scaler_index)
+                return;
+        c = hashmap_get(&a->cache.scales_by_index, s->index_key);
+        is = (ScalerIndexSlot){
+                .fleet = s->fleet,
+                .region = d->region_id,
+                .kind = scaler_slot_kind_of(d->state, d->process_state, d->allocation_id,
+                                            s->claimed),
+                .ready = d->ready,
+                .draining = d->draining,
+                .command = c != NULL,
+                .action = !c                        ? SCALER_NONE
+                          : c->action == SCALE_START ? SCALER_START
+                          : c->action == SCALE_STOP  ? SCALER_STOP
+                                                     : SCALER_NONE,
+        };
+        r = scaler_index_slot_set(a->scaler_index, s->machine_id, s->slot_id, &is);
+        if (r < 0)
+                log_debug_errno(r, "Slot %s is not in the scaler's counts: %m", s->key);
+}
+
+/* The slot of index_key (a command's), fed to the scaler anew. */
+static void scaler_feed_index(Allocator *a, const char *index_key) {
+        const CacheSlot *s = a->scaler_index ? hashmap_get(&a->cache.slots_by_index, index_key)
+                                             : NULL;
+
+        if (s)
+                slot_feed_scaler(a, s);
+}
+
 static void slot_feed(Allocator *a, CacheSlot *s) {
         const SlotDoc *d = &s->doc;
         PlacementSlot ps = {
@@ -76,6 +113,7 @@ static void slot_feed(Allocator *a, CacheSlot *s) {
 
         if (r < 0)
                 log_debug_errno(r, "Slot %s is not offered: %m", s->key);
+        slot_feed_scaler(a, s);
 }
 
 static void slot_unindex_allocation(Allocator *a, CacheSlot *s) {
@@ -107,6 +145,8 @@ static void slot_free(Allocator *a, CacheSlot *s) {
         CacheFleet *f = hashmap_get(&a->cache.fleets, s->fleet);
 
         placement_slot_remove(a->placement, s->machine_id, s->slot_id);
+        if (a->scaler_index)
+                scaler_index_slot_remove(a->scaler_index, s->machine_id, s->slot_id);
         slot_unindex_allocation(a, s);
         (void) hashmap_remove(&a->cache.slots, s->key, s);
         (void) hashmap_remove(&a->cache.slots_by_index, s->index_key, s);
@@ -232,6 +272,8 @@ static void slot_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t answ
 
 static void machine_free(Allocator *a, CacheMachine *m) {
         (void) placement_machine_set(a->placement, m->machine_id, false, false);
+        if (a->scaler_index)
+                (void) scaler_index_machine_set(a->scaler_index, m->machine_id, false, false);
         (void) hashmap_remove(&a->cache.machines, m->machine_id, m);
         LIST_REMOVE(all, a->cache.all_machines, m);
         machine_doc_done(&m->doc);
@@ -273,6 +315,10 @@ static void machine_put(Allocator *a, const EtcdKv *kv, ViewFrom from,
         set_stamp(w, from, &m->mod_revision, &m->generation, kv->mod_revision);
         if (placement_machine_set(a->placement, m->machine_id, true, doc.draining) < 0)
                 log_debug("Machine %s is not offered: out of memory", m->machine_id);
+        if (a->scaler_index &&
+            scaler_index_machine_set(a->scaler_index, m->machine_id, true, doc.draining) < 0)
+                log_debug("Machine %s is not in the scaler's counts: out of memory",
+                          m->machine_id);
 }
 
 /* ---- claims ---- */
@@ -340,6 +386,7 @@ static void scale_free(Allocator *a, CacheScale *c) {
         (void) hashmap_remove(&a->cache.scales, c->key, c);
         (void) hashmap_remove(&a->cache.scales_by_index, c->index_key, c);
         LIST_REMOVE(all, a->cache.all_scales, c);
+        scaler_feed_index(a, c->index_key);
         free(c->key);
         free(c->index_key);
         free(c);
@@ -373,6 +420,7 @@ static void scale_put(Allocator *a, const EtcdKv *kv, const char *machine, uint3
                                                                          : doc.action;
         scale_doc_done(&doc);
         set_stamp(w, from, &c->mod_revision, &c->generation, kv->mod_revision);
+        scaler_feed_index(a, c->index_key);
 }
 
 /* ---- a key of hosts/: a claim or a command ---- */

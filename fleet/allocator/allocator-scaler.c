@@ -19,8 +19,16 @@
 #define CAMPAIGN_TIMEOUT (60 * USEC_PER_SEC)
 #define RETRY_MIN (100 * USEC_PER_MSEC)
 #define RETRY_MAX (5 * USEC_PER_SEC)
-/* Actions of one plan, at most. */
-#define PLAN_ACTIONS_MAX 64
+/* Commands of one plan, at most: what the targets need, up to this. Each command is one
+ * nested transaction of the scaler's group commit (etcd.h: 127 to a request beside the
+ * leader's failure branch, so 4,096 are about 33 requests, ~1.3 MB of protobuf in all, sent
+ * one after the other); the bound keeps a plan's burst (the memory it queues, the time etcd
+ * spends on it before a claim's batch) finite when a target is raised by thousands at once.
+ * A drain of up to this many is refilled by one plan, not one interval after another. */
+#define PLAN_COMMANDS_MAX 4096
+/* The scaler's batches in flight: one, so that its commands take one raft entry at a time
+ * beside the claims' (the allocator's own batch). */
+#define SCALER_BATCHES_IN_FLIGHT 1
 
 typedef struct ScaleCommand ScaleCommand;
 
@@ -41,6 +49,8 @@ struct Scaler {
         bool dirty;           /* the view changed since the last plan */
         unsigned in_flight;   /* commands' transactions unanswered */
         ScaleCommand *commands;
+        EtcdBatch *batch;     /* the commands' group commit */
+        ScalerPick *picks;    /* PLAN_COMMANDS_MAX, for the plan */
         bool writes_failing;  /* frozen: one command a plan, after a back-off, until one works */
         usec_t write_backoff;
 };
@@ -50,7 +60,7 @@ static void scaler_poke(Scaler *s);
 /* A command's transaction in flight (cancelled when the scaler goes). */
 struct ScaleCommand {
         Scaler *s;
-        EtcdRequest *req;
+        EtcdBatchTxn *req;
         char *key;
         ScalerAction action;
         LIST_FIELDS(ScaleCommand, commands);
@@ -202,6 +212,16 @@ int scaler_start(Allocator *a) {
                 free(s);
                 return log_oom();
         }
+        if (scaler_index_new(a->config->strategy, &a->scaler_index) < 0 ||
+            !(s->picks = new0(ScalerPick, PLAN_COMMANDS_MAX)) ||
+            etcd_batch_new(&s->batch, a->etcd, a->event, SCALER_BATCHES_IN_FLIGHT) < 0) {
+                a->scaler_index = scaler_index_free(a->scaler_index);
+                free(s->picks);
+                free(s->name);
+                free(s->value);
+                free(s);
+                return log_oom();
+        }
         a->scaler = s;
         scaler_grant(s);
         return 0;
@@ -243,11 +263,15 @@ void scaler_done(Allocator *a) {
         while (s->commands) {
                 ScaleCommand *cmd = s->commands;
 
-                etcd_request_cancel(cmd->req);
+                etcd_batch_txn_cancel(cmd->req);
                 LIST_REMOVE(commands, s->commands, cmd);
                 free(cmd->key);
                 free(cmd);
         }
+        s->batch = etcd_batch_free(s->batch);
+        free(s->picks);
+        /* the view's slots are freed after: they find no index to tell */
+        a->scaler_index = scaler_index_free(a->scaler_index);
         s->keepalive = sd_event_source_disable_unref(s->keepalive);
         s->retry = sd_event_source_disable_unref(s->retry);
         etcd_request_cancel(s->grant);
@@ -265,29 +289,6 @@ bool scaler_leading(const Allocator *a) {
 
 /* ---- acting on the plan ---- */
 
-/* One slot of the view, as the plan sees it. */
-typedef struct PlanEntry {
-        const CacheSlot *slot;
-        ScalerSlot ss;
-} PlanEntry;
-
-static int entry_by_machine(const void *x, const void *y) {
-        const PlanEntry *a = x, *b = y;
-
-        return strcmp(a->slot->machine_id, b->slot->machine_id);
-}
-
-static int entry_by_target(const void *x, const void *y) {
-        const PlanEntry *a = x, *b = y;
-        int c = strcmp(a->slot->fleet, b->slot->fleet);
-
-        if (c == 0)
-                c = strcmp(strempty(a->slot->doc.region_id), strempty(b->slot->doc.region_id));
-        if (c == 0)
-                c = strcmp(a->slot->machine_id, b->slot->machine_id);
-        return c != 0 ? c : (a->slot->slot_id > b->slot->slot_id) - (a->slot->slot_id < b->slot->slot_id);
-}
-
 static void on_command(Etcd *e, const EtcdResponse *r, void *userdata);
 
 /* Sends a command's transaction (its compares, then op), with a read of the leader key as its
@@ -304,7 +305,7 @@ static int command_send(Scaler *s, char **key, ScalerAction action, const EtcdCo
         cmd->action = action;
         cmd->key = TAKE_PTR(*key);
         /* (the txn's arguments are copied at the call) */
-        r = etcd_txn(s->a->etcd, cmp, n_cmp, op, 1, &fail, 1, on_command, cmd, &cmd->req);
+        r = etcd_batch_txn(s->batch, cmp, n_cmp, op, 1, &fail, 1, on_command, cmd, &cmd->req);
         if (r < 0) {
                 free(cmd->key);
                 free(cmd);
@@ -441,85 +442,32 @@ static void on_command(Etcd *e, const EtcdResponse *r, void *userdata) {
         scaler_poke(s);
 }
 
-/* The busy slots of each machine, in any fleet (the placement's load), into the entries. */
-static void entries_load(PlanEntry *e, size_t n) {
-        qsort(e, n, sizeof(*e), entry_by_machine);
-        for (size_t i = 0, j; i < n; i = j) {
-                uint32_t busy = 0;
-
-                for (j = i; j < n && streq(e[j].slot->machine_id, e[i].slot->machine_id); j++)
-                        busy += e[j].ss.kind == SCALER_BUSY;
-                for (size_t k = i; k < j; k++)
-                        e[k].ss.machine_load = busy;
-        }
-}
-
-static int entries_build(Scaler *s, PlanEntry **ret, size_t *ret_n) {
-        Allocator *a = s->a;
-        PlanEntry *e;
-        size_t n = 0, i = 0;
-
-        for (const CacheSlot *slot = a->cache.all_slots; slot; slot = slot->all_next)
-                n++;
-        e = new0(PlanEntry, MAX(n, (size_t) 1));
-        if (!e)
-                return -ENOMEM;
-        for (const CacheSlot *slot = a->cache.all_slots; slot; slot = slot->all_next) {
-                const CacheMachine *m = cache_machine(a, slot->machine_id);
-                const CacheScale *c = cache_scale_by_index(a, slot->machine_id, slot->slot_id);
-
-                e[i].slot = slot;
-                e[i].ss = (ScalerSlot){
-                        .machine_id = slot->machine_id,
-                        .slot_id = slot->slot_id,
-                        .kind = scaler_slot_kind_of(slot->doc.state, slot->doc.process_state,
-                                                    slot->doc.allocation_id, slot->claimed),
-                        .ready = slot->doc.ready,
-                        .draining = slot->doc.draining || (m && m->doc.draining),
-                };
-                if (c && !m)
-                        e[i].ss.kind = SCALER_OTHER; /* its machine is gone: sweep_gone() */
-                else if (c && c->action == SCALE_START)
-                        e[i].ss.pending = SCALER_START;
-                else if (c && c->action == SCALE_STOP)
-                        e[i].ss.pending = SCALER_STOP;
-                else if (c)
-                        e[i].ss.kind = SCALER_OTHER; /* not a command: its registry deletes it */
-                i++;
-        }
-        entries_load(e, n);
-        qsort(e, n, sizeof(*e), entry_by_target);
-        *ret = e;
-        *ret_n = n;
-        return 0;
-}
-
-/* Plans one fleet's region (entries e[0..n)) and writes its commands; the number written. */
-static size_t plan_region(Scaler *s, const PlanEntry *e, size_t n, size_t budget) {
+/* Plans one fleet's region from the index and writes its commands; the number written. */
+static size_t plan_group(Scaler *s, const ScalerGroup *g, size_t budget) {
         const AllocatorConfig *c = s->a->config;
         const ScalerTarget *t = scaler_target_find(c->scaler_targets.targets,
-                                                   c->scaler_targets.n, e[0].slot->fleet,
-                                                   strempty(e[0].slot->doc.region_id));
-        _cleanup_free_ ScalerSlot *slots = NULL;
-        size_t actions[PLAN_ACTIONS_MAX], m, written = 0;
-        ScalerAction kinds[PLAN_ACTIONS_MAX];
+                                                   c->scaler_targets.n, scaler_group_fleet(g),
+                                                   scaler_group_region(g));
+        size_t written = 0;
         ScalerCount count;
+        int m;
 
         if (!t || budget == 0)
                 return 0;
-        slots = new0(ScalerSlot, n);
-        if (!slots)
+        m = scaler_group_plan(s->a->scaler_index, g, t, s->picks,
+                              MIN(budget, (size_t) PLAN_COMMANDS_MAX), &count);
+        if (m < 0) {
+                log_oom();
                 return 0;
-        for (size_t i = 0; i < n; i++)
-                slots[i] = e[i].ss;
-        m = scaler_plan(t, c->strategy, slots, n, actions, kinds, MIN(budget, ELEMENTSOF(actions)),
-                        &count);
+        }
         log_debug("Scaler: fleet %s region %s: %" PRIu32 " busy, %" PRIu32 " free, %" PRIu32
-                  " stopped, %" PRIu32 " running wanted: %zu commands", e[0].slot->fleet,
-                  strempty(e[0].slot->doc.region_id), count.busy, count.free, count.stopped,
-                  count.wanted, m);
-        for (size_t i = 0; i < m; i++) {
-                int r = command_write(s, e[actions[i]].slot, kinds[i]);
+                  " stopped, %" PRIu32 " running wanted, %" PRIu32 " commands pending: %d more",
+                  scaler_group_fleet(g), scaler_group_region(g), count.busy, count.free,
+                  count.stopped, count.wanted, scaler_group_commanded(g), m);
+        for (int i = 0; i < m; i++) {
+                const CacheSlot *slot = cache_slot_by_index(s->a, s->picks[i].machine_id,
+                                                            s->picks[i].slot_id);
+                int r = slot ? command_write(s, slot, s->picks[i].action) : -ENOENT;
 
                 if (r < 0) {
                         log_warning_errno(r, "Scaler: cannot send a command: %m");
@@ -530,23 +478,15 @@ static size_t plan_region(Scaler *s, const PlanEntry *e, size_t n, size_t budget
         return written;
 }
 
+/* A plan: O(regions + commands written) (scaler-index.h), at most PLAN_COMMANDS_MAX
+ * commands, one while writes fail. */
 static void scaler_plan_now(Scaler *s) {
-        _cleanup_free_ PlanEntry *e = NULL;
-        size_t n = 0, budget = s->writes_failing ? 1 : SIZE_MAX;
+        size_t budget = s->writes_failing ? 1 : PLAN_COMMANDS_MAX;
 
-        budget -= sweep_gone(s, MIN(budget, (size_t) PLAN_ACTIONS_MAX));
-        if (entries_build(s, &e, &n) < 0) {
-                log_oom();
-                return;
-        }
-        for (size_t i = 0, j; i < n && budget > 0; i = j) {
-                for (j = i + 1; j < n && streq(e[j].slot->fleet, e[i].slot->fleet) &&
-                                streq(strempty(e[j].slot->doc.region_id),
-                                      strempty(e[i].slot->doc.region_id));
-                     j++)
-                        ;
-                budget -= plan_region(s, e + i, j - i, budget);
-        }
+        budget -= sweep_gone(s, budget);
+        for (ScalerGroup *g = scaler_index_first(s->a->scaler_index); g && budget > 0;
+             g = scaler_index_next(g))
+                budget -= plan_group(s, g, budget);
 }
 
 static int on_plan_timer(sd_event_source *es, uint64_t usec, void *userdata) {

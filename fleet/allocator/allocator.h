@@ -30,7 +30,8 @@
  *   allocator-config.c   allocator.ini
  *   allocator-status.c   the fleet status page, GET / (pure HTML)
  *   allocator-metrics.c  the Prometheus exposition, the allocation rate's ring (pure)
- *   placement.c          which slot (pure; the order of SPEC §7 across machines) */
+ *   placement.c          which slot (pure; the order of SPEC §7 across machines)
+ *   scaler-index.c       the scaler's counts and candidates per fleet and region (pure) */
 
 #include <systemd/sd-event.h>
 
@@ -40,6 +41,7 @@
 #include "docs.h"
 #include "etcd.h"
 #include "placement.h"
+#include "scaler-index.h"
 
 static inline bool str_isempty(const char *s) {
         return !s || s[0] == '\0';
@@ -70,6 +72,9 @@ struct Allocator {
         AllocatorConfig *config;
         Etcd *etcd;
         Placement *placement;
+        /* the scaler's counts and candidates, fed by the view as placement is; made by
+         * scaler_start() (NULL on a replica that does not stand for the scaler) */
+        ScalerIndex *scaler_index;
         Cache cache;
         AllocatorMetrics metrics;
         MhdEvent *mhd_event;

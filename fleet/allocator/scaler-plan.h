@@ -4,7 +4,9 @@
 /* The scaler's plan (SPEC §13, "The scaler"): per fleet and region, which stopped slots to
  * start and which free servers to stop so that the region keeps its buffer of free servers,
  * at least its floor and at most its ceiling running. Pure: the view in, the actions out; no
- * I/O, no logging (allocator-scaler.c acts on it).
+ * I/O, no logging. scaler_plan() states the rules on a region's slots, walked whole; the
+ * allocator plans from scaler-index.h instead, which keeps the counts and candidates as the
+ * view changes and makes the same plan (test-scaler-index checks both agree).
  *
  * Counting, per fleet and region: busy are the running servers that are allocated, reserved,
  * held or claimed; free the running or starting ones that are none of these; running both.
@@ -94,7 +96,7 @@ typedef struct ScalerCount {
         uint32_t wanted; /* running wanted */
 } ScalerCount;
 
-/* The plan of one fleet's region: at most max actions into actions[] (slot indexes into
+/* The plan of one fleet's region (the reference: O(n log n)): at most max actions into actions[] (slot indexes into
  * slots, each with its action), in the order they should be made; *ret_count the counts
  * (pending commands counted as done). Returns the number of actions. */
 size_t scaler_plan(const ScalerTarget *target, PlacementStrategy strategy,
