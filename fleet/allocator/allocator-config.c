@@ -202,7 +202,7 @@ _Static_assert(ELEMENTSOF(allocator_keys) <= KEYS_MAX, "raise KEYS_MAX");
 static const ConfigSchema allocator_schema = {
         .keys = allocator_keys,
         .n_keys = ELEMENTSOF(allocator_keys),
-        .sections = "allocator.ini has [allocator] and [etcd]",
+        .sections = "allocator.ini has [allocator], [etcd] and [scaler]",
 };
 
 AllocatorConfig *allocator_config_free(AllocatorConfig *c) {
