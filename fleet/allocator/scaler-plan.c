@@ -72,6 +72,9 @@ static int parse_entry(char *entry, const char *shown, ScalerTarget *t, char **r
                 rest = word + strcspn(word, " \t");
         if (rest[0] != '\0')
                 *rest++ = '\0';
+        for (const char *c = word; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return fail(ret_error, shown, "a control character in FLEET/REGION");
         slash = strchr(word, '/');
         if (slash)
                 *slash = '\0';

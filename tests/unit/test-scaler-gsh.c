@@ -198,7 +198,8 @@ static void test_gsh_key(void **state) {
 /* "FLEET/REGION" in double quotes holds blanks; what scaler_target_format() writes parses back
  * the same. */
 static void test_targets_quoted(void **state) {
-        const char *bad[] = { "\"f/North America buffer=1", "\"f/a\"b buffer=1", "\"\" buffer=1" };
+        const char *bad[] = { "\"f/North America buffer=1", "\"f/a\"b buffer=1", "\"\" buffer=1",
+                              "\"f/a\nb\" buffer=1", "f/a\x7f buffer=1" };
         ScalerTarget *t = NULL, *u = NULL;
         size_t n = 0, m = 0;
         char *error = NULL;
