@@ -35,6 +35,6 @@ int scaler_targets_from_gsh(const Config *c, ScalerTargets *t, char ***notes);
 int scaler_targets_merge(ScalerTargets *explicit, ScalerTargets *gsh, char ***notes);
 
 /* "FLEET/REGION buffer=N floor=N ceiling=N" as [scaler] targets takes it back ("FLEET" for
- * every region; FLEET/REGION in double quotes when it has a blank; no ceiling=N for none):
- * malloc'd, NULL on OOM. */
+ * every region; FLEET/REGION in double quotes when it has a blank; no ceiling=N for none;
+ * a region with both a blank and a '"' does not parse back): malloc'd, NULL on OOM. */
 char *scaler_target_format(const ScalerTarget *t);
