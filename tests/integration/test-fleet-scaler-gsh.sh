@@ -2,9 +2,10 @@
 # The scaler's targets from a Multiplay .gsh file (issue 26 point 4; SPEC §13 "The scaler"):
 # the allocator reads the studio's file ([scaler] gsh, a glob) and no allocator.ini targets.
 # Fleet "my fleet" (slotd's my-fleet) has regions "North America" (minAvailable 2, maxServers
-# 3) and "Europe" (minAvailable 1, maxServers 1). Two real hosts of fleet-lib.sh (slotd,
-# slotd-registry) run my-fleet with 4 slots each that start stopped, host 1 in North America,
-# host 2 in Europe. The scaler starts 2 servers in North America and 1 in Europe; an
+# 3) and "Europe" (minAvailable 1, maxServers 1); slotd --check reads the same file as fleet
+# my-fleet in region "North America". Two real hosts of fleet-lib.sh (slotd, slotd-registry)
+# run my-fleet as an INI fleet (a .gsh fleet's slots start on provision; these start stopped)
+# with 4 slots each, host 1 in North America, host 2 in Europe. The scaler starts 2 servers in North America and 1 in Europe; an
 # allocation in North America makes a third start; a second leaves it at 3 (the buffer would
 # want 4: maxServers holds it); an allocation in Europe starts none (maxServers 1). The
 # capacity view shows each region's buffer and ceiling from the file. Deleting the North
@@ -76,6 +77,26 @@ out=$("$SLOTD_ALLOCATOR" --config "$T/bad.ini" --check 2>&1) || rc=$?
 assert_eq "$rc" 2 "--check of a bad .gsh exits 2 ($out)"
 assert_ok "its error names FILE:LINE:COLUMN" grep -qF \
         "$T/bad/game.gsh:21:21: fleets.my fleet.regions.Europe.maxServers: expected an integer" <<<"$out"
+
+# slotd reads the same file as fleet my-fleet in the region of its machine.region: the names
+# the hosts below register (their INI fleet, whose slots can start stopped) and the allocator's
+# targets use.
+mkdir -p "$T/slotd-check/fleets.d" "$T/slotd-check/builds/Builds/Server"
+ln -s "$TEST_SERVER" "$T/slotd-check/builds/Builds/Server/Server"
+cp "$T/gsh/game.gsh" "$T/slotd-check/fleets.d/"
+cat > "$T/slotd-check/slotd.ini" <<EOC
+[machine]
+region = North America
+cpus = 4
+memory = 8G
+[supervisor]
+builds_dir = $T/slotd-check/builds
+EOC
+out=$("$SLOTD" --check --config "$T/slotd-check/slotd.ini" 2>&1) || fail "slotd --check failed: $out"
+assert_ok "slotd --check: fleet my-fleet from game.gsh" \
+        grep -q "^fleet my-fleet ($T/slotd-check/fleets.d/game.gsh): [1-9][0-9]* slots" <<<"$out"
+assert_ok "slotd --check: in region North America" \
+        grep -qF "  region North America: minAvailable 2, maxServers 3 (this machine's)" <<<"$out"
 
 etcd_cluster_start 1
 for k in 1 2; do
