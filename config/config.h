@@ -59,12 +59,15 @@ typedef struct BuildConfig {
 } BuildConfig;
 
 /* One region of a Multiplay .gsh fleet (fleets.NAME.regions.REGION): Multiplay's scaling
- * settings for the fleet in that region. The fleet layer's scaler (SPEC §13) is to read them
- * as the region's buffer and ceiling; nothing reads them on the machine yet. */
+ * settings for the fleet in that region. The fleet layer's scaler (SPEC §13) reads them as
+ * the region's buffer and ceiling (slotd-allocator's [scaler] gsh); nothing reads them on the
+ * machine. */
 typedef struct FleetRegion {
         char *name;                /* the key: "North America", "Europe", ... */
+        unsigned line, column;     /* of the key, for messages */
         unsigned min_available;    /* minAvailable: servers kept free, default 0 */
         unsigned max_servers;      /* maxServers: servers in the region at most, default 0 */
+        bool max_servers_set;      /* maxServers is in the file (else: no ceiling) */
         bool online;               /* online, default true */
 } FleetRegion;
 
@@ -268,6 +271,10 @@ typedef struct Config {
         char **fleets_elsewhere;
         char **fleets_elsewhere_names;
         char **fleets_elsewhere_files;
+
+        /* The fleet layer's reading of .gsh files (slotd-allocator's [scaler] gsh): every
+         * fleet is kept, whatever its regions and machine.region; none is "elsewhere". */
+        bool gsh_every_region;
 } Config;
 
 /* A Config holding every default of slotd.ini and no fleets; NULL on OOM. */
@@ -311,7 +318,7 @@ int config_load(const char *config_file, const char *fleets_dir, Config **ret, c
 int config_parse_machine(Config *c, const char *name, const char *text, char **ret_error);
 int config_parse_fleet(Config *c, const char *name, const char *text, char **ret_error);
 /* A Multiplay config-as-code file (.gsh, YAML): appends one FleetConfig per fleets entry that
- * runs on this machine, all of them or none. On error every error of the file, one
+ * runs on this machine (every entry with c->gsh_every_region), all of them or none. On error every error of the file, one
  * "FILE:LINE:COLUMN: path.to.key: what is wrong" a line, in *ret_error. */
 int config_parse_gsh(Config *c, const char *name, const char *text, size_t size,
                      char **ret_error);

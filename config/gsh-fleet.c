@@ -135,6 +135,8 @@ static int map_region(GshMap *m, const GshNode *n, const char *path, FleetRegion
         int r = 0;
 
         region->online = true;
+        region->line = n->key_line;
+        region->column = n->key_column;
         if (!p)
                 return -ENOMEM;
         if (strlen(n->key) > REGION_MAX || !text_is_printable(n->key) || n->key[0] == '\0')
@@ -156,6 +158,7 @@ static int map_region(GshMap *m, const GshNode *n, const char *path, FleetRegion
         }
         if ((v = gsh_map_get(n, "maxServers"))) {
                 _cleanup_free_ char *pk = gsh_path(m, p, "maxServers", 0);
+                region->max_servers_set = true;
                 if (!pk || gsh_get_unsigned(m, v, pk, 0, 1000000, &region->max_servers) < 0)
                         r = -EINVAL;
                 else if (region->min_available > region->max_servers)
@@ -293,7 +296,7 @@ static int fleet_pick_region(GshMap *m, const GshNode *n, FleetConfig *f) {
         _cleanup_free_ char *names = NULL, *msg = NULL;
         const char *mine = m->c->region;
 
-        if (f->n_regions == 0)
+        if (f->n_regions == 0 || m->c->gsh_every_region)
                 return 1;
         for (size_t i = 0; i < f->n_regions; i++) {
                 char *t = NULL;

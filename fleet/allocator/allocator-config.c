@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <netinet/in.h>
 
 #include <inttypes.h>
@@ -130,8 +131,40 @@ static int parse_scaler_targets_key(ParseContext *ctx, const ConfigKey *k, const
         if (r < 0)
                 return key_error(ctx, k, value, r, "%s; expected FLEET[/REGION] buffer=N "
                                  "floor=N ceiling=N; …", error ? error : "malformed");
-        scaler_targets_free(t->targets, t->n);
+        scaler_targets_done(t);
         *t = parsed;
+        return 0;
+}
+
+/* Absolute paths and glob(7) patterns of .gsh files, separated by blanks. */
+static int parse_scaler_gsh_key(ParseContext *ctx, const ConfigKey *k, const char *value,
+                                void *data) {
+        _cleanup_strv_free_ char **list = NULL;
+        char ***p = data;
+
+        for (const char *w = value + strspn(value, " \t");; w += strspn(w, " \t")) {
+                _cleanup_free_ char *word = NULL;
+                size_t n = strcspn(w, " \t");
+
+                if (n == 0)
+                        break;
+                word = strndup(w, n);
+                if (!word)
+                        return ctx_oom(ctx);
+                w += n;
+                if (word[0] != '/')
+                        return key_error(ctx, k, value, -EINVAL, "expected absolute paths or "
+                                         "patterns of .gsh files; '%s' is not one", word);
+                if (strv_contains(list, word))
+                        continue;
+                if (strv_push(&list, word) < 0)
+                        return ctx_oom(ctx);
+                word = NULL; /* the list holds it */
+        }
+        if (!list)
+                return key_error(ctx, k, value, -EINVAL, "expected a .gsh file's path");
+        strv_free(*p);
+        *p = TAKE_PTR(list);
         return 0;
 }
 
@@ -160,6 +193,7 @@ static const ConfigKey allocator_keys[] = {
         KEY("etcd", "cert_file", parse_path_key, etcd_cert),
         KEY("etcd", "key_file", parse_path_key, etcd_key),
         KEY("scaler", "targets", parse_scaler_targets_key, scaler_targets),
+        KEY("scaler", "gsh", parse_scaler_gsh_key, scaler_gsh),
         KEY("scaler", "interval", parse_scaler_interval_key, scaler_interval),
 };
 
@@ -168,7 +202,7 @@ _Static_assert(ELEMENTSOF(allocator_keys) <= KEYS_MAX, "raise KEYS_MAX");
 static const ConfigSchema allocator_schema = {
         .keys = allocator_keys,
         .n_keys = ELEMENTSOF(allocator_keys),
-        .sections = "allocator.ini has [allocator] and [etcd]",
+        .sections = "allocator.ini has [allocator], [etcd] and [scaler]",
 };
 
 AllocatorConfig *allocator_config_free(AllocatorConfig *c) {
@@ -187,7 +221,9 @@ AllocatorConfig *allocator_config_free(AllocatorConfig *c) {
         free(c->etcd_ca);
         free(c->etcd_cert);
         free(c->etcd_key);
-        scaler_targets_free(c->scaler_targets.targets, c->scaler_targets.n);
+        scaler_targets_done(&c->scaler_targets);
+        strv_free(c->scaler_gsh);
+        strv_free(c->scaler_notes);
         return mfree(c);
 }
 
@@ -242,6 +278,21 @@ static int check_etcd_tls(ParseContext *ctx, const AllocatorConfig *c) {
         return 0;
 }
 
+/* Where allocator.ini's targets are, for --check and the log beside the .gsh files'. */
+static int scaler_targets_origins(ParseContext *ctx, AllocatorConfig *c) {
+        _cleanup_free_ char *origin = NULL;
+
+        if (c->scaler_targets.n == 0)
+                return 0;
+        if (asprintf(&origin, "%s:%u: scaler.targets", ctx->file,
+                     key_line(ctx, "scaler", "targets")) < 0)
+                return ctx_oom(ctx);
+        for (size_t i = 0; i < c->scaler_targets.n; i++)
+                if (strv_extend(&c->scaler_targets.origins, origin) < 0)
+                        return ctx_oom(ctx);
+        return 0;
+}
+
 /* What no single key can tell: keys that go together, and authentication off the loopback. */
 static int allocator_config_check(ParseContext *ctx, AllocatorConfig *c) {
         unsigned line;
@@ -266,6 +317,9 @@ static int allocator_config_check(ParseContext *ctx, AllocatorConfig *c) {
                                  key_line(ctx, "etcd", c->etcd_cert ? "cert_file" : "key_file"),
                                  NULL, "etcd.cert_file and etcd.key_file go together");
         r = check_etcd_tls(ctx, c);
+        if (r < 0)
+                return r;
+        r = scaler_targets_origins(ctx, c);
         if (r < 0)
                 return r;
         if (!allocator_listen_is_loopback(&c->listen) && !c->token_file && !c->tls_client_ca)
@@ -300,7 +354,73 @@ int allocator_config_parse(const char *name, const char *text, size_t size,
         return 0;
 }
 
+int allocator_config_add_gsh(AllocatorConfig *c, const Config *gsh) {
+        _cleanup_(scaler_targets_done) ScalerTargets t = {};
+        int r;
+
+        r = scaler_targets_from_gsh(gsh, &t, &c->scaler_notes);
+        if (r >= 0)
+                r = scaler_targets_merge(&c->scaler_targets, &t, &c->scaler_notes);
+        return r;
+}
+
+/* One file into gsh (every error of it in *ret_error). */
+static int read_gsh_file(Config *gsh, const char *path, char **ret_error) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int r;
+
+        if (fd < 0)
+                return config_set_error(ret_error, negative_errno(), path, 0,
+                                        "cannot open (scaler.gsh): %m");
+        r = read_full_fd(fd, CONFIG_FILE_SIZE_MAX, &text, &size);
+        if (r < 0)
+                return config_set_error(ret_error, r, path, 0, "cannot read (scaler.gsh): %m");
+        return config_parse_gsh(gsh, path, text, size, ret_error);
+}
+
+/* [scaler] gsh: each path, or each file a pattern matches (none: a note), in name order. */
+static int load_gsh(AllocatorConfig *c, char **ret_error) {
+        _cleanup_(config_freep) Config *gsh = config_new();
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        if (!gsh)
+                return -ENOMEM;
+        gsh->gsh_every_region = true;
+        STRV_FOREACH(p, c->scaler_gsh) {
+                glob_t g = {};
+
+                if (!strpbrk(*p, "*?[")) {
+                        r = strv_contains(files, *p) ? 0 : strv_extend(&files, *p);
+                } else if ((r = glob(*p, GLOB_ERR, NULL, &g)) == GLOB_NOMATCH) {
+                        char *note = NULL;
+                        r = asprintf(&note, "%s: scaler.gsh: %s matches no file", c->config_file,
+                                     *p) < 0 ? -ENOMEM : strv_push(&c->scaler_notes, note);
+                        if (r < 0)
+                                free(note);
+                } else if (r != 0) {
+                        r = config_set_error(ret_error, -EIO, c->config_file, 0,
+                                             "scaler.gsh: cannot list %s", *p);
+                } else
+                        for (size_t i = 0; i < g.gl_pathc && r >= 0; i++)
+                                r = strv_contains(files, g.gl_pathv[i]) ? 0 :
+                                    strv_extend(&files, g.gl_pathv[i]);
+                globfree(&g);
+                if (r < 0)
+                        return r;
+        }
+        STRV_FOREACH(f, files) {
+                r = read_gsh_file(gsh, *f, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return allocator_config_add_gsh(c, gsh);
+}
+
 int allocator_config_load(const char *path, AllocatorConfig **ret, char **ret_error) {
+        _cleanup_(allocator_config_freep) AllocatorConfig *c = NULL;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         _cleanup_free_ char *text = NULL;
         size_t size;
@@ -311,5 +431,11 @@ int allocator_config_load(const char *path, AllocatorConfig **ret, char **ret_er
         r = read_full_fd(fd, CONFIG_FILE_SIZE_MAX, &text, &size);
         if (r < 0)
                 return config_set_error(ret_error, r, path, 0, "cannot read: %m");
-        return allocator_config_parse(path, text, size, ret, ret_error);
+        r = allocator_config_parse(path, text, size, &c, ret_error);
+        if (r >= 0 && c->scaler_gsh)
+                r = load_gsh(c, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
 }

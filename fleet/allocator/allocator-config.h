@@ -7,17 +7,12 @@
 
 #include "config.h"
 #include "placement.h"
-#include "scaler-plan.h"
+#include "scaler-gsh.h"
 #include "slotd-config.h"
 #include "time-util.h"
 
 #define ALLOCATOR_CONFIG_FILE SLOTD_SYSCONFDIR "/allocator.ini"
 #define ALLOCATOR_LISTEN_DEFAULT "127.0.0.1:8088"
-
-typedef struct ScalerTargets {
-        ScalerTarget *targets;
-        size_t n;
-} ScalerTargets;
 
 typedef struct AllocatorConfig {
         char *config_file;
@@ -43,7 +38,12 @@ typedef struct AllocatorConfig {
         char *etcd_key;
 
         /* [scaler] (SPEC §13, "The scaler") */
-        ScalerTargets scaler_targets; /* none: the replica does not stand for election */
+        ScalerTargets scaler_targets; /* targets, then the .gsh regions' (scaler-gsh.h); none:
+                                       * the replica does not stand for election */
+        char **scaler_gsh;            /* gsh: absolute paths and glob(7) patterns of .gsh
+                                       * files; NULL = none */
+        char **scaler_notes;          /* what the .gsh files gave no target for, and the
+                                       * targets allocator.ini replaced: for the log */
         usec_t scaler_interval;       /* the least time between two plans; default 1 s */
 } AllocatorConfig;
 
@@ -54,8 +54,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(AllocatorConfig *, allocator_config_free);
  * set, and checks the whole: -EINVAL etc. with *ret_error "FILE:LINE: ..." on failure. */
 int allocator_config_parse(const char *name, const char *text, size_t size,
                            AllocatorConfig **ret, char **ret_error);
-/* The same, from a file. */
+/* The same, from a file, then the .gsh files of [scaler] gsh (allocator_config_add_gsh()):
+ * their errors are "FILE:LINE:COLUMN: path.to.key: what is wrong", one a line. */
 int allocator_config_load(const char *path, AllocatorConfig **ret, char **ret_error);
+
+/* The scaler's targets of the .gsh fleets of gsh (read by config_parse_gsh() with
+ * gsh->gsh_every_region), under allocator.ini's own (scaler-gsh.h's rule); notes in
+ * c->scaler_notes. 0 or -ENOMEM. */
+int allocator_config_add_gsh(AllocatorConfig *c, const Config *gsh);
 
 /* Whether the allocator serves the project's environment (IDs compared without case: a UUID
  * is lowercased on the way in); environment NULL: whether it serves any of the project's. */

@@ -21,6 +21,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "privileges.h"
+#include "strv.h"
 
 #define SECRET_FILE_MAX (1024 * 1024)
 #define TOKEN_MIN 16
@@ -278,6 +279,28 @@ static int run(AllocatorConfig *config) {
         return r;
 }
 
+/* The scaler's targets and where each came from (allocator.ini, a .gsh file), then the notes
+ * of the .gsh files: on stdout for --check, else in the log. */
+static void show_targets(const AllocatorConfig *c, bool check) {
+        const ScalerTargets *t = &c->scaler_targets;
+
+        for (size_t i = 0; i < t->n; i++) {
+                _cleanup_free_ char *s = scaler_target_format(&t->targets[i]);
+
+                if (!s)
+                        return (void) log_oom();
+                if (check)
+                        printf("scaler target %s (%s)\n", s, t->origins[i]);
+                else
+                        log_info("Scaler target %s (%s)", s, t->origins[i]);
+        }
+        STRV_FOREACH(n, c->scaler_notes)
+                if (check)
+                        printf("%s\n", *n);
+                else
+                        log_info("%s", *n);
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_(allocator_config_freep) AllocatorConfig *config = NULL;
         _cleanup_free_ char *error = NULL;
@@ -293,6 +316,7 @@ int main(int argc, char *argv[]) {
                 log_error_errno(r, "%s", error ?: "Failed to load the configuration: %m");
                 return 2;
         }
+        show_targets(config, arg_check);
         if (arg_check) {
                 printf("%s: OK\n", arg_config);
                 return 0;

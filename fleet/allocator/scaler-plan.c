@@ -58,13 +58,23 @@ static int parse_count(const char *s, uint32_t *ret) {
         return 0;
 }
 
-/* One "FLEET[/REGION] key=N …" (entry: writable, NUL-terminated). */
+/* One "FLEET[/REGION] key=N …" (entry: writable, NUL-terminated, no leading blank);
+ * "FLEET/REGION" in double quotes may hold blanks (a .gsh region: "North America"). */
 static int parse_entry(char *entry, const char *shown, ScalerTarget *t, char **ret_error) {
-        char *save = NULL, *word = strtok_r(entry, " \t", &save), *slash;
+        char *save = NULL, *word = entry, *rest, *slash;
 
-        if (!word)
-                return fail(ret_error, shown, "expected FLEET[/REGION] buffer=N floor=N ceiling=N");
         *t = (ScalerTarget) { .ceiling = SCALER_CEILING_NONE };
+        if (entry[0] == '"') {
+                rest = strchr(++word, '"');
+                if (!rest || (rest[1] != '\0' && !strchr(" \t", rest[1])))
+                        return fail(ret_error, shown, "no closing quote after FLEET/REGION");
+        } else
+                rest = word + strcspn(word, " \t");
+        if (rest[0] != '\0')
+                *rest++ = '\0';
+        for (const char *c = word; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return fail(ret_error, shown, "a control character in FLEET/REGION");
         slash = strchr(word, '/');
         if (slash)
                 *slash = '\0';
@@ -74,7 +84,7 @@ static int parse_entry(char *entry, const char *shown, ScalerTarget *t, char **r
         t->region = slash ? strdup(slash + 1) : NULL;
         if (!t->fleet || (slash && !t->region))
                 return -ENOMEM;
-        while ((word = strtok_r(NULL, " \t", &save))) {
+        for (word = strtok_r(rest, " \t", &save); word; word = strtok_r(NULL, " \t", &save)) {
                 char *eq = strchr(word, '=');
                 uint32_t *field = NULL;
 

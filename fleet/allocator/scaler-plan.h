@@ -46,7 +46,8 @@ typedef struct ScalerTarget {
 
 void scaler_targets_free(ScalerTarget *t, size_t n);
 /* "FLEET[/REGION] buffer=N floor=N ceiling=N; …" (each key optional: 0, 0, none; a fleet
- * and region at most once; floor <= ceiling): 0, or -EINVAL with *ret_error saying what is
+ * and region at most once; floor <= ceiling; "FLEET/REGION" in double quotes may hold
+ * blanks; no control characters): 0, or -EINVAL with *ret_error saying what is
  * wrong (free it), -ENOMEM. "" is no target. */
 int scaler_targets_parse(const char *text, ScalerTarget **ret, size_t *ret_n, char **ret_error);
 /* The target of fleet's region ("" for none): its own, else the fleet's; NULL for none. */
