@@ -159,13 +159,13 @@ allocate "North America"
 U2=$U
 # Busy 2 + buffer 2 would be 4: maxServers 3 holds it, with a stopped slot left.
 wait_until $((10 * TIME_SCALE)) "a plan of North America with 2 busy" planned "North America" \
-        "2 busy, 1 free, 1 stopped, 3 running wanted: 0 commands"
+        "2 busy, 1 free, 1 stopped, 3 running wanted, 0 commands pending: 0 more"
 wait_until $((10 * TIME_SCALE)) "the capacity view's North America at its ceiling" \
         scaler_view_is "North America" '{"buffer":2,"floor":0,"ceiling":3,"busy":2,"free":1,"wanted":3}'
 assert_ok "3 running in North America, 1 in Europe, no command" settled 3 1
 allocate Europe
 wait_until $((10 * TIME_SCALE)) "a plan of Europe with 1 busy" planned Europe \
-        "1 busy, 0 free, 3 stopped, 1 running wanted: 0 commands"
+        "1 busy, 0 free, 3 stopped, 1 running wanted, 0 commands pending: 0 more"
 wait_until $((10 * TIME_SCALE)) "the capacity view's Europe at its ceiling" scaler_view_is Europe \
         '{"buffer":1,"floor":0,"ceiling":1,"busy":1,"free":0,"wanted":1}'
 assert_ok "still 3 and 1 running, no command" settled 3 1
