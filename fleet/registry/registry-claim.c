@@ -14,9 +14,8 @@
 #include "registry-hostkey.h"
 #include "registry-state.h"
 
-/* A transaction whose compares failed on the record alone (an allocator rewrote it) is
- * made again on the record read anew, this many times. */
-#define RECORD_ATTEMPTS_MAX 5
+/* A transaction whose compares failed on the record alone (an allocator rewrote it) is made
+ * again on the record read anew, RECORD_ATTEMPTS_MAX times (registry-hostkey.h). */
 
 static void claim_refuse(RegHostKey *k, const char *why);
 static void confirm_read(RegHostKey *k);
@@ -76,21 +75,11 @@ void claim_undo(RegHostKey *k) {
 
 /* ---- confirm ---- */
 
-/* A confirmation that did not apply did not put the slot's document either: the flush does. */
-static void confirm_doc_lost(RegHostKey *k) {
-        RegSlot *s = registry_slot(k->registry, k->slot_id);
-
-        if (!s)
-                return;
-        registry_slot_sending(k->registry, s, NULL);
-        registry_slot_dirty(k->registry, s);
-}
-
 void claim_txn_cancel(RegHostKey *k) {
         etcd_batch_txn_cancel(k->txn);
         k->txn = NULL;
         if (k->carries_doc)
-                confirm_doc_lost(k); /* sent or not, it may not have applied */
+                host_key_doc_lost(k); /* sent or not, it may not have applied */
         k->carries_doc = false;
 }
 
@@ -99,7 +88,7 @@ static void on_confirmed(Etcd *e, const EtcdResponse *resp, void *userdata) {
 
         k->txn = NULL;
         if (resp->error < 0 || !resp->succeeded)
-                confirm_doc_lost(k);
+                host_key_doc_lost(k);
         k->carries_doc = false;
         if (resp->error < 0) {
                 log_warning("etcd: confirming allocation %s failed: %s; trying again",
@@ -115,25 +104,6 @@ static void on_confirmed(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 host_key_work_done(k, WORK_RETRY);
         else
                 claim_undo(k);
-}
-
-/* The slot's document in the confirmation (when the lease is there to put it under): put, or,
- * where a flush sent this very one already (slotd's signals of the allocation came before its
- * answer), compared: that flush may still be in flight and may fail, and the record must not
- * read fulfilled unless the slot's document shows the allocation (SPEC §13). A failed compare
- * is a confirmation that did not apply: it is made again, with the put. */
-static void confirm_add_doc(RegHostKey *k, RegSlot *s, const char *key, const char *value,
-                            EtcdCompare *cmp, size_t *n_cmp, EtcdOp *ops, size_t *n_ops) {
-        Registry *r = k->registry;
-
-        if (registry_slot_sent(r, s, key, value))
-                cmp[(*n_cmp)++] = (EtcdCompare){ .key = key, .target = ETCD_TARGET_VALUE,
-                                                 .result = ETCD_EQUAL, .value = value };
-        else {
-                ops[(*n_ops)++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = key, .value = value,
-                                            .lease = r->lease_id };
-                k->carries_doc = true;
-        }
 }
 
 /* The ops of the confirmation: the record fulfilled, the slot's document, the claim deleted. */
@@ -161,7 +131,7 @@ static int confirm_send(RegHostKey *k, const char *record_key, AllocationRecord 
         ops[n++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = record_key, .value = value };
         k->carries_doc = false;
         if (registry_lease_ready(r) && registry_slot_document(r, s, &slot_key, &slot_value) >= 0)
-                confirm_add_doc(k, s, slot_key, slot_value, cmp, &n_cmp, ops, &n);
+                host_key_add_doc(k, s, slot_key, slot_value, cmp, &n_cmp, ops, &n);
         ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = k->key };
         q = etcd_batch_txn(r->batch, cmp, n_cmp, ops, n, &fail, 1, on_confirmed, k, &k->txn);
         if (q < 0) {

@@ -155,6 +155,88 @@ void host_key_delete(RegHostKey *k) {
                 host_key_work_done(k, WORK_RETRY);
 }
 
+/* ---- the slot's document with the key's last transaction ---- */
+
+/* A transaction that carried the slot's document and did not apply did not put it either: the
+ * flush does. */
+void host_key_doc_lost(RegHostKey *k) {
+        RegSlot *s = registry_slot(k->registry, k->slot_id);
+
+        if (!s)
+                return;
+        registry_slot_sending(k->registry, s, NULL);
+        registry_slot_dirty(k->registry, s);
+}
+
+/* The slot's document in the key's transaction: put, or, where a flush sent this very one
+ * already (slotd's signals came before its answer), compared: that flush may still be in
+ * flight and may fail, and what the transaction tells etcd must not be seen before the slot's
+ * document shows it (SPEC §13). A failed compare is a transaction that did not apply. */
+void host_key_add_doc(RegHostKey *k, RegSlot *s, const char *key, const char *value,
+                      EtcdCompare *cmp, size_t *n_cmp, EtcdOp *ops, size_t *n_ops) {
+        Registry *r = k->registry;
+
+        if (registry_slot_sent(r, s, key, value))
+                cmp[(*n_cmp)++] = (EtcdCompare){ .key = key, .target = ETCD_TARGET_VALUE,
+                                                 .result = ETCD_EQUAL, .value = value };
+        else {
+                ops[(*n_ops)++] = (EtcdOp){ .type = ETCD_OP_PUT, .key = key, .value = value,
+                                            .lease = r->lease_id };
+                k->carries_doc = true;
+        }
+}
+
+static void on_deleted_with_doc(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        RegHostKey *k = userdata;
+
+        k->txn = NULL;
+        if (k->carries_doc && (resp->error < 0 || !resp->succeeded))
+                host_key_doc_lost(k);
+        k->carries_doc = false;
+        if (resp->error < 0) {
+                log_debug("etcd: deleting %s failed: %s", k->key, resp->message);
+                host_key_work_done(k, WORK_RETRY);
+                return;
+        }
+        /* Not applied: the key changed (its new version is worked on next), or a flush of the
+         * document failed meanwhile (it is dirty again): deleted again, with it. */
+        if (!resp->succeeded && resp->n_responses > 0 && resp->responses[0].n_kvs == 1 &&
+            resp->responses[0].kvs[0].mod_revision == k->working_revision) {
+                if (++k->attempts < RECORD_ATTEMPTS_MAX)
+                        host_key_delete_with_doc(k);
+                else
+                        host_key_work_done(k, WORK_RETRY);
+                return;
+        }
+        host_key_work_done(k, WORK_DONE);
+}
+
+void host_key_delete_with_doc(RegHostKey *k) {
+        _cleanup_free_ char *slot_key = NULL, *slot_value = NULL;
+        Registry *r = k->registry;
+        RegSlot *s = registry_slot(r, k->slot_id);
+        EtcdCompare cmp[2] = { {
+                .key = k->key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                .number = k->working_revision,
+        } };
+        EtcdOp ops[2], fail = { .type = ETCD_OP_RANGE, .key = k->key };
+        size_t n_cmp = 1, n = 0;
+
+        k->carries_doc = false;
+        if (s && registry_lease_ready(r) &&
+            registry_slot_document(r, s, &slot_key, &slot_value) >= 0)
+                host_key_add_doc(k, s, slot_key, slot_value, cmp, &n_cmp, ops, &n);
+        ops[n++] = (EtcdOp){ .type = ETCD_OP_DELETE, .key = k->key };
+        if (etcd_batch_txn(r->batch, cmp, n_cmp, ops, n, &fail, 1, on_deleted_with_doc, k,
+                           &k->txn) < 0) {
+                k->carries_doc = false; /* nothing sent, nothing recorded */
+                host_key_work_done(k, WORK_RETRY);
+                return;
+        }
+        if (k->carries_doc)
+                registry_slot_sending(r, s, streq_ptr(s->key, slot_key) ? slot_value : NULL);
+}
+
 /* ---- deallocations ---- */
 
 static int on_deallocated(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {

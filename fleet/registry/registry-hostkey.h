@@ -6,6 +6,10 @@
 
 #include "registry.h"
 
+/* A transaction whose compares failed on something other than the key itself (a record, a
+ * slot's document) is made again at most this often, then after the key's back-off. */
+#define RECORD_ATTEMPTS_MAX 5
+
 typedef enum WorkOutcome {
         WORK_DONE,  /* this version is done with */
         WORK_RETRY, /* a passing failure: again after the key's back-off */
@@ -25,6 +29,15 @@ bool slotd_error_is_refusal(const sd_bus_error *e);
 
 /* Deletes the key if it is still at working_revision, then ends the work. */
 void host_key_delete(RegHostKey *k);
+/* The same, with the slot's document put (or compared, if a flush sent it already) in the
+ * same transaction: whoever sees the key gone sees what its work made of the slot. */
+void host_key_delete_with_doc(RegHostKey *k);
+/* The slot's document as one op (put) or compare (sent already) of the key's transaction;
+ * k->carries_doc says a put was added. */
+void host_key_add_doc(RegHostKey *k, RegSlot *s, const char *key, const char *value,
+                      EtcdCompare *cmp, size_t *n_cmp, EtcdOp *ops, size_t *n_ops);
+/* A transaction that carried the slot's document did not apply: the next flush puts it. */
+void host_key_doc_lost(RegHostKey *k);
 
 void claim_start(RegHostKey *k);
 /* registry-scale.c: the scaler's command, carried out through slotd's Start() or Stop(), then

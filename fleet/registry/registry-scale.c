@@ -38,7 +38,10 @@ static int on_scaled(sd_bus_message *reply, void *userdata, sd_bus_error *ret_er
                            e->message ?: e->name);
         else
                 log_info("The scaler's command %s carried out", k->key);
-        host_key_delete(k);
+        /* With the slot's document as slotd's signals (sent before its answer) left it: the
+         * leader must not see the command gone and the slot still stopped (or still running),
+         * or it plans the same change again. */
+        host_key_delete_with_doc(k);
         return 0;
 }
 
