@@ -17,6 +17,17 @@ skip() {
 }
 # fd 3 is the test's stderr, even inside conditions whose output is thrown away.
 exec 3>&2
+
+# Clocks and naps without a process: in the TCG VM of tests/vm every exec costs 0.1-0.5 s, so a
+# poll loop that ran `date` and `sleep` twice a turn spent most of its time starting them.
+# now_ns: CLOCK_REALTIME in ns, as `date +%s%N` (bash's EPOCHREALTIME, µs).
+now_ns() { local t=${EPOCHREALTIME//[!0-9]/}; echo "${t}000"; }
+# NOW_NS: the same, into a variable, without even a subshell: set_now_ns; use $NOW_NS.
+set_now_ns() { NOW_NS=${EPOCHREALTIME//[!0-9]/}000; }
+# nap SECONDS: sleep (fractions too) in bash itself: a read that times out on a pipe that
+# never has data (its writer end held open by us).
+exec {NAP_FD}<> <(:)
+nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
 fail() {
         echo "FAIL: $*" >&3
         if [ -n "${T:-}" ] && [ -f "$T/slotd.log" ]; then
@@ -60,7 +71,7 @@ cleanup_cgroup() {
         for d in $(find "$CG" -mindepth 0 -type d | sort -r); do
                 while ! rmdir "$d" 2>/dev/null; do
                         [ $SECONDS -lt $deadline ] || { echo "warning: could not remove $d" >&2; break; }
-                        sleep 0.05
+                        nap 0.05
                 done
         done
 }
@@ -78,7 +89,7 @@ stop_proxies() {
         [ -n "$pids" ] || return 0
         for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
         for p in $pids; do
-                while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+                while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do nap 0.05; done
                 kill -KILL "$p" 2>/dev/null || true
         done
 }
@@ -135,10 +146,13 @@ trap 'exit 1' INT TERM
 wait_until() {
         local timeout=$1 what=$2
         shift 2
-        local deadline=$(($(date +%s%N) + timeout * 1000000000))
+        local NOW_NS deadline
+        set_now_ns
+        deadline=$((NOW_NS + timeout * 1000000000))
         until "$@" >/dev/null 2>&1; do
-                [ "$(date +%s%N)" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
-                sleep 0.02
+                set_now_ns
+                [ "$NOW_NS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
+                nap 0.02
         done
 }
 
@@ -214,8 +228,28 @@ EOC
 }
 
 # free_port: a TCP port of 127.0.0.1 that nothing listens on now (the kernel's pick).
+# free_port: a loopback port no socket of this machine uses now (TCP or UDP, any state), picked
+# at random below the kernel's ephemeral range (ip_local_port_range starts at 32768), where
+# client sockets never take it. In bash: a Python to bind port 0 cost the TCG VM a second.
 free_port() {
-        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+        local p hex i
+        for i in {1..100}; do
+                p=$((20000 + SRANDOM % 12000))
+                printf -v hex '%04X' "$p"
+                port_in_use "$hex" || { echo "$p"; return 0; }
+        done
+        fail "free_port: 100 random ports in 20000-31999 all in use"
+}
+# port_in_use HEX: some socket of /proc/net/{tcp,udp}{,6} has local port HEX (4 hex digits).
+port_in_use() {
+        local f local_address
+        for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do
+                [ -r "$f" ] || continue
+                while read -r _ local_address _; do
+                        [[ $local_address == *:"$1" ]] && return 0
+                done <"$f"
+        done
+        return 1
 }
 
 # write_fleet NAME [EXTRA FLEET LINES...]: a fleet running the test server.
@@ -335,7 +369,7 @@ start_bus
 # ---- Allocations, reservations, holds (issue 3) ----
 
 # now_usec: CLOCK_REALTIME in µs, the clock of every *USec property.
-now_usec() { date +%s%6N; }
+now_usec() { echo "${EPOCHREALTIME//[!0-9]/}"; }
 
 # mprop_is / wait_mprop PROPERTY VALUE [TIMEOUT]: a Manager property reaches VALUE.
 mprop_is() { [ "$(mprop "$1")" = "$2" ]; }
@@ -536,7 +570,7 @@ pids_limit_cleanup() {
         if [ -n "$V1" ] && [ -d "$V1" ]; then
                 [ -n "$SLOTD_PID" ] && kill -TERM "$SLOTD_PID" 2>/dev/null && wait "$SLOTD_PID" 2>/dev/null
                 xargs -r kill -9 < "$V1/cgroup.procs" 2>/dev/null
-                until rmdir "$V1" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.05; done
+                until rmdir "$V1" 2>/dev/null || [ $SECONDS -ge $deadline ]; do nap 0.05; done
         fi
         (exit $rc)
         bg_cleanup
@@ -547,10 +581,12 @@ pids_limit_cleanup() {
 stays_true() {
         local ms=$1 what=$2
         shift 2
-        local deadline=$(($(date +%s%N) + ms * 1000000))
-        while [ "$(date +%s%N)" -lt "$deadline" ]; do
+        local NOW_NS deadline
+        set_now_ns
+        deadline=$((NOW_NS + ms * 1000000))
+        while set_now_ns; [ "$NOW_NS" -lt "$deadline" ]; do
                 "$@" >/dev/null 2>&1 || fail "no longer true: $what"
-                sleep 0.05
+                nap 0.05
         done
         PASSED=$((PASSED + 1))
 }
@@ -639,11 +675,14 @@ cpu_above() { num_lt "$2" "$(sprop "$1" CPUUsage)"; }
 # (with checks on it is the last interval's figure), so N changes of it are N rounds.
 wait_rounds() {
         local id=$1 n=$2 timeout=${3:-20} prev v seen=0
-        local deadline=$(($(date +%s%N) + timeout * 1000000000))
+        local NOW_NS deadline
+        set_now_ns
+        deadline=$((NOW_NS + timeout * 1000000000))
         prev=$(sprop "$id" CPUUsage)
         while [ $seen -lt "$n" ]; do
-                [ "$(date +%s%N)" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for $n check rounds of slot $id"
-                sleep 0.02
+                set_now_ns
+                [ "$NOW_NS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for $n check rounds of slot $id"
+                nap 0.02
                 v=$(sprop "$id" CPUUsage)
                 if [ "$v" != "$prev" ]; then
                         seen=$((seen + 1))

@@ -63,7 +63,7 @@ soak_cleanup() {
                 # Not our child: wait for it to be gone (its sanitizer report, if any, is
                 # written at exit), with a deadline.
                 deadline=$((SECONDS + 20))
-                while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+                while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do nap 0.05; done
         fi
         SLOTD_PID=
         # The bus the soak started last (it restarts the bus as a fault).

@@ -48,11 +48,14 @@ uuid() { cat /proc/sys/kernel/random/uuid; }
 # returns 1, so that the caller can say why. COMMAND may fail the test itself (fail writes to
 # fd 3) when it sees that waiting is pointless.
 poll() {
-        local deadline=$(($(date +%s%N) + $1 * 1000000000))
+        local NOW_NS deadline
+        set_now_ns
+        deadline=$((NOW_NS + $1 * 1000000000))
         shift
         until "$@" >/dev/null 2>&1; do
-                [ "$(date +%s%N)" -lt "$deadline" ] || return 1
-                sleep 0.02
+                set_now_ns
+                [ "$NOW_NS" -lt "$deadline" ] || return 1
+                nap 0.02
         done
 }
 
