@@ -45,6 +45,7 @@ struct Fence {
         usec_t granted_asked, lease_end; /* CLOCK_MONOTONIC: the lease asked, and its end */
         usec_t backoff;
         unsigned tries;
+        bool kept; /* its record found marked answered (fence_kept) */
         EtcdRequest *etcd;
         RecordOp *undo;
         sd_event_source *timer;
@@ -160,17 +161,32 @@ static void fence_send(Fence *f);
 
 /* The claim's record found applied, and marked answered: a later POST of its allocationId
  * was answered 200 with it, before any deletion of it applied. It is that POST's allocation
- * now, kept; the slot is its (the claim's, or once confirmed the host's). fenced: the fence
- * is in etcd (its lease then ends as any). Freed from a timer: f may be in its own call. */
+ * now, kept. fenced: the fence is in etcd, and lasts its lease as any. Else the claim is in
+ * still (its host has not confirmed it): the fence is sent again (the back-off's pace) until
+ * it is in, once the claim is gone, so that no late copy of the claim applies after a DELETE
+ * of the allocation either. From a timer: f may be in its own call. */
 static void fence_kept(Fence *f, bool fenced) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
-        f->allocator->metrics.fence_kept++;
-        log_warning("Allocation %s: its claim of slot %" PRIu32 " of %s was applied after its "
-                    "POST was answered 503, and a POST of it again was answered 200 with it "
-                    "before the fence's resolution; kept", f->rec.allocation_id, f->slot_id,
-                    f->machine_id);
-        fence_hold(f, fenced && f->lease_end > now ? f->lease_end - now : 0);
+        if (!f->kept) {
+                f->kept = true;
+                f->allocator->metrics.fence_kept++;
+                log_warning("Allocation %s: its claim of slot %" PRIu32 " of %s was applied "
+                            "after its POST was answered 503, and a POST of it again was "
+                            "answered 200 with it before the fence's resolution; kept",
+                            f->rec.allocation_id, f->slot_id, f->machine_id);
+        }
+        if (fenced) {
+                fence_hold(f, f->lease_end > now ? f->lease_end - now : 0);
+                return;
+        }
+        f->timer = sd_event_source_disable_unref(f->timer);
+        if (sd_event_add_time_relative(f->allocator->event, &f->timer, CLOCK_MONOTONIC,
+                                       f->backoff, 10 * USEC_PER_MSEC, on_fence_retry, f) < 0) {
+                fence_hold(f, 0);
+                return;
+        }
+        f->backoff = MIN(f->backoff * 2, FENCE_BACKOFF_MAX);
 }
 
 static void on_undone(const RecordAnswer *answer, void *userdata) {
