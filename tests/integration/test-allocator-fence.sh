@@ -183,6 +183,11 @@ assert_eq "${out%% *}" 200 "GET of $A2 ($out)"
 wait_until $((20 * TIME_SCALE)) "$A2 allocated by its host" allocated_on_host "$A2"
 wait_until $((10 * TIME_SCALE)) "$A2 fulfilled" status_is 1 "$A2" fulfilled
 assert_ok "replica 2 logged the allocation kept" grep -q "Allocation $A2: .*before the fence's resolution; kept" "$T/allocator-2.log"
+# Its claim gone (confirmed), the fence goes in all the same: no late copy of the claim may
+# apply after a DELETE of the allocation.
+fence_of() { fleet_etcdctl get --prefix "$FLEET_PREFIX/fences/" --print-value-only | grep -q "\"allocationId\":\"$1\""; }
+wait_until $((20 * TIME_SCALE)) "the fence of $A2's slot in etcd" fence_of "$A2"
+assert_eq "$(metric 2 slotd_allocator_fence_kept_total)" 1 "allocations kept (counted once)"
 
 # ---- 4. the resolution first: the retry's mark fails, and it claims anew ----
 A3=$(cat /proc/sys/kernel/random/uuid)
