@@ -143,6 +143,11 @@ static bool record_failed_http(const RecordAnswer *answer, unsigned *ret_status,
                 *ret_body = api_etcd_unavailable_json(answer->detail);
                 *ret_status = 503;
                 return true;
+        case RECORD_KEPT: /* a fence's alone: the door never asks for it */
+                *ret_body = api_error_json("allocation %s kept: a POST of it was answered "
+                                           "with it", r->allocation_id);
+                *ret_status = 500;
+                return true;
         case RECORD_NO_MEMORY:
         default:
                 *ret_body = api_error_json("out of memory");

@@ -3,7 +3,8 @@
  * transaction whose compares are that the record does not exist, that the slot's document
  * is unchanged since the view read it, and that the slot has no claim; its puts are the
  * record and the claim. A transaction that fails reads, in its failure branch, the record
- * (there: the same allocationId asked again, answered with it), the slot and its claim (to
+ * (there: the same allocationId asked again, answered with it once etcd holds it marked
+ * answered, claim_existing), the slot and its claim (to
  * bring the view up to date at once); then the next slot, a bounded number of times.
  * The claims of concurrent POSTs go to etcd together, each a nested transaction of one
  * request (etcd.h's group commit: one request, one raft entry, one fsync for them all); a
@@ -116,6 +117,7 @@ static void claim_op_in_doubt(ClaimOp *op, const EtcdResponse *resp) {
 }
 
 static void claim_try(ClaimOp *op);
+static void claim_existing(ClaimOp *op, const EtcdKv *kv);
 
 /* No slot: unless the allocationId has its record already (asked again while the fleet is
  * full), 503. */
@@ -128,10 +130,107 @@ static void on_existing_read(Etcd *e, const EtcdResponse *resp, void *userdata) 
                 return;
         }
         if (resp->n_kvs > 0) {
-                claim_op_created(op, ALLOC_EXISTING);
+                claim_existing(op, &resp->kvs[0]);
                 return;
         }
         claim_op_finish(op, ALLOC_NO_CAPACITY, NULL);
+}
+
+static void on_existing_reread(Etcd *e, const EtcdResponse *resp, void *userdata);
+
+/* The record as the mark's transaction left it: marked (by this POST or another), 200; as
+ * read, marked again; gone (a fence's resolution deleted it first, or a DELETE did), a new
+ * allocation. */
+static void existing_again(ClaimOp *op, const EtcdKv *kv) {
+        if (kv) {
+                claim_existing(op, kv);
+                return;
+        }
+        log_info("Allocation %s: its record, found by a POST of it again, was deleted before "
+                 "that POST could be answered with it (a fence's resolution, or a DELETE); "
+                 "claiming a slot anew", op->rec.allocation_id);
+        claim_try(op);
+}
+
+static void on_existing_marked(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        ClaimOp *op = userdata;
+
+        op->claim_txn = NULL;
+        if (resp->error == -ECONNRESET && op->in_doubt < CLAIM_IN_DOUBT_MAX) {
+                /* The mark's answer lost with its member: the record read anew tells. */
+                op->in_doubt++;
+                op->allocator->metrics.etcd_in_doubt++;
+                if (etcd_batch_range(op->allocator->batch, op->record_key, NULL, 1,
+                                     on_existing_reread, op, &op->claim_txn) < 0)
+                        claim_op_etcd_failed(op, NULL);
+                return;
+        }
+        if (allocator_etcd_failed(op->allocator, resp)) {
+                /* Its outcome unknown: no 200 for a record a resolution may yet delete. */
+                claim_op_etcd_failed(op, resp);
+                return;
+        }
+        if (resp->succeeded) {
+                log_debug("Allocation %s: asked again, answered with its record (marked %s)",
+                          op->rec.allocation_id, strempty(op->rec.request_id));
+                claim_op_created(op, ALLOC_EXISTING);
+                return;
+        }
+        existing_again(op, resp->n_responses >= 1 && resp->responses[0].n_kvs > 0
+                                   ? &resp->responses[0].kvs[0]
+                                   : NULL);
+}
+
+static void on_existing_reread(Etcd *e, const EtcdResponse *resp, void *userdata) {
+        ClaimOp *op = userdata;
+
+        op->claim_txn = NULL;
+        if (allocator_etcd_failed(op->allocator, resp)) {
+                claim_op_etcd_failed(op, resp);
+                return;
+        }
+        existing_again(op, resp->n_kvs > 0 ? &resp->kvs[0] : NULL);
+}
+
+/* The allocationId's record found, written by another POST: perhaps one answered 503 whose
+ * claim etcd applied late, which its fence's resolution deletes (allocator-fence.c). So it is
+ * answered 200 only once etcd holds it marked answered (answeredRequestId, answered), which
+ * the resolution never deletes: a record marked already at once; else one transaction puts
+ * it back marked if it is as read (its mod_revision), and reads it if not. The resolution's
+ * deletion compares the record as it read it unmarked: of the two, the first applied wins,
+ * and the other sees it (SPEC §13, "a 503 is never an allocation"). */
+static void claim_existing(ClaimOp *op, const EtcdKv *kv) {
+        _cleanup_(allocation_record_done) AllocationRecord rec = {};
+        _cleanup_free_ char *value = NULL;
+        const EtcdCompare cmp[] = {
+                { .key = op->record_key, .target = ETCD_TARGET_MOD, .result = ETCD_EQUAL,
+                  .number = kv->mod_revision },
+        };
+        EtcdOp success[1], failure[1];
+
+        /* One that does not parse is no claim's in doubt (allocator-fence.c reads it alike). */
+        if (allocation_record_parse(kv->value, kv->value_len, &rec) < 0 ||
+            allocation_record_answered(&rec)) {
+                claim_op_created(op, ALLOC_EXISTING);
+                return;
+        }
+        if (op->attempts >= CLAIM_ATTEMPTS_MAX) {
+                claim_op_finish(op, ALLOC_CONTENDED, NULL);
+                return;
+        }
+        op->attempts++;
+        rec.answered = now_usec(CLOCK_REALTIME);
+        if (free_and_strdup(&rec.answered_request_id, strempty(op->rec.request_id)) < 0 ||
+            allocation_record_format(&rec, &value) < 0) {
+                claim_op_finish(op, ALLOC_NO_MEMORY, NULL);
+                return;
+        }
+        success[0] = (EtcdOp){ .type = ETCD_OP_PUT, .key = op->record_key, .value = value };
+        failure[0] = (EtcdOp){ .type = ETCD_OP_RANGE, .key = op->record_key, .limit = 1 };
+        if (etcd_batch_txn(op->allocator->batch, cmp, ELEMENTSOF(cmp), success,
+                           ELEMENTSOF(success), failure, ELEMENTSOF(failure),
+                           on_existing_marked, op, &op->claim_txn) < 0)
+                claim_op_etcd_failed(op, NULL);
 }
 
 static void claim_no_capacity(ClaimOp *op) {
@@ -227,7 +326,10 @@ static void on_claim_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 return;
         }
         if (resp->n_responses >= 1 && resp->responses[0].n_kvs > 0) {
-                claim_op_created(op, claim_was_ours(op, resp) ? ALLOC_CLAIMED : ALLOC_EXISTING);
+                if (claim_was_ours(op, resp))
+                        claim_op_created(op, ALLOC_CLAIMED);
+                else
+                        claim_existing(op, &resp->responses[0].kvs[0]);
                 return;
         }
         if (resp->n_responses >= 4 && resp->responses[3].n_kvs > 0) {

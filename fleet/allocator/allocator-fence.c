@@ -11,7 +11,12 @@
  * no late copy of the claim applies. A record that is this claim's own (its POST's requestId,
  * or its times and slot) was applied before the fence: it is deleted as a DELETE would
  * (alloc_delete: record, index, claim, or a deallocation once its host confirmed it), and the
- * fence sent again, until it is in and no record of the claim is left. A fence etcd did not
+ * fence sent again, until it is in and no record of the claim is left. Unless the record is
+ * marked answered: a later POST of the same allocationId was answered 200 with it
+ * (allocator-claim.c marks it so before it answers, compared on the record as read; the
+ * deletion here compares the record as read unmarked). Whichever applies first wins: such a
+ * record is kept (fence_kept_total); a POST whose mark comes second finds no record and
+ * claims anew. A fence etcd did not
  * answer is sent again after a back-off (100 ms doubling to 5 s), until etcd answers. Fences
  * are never read by the registry nor by the fleet view (they are outside hosts/, slots/ and
  * machines/). */
@@ -40,6 +45,7 @@ struct Fence {
         usec_t granted_asked, lease_end; /* CLOCK_MONOTONIC: the lease asked, and its end */
         usec_t backoff;
         unsigned tries;
+        bool kept; /* its record found marked answered (fence_kept) */
         EtcdRequest *etcd;
         RecordOp *undo;
         sd_event_source *timer;
@@ -144,12 +150,53 @@ static bool record_is_ours(const Fence *f, const EtcdKv *kv) {
                theirs.slot_id == mine.slot_id && streq_ptr(theirs.machine_id, mine.machine_id);
 }
 
+static bool record_answered(const EtcdKv *kv) {
+        _cleanup_(allocation_record_done) AllocationRecord rec = {};
+
+        return allocation_record_parse(kv->value, kv->value_len, &rec) >= 0 &&
+               allocation_record_answered(&rec);
+}
+
 static void fence_send(Fence *f);
+
+/* The claim's record found applied, and marked answered: a later POST of its allocationId
+ * was answered 200 with it, before any deletion of it applied. It is that POST's allocation
+ * now, kept. fenced: the fence is in etcd, and lasts its lease as any. Else the claim is in
+ * still (its host has not confirmed it): the fence is sent again (the back-off's pace) until
+ * it is in, once the claim is gone, so that no late copy of the claim applies after a DELETE
+ * of the allocation either. From a timer: f may be in its own call. */
+static void fence_kept(Fence *f, bool fenced) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (!f->kept) {
+                f->kept = true;
+                f->allocator->metrics.fence_kept++;
+                log_warning("Allocation %s: its claim of slot %" PRIu32 " of %s was applied "
+                            "after its POST was answered 503, and a POST of it again was "
+                            "answered 200 with it before the fence's resolution; kept",
+                            f->rec.allocation_id, f->slot_id, f->machine_id);
+        }
+        if (fenced) {
+                fence_hold(f, f->lease_end > now ? f->lease_end - now : 0);
+                return;
+        }
+        f->timer = sd_event_source_disable_unref(f->timer);
+        if (sd_event_add_time_relative(f->allocator->event, &f->timer, CLOCK_MONOTONIC,
+                                       f->backoff, 10 * USEC_PER_MSEC, on_fence_retry, f) < 0) {
+                fence_hold(f, 0);
+                return;
+        }
+        f->backoff = MIN(f->backoff * 2, FENCE_BACKOFF_MAX);
+}
 
 static void on_undone(const RecordAnswer *answer, void *userdata) {
         Fence *f = userdata;
 
         f->undo = NULL;
+        if (answer->outcome == RECORD_KEPT) {
+                fence_kept(f, false);
+                return;
+        }
         if (answer->outcome != RECORD_DELETED && answer->outcome != RECORD_NOT_FOUND) {
                 fence_retry(f, answer->detail ?: "its deletion failed");
                 return;
@@ -165,7 +212,8 @@ static void fence_undo(Fence *f) {
         const RecordRequest rq = { .project = f->rec.project_id,
                                    .environment = f->rec.environment_id,
                                    .fleet = f->rec.fleet_id,
-                                   .allocation_id = f->rec.allocation_id };
+                                   .allocation_id = f->rec.allocation_id,
+                                   .keep_answered = true };
 
         f->undo = alloc_delete(f->allocator, &rq, on_undone, f);
 }
@@ -186,6 +234,10 @@ static void on_fence_answer(Etcd *e, const EtcdResponse *resp, void *userdata) {
                 return;
         }
         rec = &resp->responses[1];
+        if (rec->n_kvs > 0 && record_is_ours(f, &rec->kvs[0]) && record_answered(&rec->kvs[0])) {
+                fence_kept(f, resp->succeeded);
+                return;
+        }
         if ((rec->n_kvs > 0 && record_is_ours(f, &rec->kvs[0])) ||
             (!resp->succeeded && resp->responses[0].n_kvs > 0 &&
              resp->responses[0].kvs[0].value_len == strlen(f->claim_value) &&

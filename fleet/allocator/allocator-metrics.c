@@ -125,6 +125,10 @@ int allocator_metrics_format(const AllocatorMetrics *m, const AllocatorGauges *g
         put_counter(f, "slotd_allocator_fence_undone_total",
                     "Claims answered 503 that etcd applied all the same, deleted again.",
                     m->fence_undone);
+        put_counter(f, "slotd_allocator_fence_kept_total",
+                    "Claims answered 503 that etcd applied all the same, kept: a POST of the "
+                    "same allocationId was answered 200 with them first.",
+                    m->fence_kept);
         put_counter(f, "slotd_allocator_claim_conflicts_total",
                     "Claim transactions whose slot was taken or changed first.",
                     m->txn_conflicts);

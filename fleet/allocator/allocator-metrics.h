@@ -59,6 +59,8 @@ typedef struct AllocatorMetrics {
         uint64_t fences;        /* claims in doubt answered 503, their slot fenced */
         uint64_t fence_retries; /* fence transactions etcd did not answer, sent again */
         uint64_t fence_undone;  /* claims in doubt found applied, deleted again */
+        uint64_t fence_kept;    /* claims in doubt found applied, kept: a POST of the same
+                                 * allocationId was answered 200 with the record first */
         uint64_t txn_conflicts;  /* claim transactions whose compares failed */
         uint64_t claims_replaced[_REPLACE_REASON_MAX];
         uint64_t claims_dropped; /* refused (or orphaned) claims that could be placed nowhere */

@@ -80,6 +80,8 @@ typedef enum RecordOutcome {
         RECORD_NOT_FOUND,   /* no record of the allocationId in the fleet, or one of another
                              * project or environment */
         RECORD_CHANGED,     /* DELETE: the record changed under each of attempts deletions */
+        RECORD_KEPT,        /* a fence's deletion (keep_answered): the record is marked
+                             * answered (a POST of it was answered 200 with it): not deleted */
         RECORD_ETCD_FAILED, /* etcd failed or did not answer: detail, its message or NULL */
         RECORD_NO_MEMORY,
         _RECORD_OUTCOME_MAX,
@@ -89,6 +91,9 @@ typedef enum RecordOutcome {
 typedef struct RecordRequest {
         const char *project, *environment, *fleet;
         const char *allocation_id; /* NULL for the list */
+        bool keep_answered; /* DELETE by a fence's resolution (allocator-fence.c): a record
+                             * read marked answered is kept (RECORD_KEPT); one read unmarked
+                             * is deleted only as read (its mod_revision) */
 } RecordRequest;
 
 /* Which records the list holds: the door fills it from the route and the query string. */

@@ -98,6 +98,7 @@ static RecordOp *record_op_new(Allocator *a, const RecordRequest *r, char *key,
                 .environment = strdup(r->environment),
                 .fleet = strdup(r->fleet),
                 .allocation_id = r->allocation_id ? strdup(r->allocation_id) : NULL,
+                .keep_answered = r->keep_answered,
         };
         if (!op->key || !op->request.project || !op->request.environment ||
             !op->request.fleet || (r->allocation_id && !op->request.allocation_id)) {
@@ -473,6 +474,12 @@ static void on_delete_read(Etcd *e, const EtcdResponse *resp, void *userdata) {
         }
         if (!record_op_record(op, resp, &rec))
                 return;
+        /* A fence's: the transaction compares the record as read here, unmarked; a POST's
+         * mark applied first changes it, and this reads it again. */
+        if (op->request.keep_answered && allocation_record_answered(&rec)) {
+                record_op_finish(op, RECORD_KEPT);
+                return;
+        }
         op->record_revision = resp->kvs[0].mod_revision;
         if (rec.status == ALLOCATION_CLAIMED && !str_isempty(rec.machine_id))
                 r = delete_claimed(op, &rec);
@@ -516,7 +523,8 @@ static bool delete_direct(RecordOp *op) {
 }
 
 static void delete_start(RecordOp *op) {
-        if (!delete_direct(op))
+        /* A fence's reads the record: whether it is marked answered is its own to tell. */
+        if (op->request.keep_answered || !delete_direct(op))
                 delete_read(op);
 }
 

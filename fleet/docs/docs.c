@@ -99,6 +99,8 @@ static const Field record_fields[] = {
         FIELD(AllocationRecord, "error", FIELD_STRING, error),
         FIELD(AllocationRecord, "failed", FIELD_TIME, failed),
         FIELD(AllocationRecord, "restart", FIELD_BOOL, restart),
+        FIELD(AllocationRecord, "answeredRequestId", FIELD_STRING, answered_request_id),
+        FIELD(AllocationRecord, "answered", FIELD_TIME, answered),
 };
 
 static const Field claim_fields[] = {

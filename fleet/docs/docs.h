@@ -188,11 +188,20 @@ typedef struct AllocationRecord {
         char *error;     /* the last host's refusal; failed: why it failed */
         usec_t failed;   /* failed: when */
         bool restart;    /* the POST's restart: each claim of it asks for it (absent: false) */
+        /* A later POST of the same allocationId answered 200 with this record (SPEC §13, "a
+         * 503 is never an allocation"): its requestId and when (absent or "": none was). A fence's
+         * resolution keeps a record so marked. */
+        char *answered_request_id;
+        usec_t answered;
 } AllocationRecord;
 
 int allocation_record_format(const AllocationRecord *d, char **ret);
 int allocation_record_parse(const char *text, size_t len, AllocationRecord *ret);
 void allocation_record_done(AllocationRecord *d);
+/* Whether a later POST of its allocationId was answered 200 with the record. */
+static inline bool allocation_record_answered(const AllocationRecord *d) {
+        return d->answered != 0 || (d->answered_request_id && d->answered_request_id[0] != '\0');
+}
 
 /* ---- claim: <prefix>/hosts/<machineID>/claims/<slotID> ---- */
 

@@ -9,10 +9,13 @@ Every connection is relayed to 127.0.0.1:UPSTREAM byte for byte and in order. Wh
 exists and holds a MARKER (bytes only the request to hold has, e.g. a claim key's "/claims/"),
 the next gRPC call whose first DATA frame holds MARKER is held: its HEADERS frame and every
 byte the client sends after it on that connection stay in the relay for MS milliseconds (the
-client's request times out meanwhile, and the client goes to its next endpoint), then go to
-etcd in their order, but for the client's RST_STREAM of the held call, which is dropped (the
-member got the request before the client gave up on it: it proposes it when it wakes). FILE
-is removed. Nothing is reordered, so HTTP/2's header compression stays in step.
+client's request times out meanwhile, and the client goes to its next endpoint, if it has
+one), then go to etcd in their order, but for the client's RST_STREAM of the held call, which
+is dropped (the member got the request before the client gave up on it: it proposes it when
+it wakes). FILE is removed. Nothing is reordered, so HTTP/2's header compression stays in
+step. FILE may hold "MARKER MS" (this hold's own time) or "MARKER release" (held until
+FILE.release exists, which is then removed). Once a hold is released, FILE armed again holds
+the next call it matches, on any connection.
 
 etcd's late answer to the held call goes to the client (which reset the stream and ignores
 it); the relay reads it and logs whether the transaction's compares held:
@@ -112,11 +115,15 @@ class Relay:
             f.write(line + "\n")
 
     def marker(self):
+        """The armed marker and how long to hold (b"" and None when not armed)."""
         try:
             with open(self.args.arm, "rb") as f:
-                return f.read().strip()
+                words = f.read().split()
         except FileNotFoundError:
-            return b""
+            return b"", None
+        if not words:
+            return b"", None
+        return words[0], (words[1].decode() if len(words) > 1 else None)
 
     async def client(self, creader, cwriter):
         try:
@@ -124,14 +131,21 @@ class Relay:
         except OSError:
             cwriter.close()
             return
-        st = {"held": None, "stream": None, "released": False}
+        st = {"held": None, "streams": set()}
 
-        async def release(stream):
-            await asyncio.sleep(self.args.hold_ms / 1000)
+        async def release(stream, how):
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            if how == "release":
+                gate = self.args.arm + ".release"
+                while not os.path.exists(gate):
+                    await asyncio.sleep(0.02)
+                os.unlink(gate)
+            else:
+                await asyncio.sleep((int(how) if how else self.args.hold_ms) / 1000)
             held, st["held"] = st["held"], None
-            st["released"] = True
             uwriter.write(b"".join(r for t, _, s, _, r in held if not (t == RST_STREAM and s == stream)))
-            self.note("released stream %d after %d ms" % (stream, self.args.hold_ms))
+            self.note("released stream %d after %d ms" % (stream, (loop.time() - start) * 1000))
             await uwriter.drain()
 
         async def up():
@@ -154,7 +168,7 @@ class Relay:
                     if st["held"] is not None:
                         st["held"].append((ftype, flags, stream, payload, raw))
                         continue
-                    m = self.marker() if not st["released"] else b""
+                    m, how = self.marker()
                     if m and opening is None and ftype == HEADERS and not flags & END_STREAM:
                         opening = stream
                     if opening is None:
@@ -164,9 +178,10 @@ class Relay:
                     if ftype == DATA and stream == opening:
                         if m and m in payload:
                             os.unlink(self.args.arm)
-                            st["held"], st["stream"] = pending, stream
+                            st["held"] = pending
+                            st["streams"].add(stream)
                             self.note("held %s (stream %d)" % (m.decode(), stream))
-                            asyncio.ensure_future(release(stream))
+                            asyncio.ensure_future(release(stream, how))
                         else:
                             uwriter.write(b"".join(p[4] for p in pending))
                         pending, opening = [], None
@@ -178,9 +193,9 @@ class Relay:
                 data = await ureader.read(65536)
                 if not data:
                     return
-                if st["stream"] is not None:
+                if st["streams"]:
                     for ftype, flags, stream, payload, _ in frames.feed(data):
-                        if stream != st["stream"]:
+                        if stream not in st["streams"]:
                             continue
                         if ftype == DATA and len(payload) > 5:
                             self.note("answered stream %d: succeeded=%s" % (

@@ -191,12 +191,13 @@ check_views
 # A claim whose outcome etcd left unknown (answered 503) fenced its slot (allocator-fence.c):
 # free in etcd, but refused until the fence's lease (60 s) ends. Its fence must be resolved
 # (no fence transaction still asked), and the slot given back, before the fleet is filled.
-fences=0 undone=0
+fences=0 undone=0 kept=0
 for r in $(seq 1 $REPLICAS); do
         fences=$((fences + $(metric "$r" slotd_allocator_fences_total)))
         undone=$((undone + $(metric "$r" slotd_allocator_fence_undone_total)))
+        kept=$((kept + $(metric "$r" slotd_allocator_fence_kept_total)))
 done
-note "claims in doubt fenced: $fences, of which applied and deleted again: $undone; fences in etcd: $(count_keys fences/)"
+note "claims in doubt fenced: $fences, of which applied and deleted again: $undone, applied and kept (a retry answered 200 first): $kept; fences in etcd: $(count_keys fences/)"
 unfenced() {
         local r
         [ "$(count_keys fences/)" = 0 ] || return 1

@@ -355,6 +355,11 @@ static void test_record_delete(void **state) {
                                        .attempts = 4 },
                       503, "{\"error\":\"allocation " ID " changed under each of 4 attempts to "
                            "delete it; try again\"}");
+        /* A fence's deletion alone ends so (keep_answered); the door never asks for one. */
+        expect_record(record_delete_answer_http,
+                      &(RecordAnswer){ .outcome = RECORD_KEPT, .request = &one }, 500,
+                      "{\"error\":\"allocation " ID " kept: a POST of it was answered with "
+                      "it\"}");
 }
 
 /* The outcomes every one of them may end in, answered alike. */

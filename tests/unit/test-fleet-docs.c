@@ -326,6 +326,23 @@ static void test_record(_unused_ void **state) {
         assert_string_equal(p.payload, "{\"map\":\"dust\"}");
         assert_int_equal(p.fulfilled, T1 + 5000);
         assert_true(strv_equal(p.excluded, excluded));
+        assert_string_equal(p.answered_request_id, ""); /* none: written "" as any string */
+        assert_int_equal(p.answered, 0);
+        assert_false(allocation_record_answered(&p));
+        allocation_record_done(&p);
+
+        /* A later POST answered 200 with it: its requestId and time, kept through a rewrite
+         * (a fence's resolution reads them, SPEC §13). */
+        text = mfree(text);
+        d.answered_request_id = (char *) "7f0e4b2c-1d3a-4e5f-8a9b-0c1d2e3f4a5b";
+        d.answered = T1 + 9000;
+        assert_int_equal(allocation_record_format(&d, &text), 0);
+        assert_non_null(strstr(text, "\"answeredRequestId\":\"7f0e4b2c-1d3a-4e5f-8a9b-0c1d2e3f4a5b\""));
+        assert_int_equal(allocation_record_parse(text, strlen(text), &p), 0);
+        assert_string_equal(p.answered_request_id, "7f0e4b2c-1d3a-4e5f-8a9b-0c1d2e3f4a5b");
+        assert_int_equal(p.answered, T1 + 9000);
+        assert_int_equal(p.fulfilled, T1 + 5000);
+        assert_true(allocation_record_answered(&p));
         allocation_record_done(&p);
 
         assert_int_equal(allocation_record_parse(
