@@ -69,8 +69,7 @@ int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret) 
             asprintf(&s->home, "%s/%s/slot-%u", host->slots_dir, f->config->name, id) < 0 ||
             asprintf(&s->log_dir, "%s/logs", s->home) < 0 ||
             asprintf(&s->notify_path, "%s/%u", host->notify_dir, id) < 0 ||
-            asprintf(&s->log_fields[0], "SLOT_ID=%u", id) < 0 ||
-            asprintf(&s->log_fields[1], "FLEET=%s", f->config->name) < 0 ||
+            slot_log_fields_init(&s->log_fields, id, f->config->name) < 0 ||
             !(s->build_configuration = strdup(f->config->build_configuration))) {
                 slot_free(s);
                 return -ENOMEM;
@@ -109,8 +108,7 @@ Slot *slot_free(Slot *s) {
         free(s->cgroup_path);
         free(s->home);
         free(s->log_dir);
-        free(s->log_fields[0]);
-        free(s->log_fields[1]);
+        slot_log_fields_done(&s->log_fields);
         free(s->allocation_uuid);
         free(s->reservation_uuid);
         free(s->build_configuration);
