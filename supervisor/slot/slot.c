@@ -58,7 +58,7 @@ int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret) 
         s->id = id;
         s->index = index;
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
-        s->token_fd = -EBADF;
+        s->token_fd = s->output_fd = -EBADF;
         s->cpu_stat_fd = s->memory_fd = s->memory_events_fd = -EBADF;
         s->statm = CG_STATM_INIT;
         s->port = (uint16_t) (f->config->game_port_base + index);
@@ -86,6 +86,7 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->keeper_io);
         safe_close(s->keeper_pidfd);
         safe_close(s->token_fd);
+        safe_close(s->output_fd);
         sd_event_source_disable_unref(s->account_timer);
         sd_event_source_disable_unref(s->stop_timer);
         sd_event_source_disable_unref(s->start_defer);

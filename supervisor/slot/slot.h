@@ -83,6 +83,8 @@ typedef struct Slot {
         usec_t restored_payload_at; /* when its allocation's payload was given (CLOCK_BOOTTIME) */
         int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
         int notify_fd;            /* <state_dir>/notify.d/<id>, held by the keeper too */
+        int output_fd;            /* the log pipe's read end, held beside the keeper's, so
+                                   * that a keeper killed outright loses none (slot-output.c) */
         sd_event_source *notify_source;
         char *notify_path;
         int token_fd;             /* the keeper's restart eventfd (keeper.c), -1: none */
