@@ -41,13 +41,18 @@ fail() {
 write_config
 USAGE_CPU=0.5 USAGE_MEMORY=64M write_fleet game "servers = 2" \
         "[ports]" "game_base = 26800" "query_base = 26850" "[checks]" "interval = 0"
+USAGE_CPU=0.5 USAGE_MEMORY=64M write_fleet other "servers = 1" \
+        "[ports]" "game_base = 26900" "query_base = 26950" "[checks]" "interval = 0"
 # stderr is journald's stream, as systemd makes it for a unit: systemd-cat connects it and
 # execs, the shell says which stream it is (JOURNAL_STREAM, dev:ino) and execs slotd.
-SLOTD_LOG_LEVEL=debug systemd-cat -t slotd sh -c \
-        'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) exec "$@"' sh \
-        "$SLOTD" --config "$T/etc/slotd.ini" &
-SLOTD_PID=$!
-wait_until 20 "slotd on the bus" bus_name_owned
+start_slotd_journal() {
+        SLOTD_LOG_LEVEL=debug systemd-cat -t slotd sh -c \
+                'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) exec "$@"' sh \
+                "$SLOTD" --config "$T/etc/slotd.ini" &
+        SLOTD_PID=$!
+        wait_until 20 "slotd on the bus" bus_name_owned
+}
+start_slotd_journal
 wait_prop 0 ProcessState running
 wait_prop 1 ProcessState running
 
@@ -99,4 +104,13 @@ after=$(journalctl --no-pager -o json _PID="$SLOTD_PID" SLOT_ID="$a" |
 named=$(journalctl --no-pager -o json --after-cursor="$after" _PID="$SLOTD_PID" SLOT_ID="$a" |
         jq -r 'select(.ALLOCATION_ID) | .MESSAGE')
 assert_eq "$named" "" "slot $a's entries after its deallocation that name an allocation"
+
+# A slot the next slotd no longer has (its fleet is gone from the configuration): the line
+# that drops its allocation, logged by the manager, names it as the slot's own lines do.
+O=0b5e8c1d-3f2a-4e6b-9c7d-1a2b3c4d5e6f
+o=$(allocate other "$O")
+stop_slotd
+rm "$T/etc/fleets.d/other.ini"
+start_slotd_journal
+entry "held allocation $O but is no longer configured" "$o" FLEET=other ALLOCATION_ID="$O"
 finish
