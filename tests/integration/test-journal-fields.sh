@@ -3,8 +3,9 @@
 # journald (JOURNAL_STREAM), every entry slotd logs about a slot carries SLOT_ID= and FLEET=,
 # and while the slot has them ALLOCATION_ID= and RESERVATION_ID=: the allocation's own lines,
 # those of events that are not about it (the server's exit), none once it is over.
-# The test runs a journald of its own in a mount namespace of its own (tmpfs on
-# /run/systemd/journal, /run/log and /var/log/journal): the host's journal is not touched, and
+# The test runs a journald of its own in a mount namespace of its own (tmpfs on /run and
+# /var/log/journal: nothing of the test's uses the host's /run): the host's journal, and its
+# /run, are not touched, and
 # a host without systemd as PID 1 runs it too. tests/vm/systemd-host-test checks the same under
 # the shipped unit.
 if [ -z "${SLOTD_IT_MOUNTNS:-}" ]; then
@@ -23,9 +24,8 @@ for c in systemd-cat journalctl jq; do
 done
 
 # A journald of our own: its sockets and its files on tmpfs, in this namespace only.
-mkdir -p /run/systemd/journal /run/log 2>/dev/null || skip "cannot make /run/systemd/journal"
-mount -t tmpfs -o mode=755 slotd-it-journal /run/systemd/journal || skip "cannot mount a tmpfs"
-mount -t tmpfs -o mode=755 slotd-it-journal /run/log || skip "cannot mount a tmpfs"
+mount -t tmpfs -o mode=755 slotd-it-journal /run || skip "cannot mount a tmpfs on /run"
+mkdir -p /run/systemd/journal /run/log
 if [ -d /var/log/journal ]; then
         mount -t tmpfs -o mode=755 slotd-it-journal /var/log/journal || skip "cannot mount a tmpfs"
 fi
