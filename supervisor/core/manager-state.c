@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager.h"
 #include "manager-metrics.h"
+#include "slot-log-fields.h"
 #include "state-file.h"
 
 /* A snapshot that failed (for space: the new file needs its own) is tried again after this;
@@ -345,6 +346,20 @@ int manager_open_state(Manager *m) {
         return 0;
 }
 
+/* The end of an allocation whose slot is gone: in the journal with the fields a slot's own
+ * entries carry (slot-log-fields.h), so that the allocation's story ends there too. */
+static void log_dropped_allocation(const SlotRecord *sr) {
+        SlotLogFields f = {};
+
+        if (slot_log_fields_init(&f, sr->id, sr->fleet) >= 0)
+                (void) slot_log_fields_set(&f, sr->allocation_uuid, NULL);
+        (void) log_internal(LOG_WARNING, 0, NULL, f.list[0] ? f.list : NULL, __FILE__, __LINE__,
+                            __func__, "Slot %u of fleet %s held allocation %s but is no longer "
+                            "configured; the allocation is dropped", sr->id, sr->fleet,
+                            sr->allocation_uuid);
+        slot_log_fields_done(&f);
+}
+
 /* Puts back what the previous slotd made durable. Runs before any slot starts. */
 int manager_restore_state(Manager *m) {
         _cleanup_free_ char *text = NULL;
@@ -384,9 +399,7 @@ int manager_restore_state(Manager *m) {
 
                 if (!s || !streq(s->fleet->config->name, sr->fleet)) {
                         if (sr->allocation_uuid)
-                                log_warning("Slot %u of fleet %s held allocation %s but is no "
-                                            "longer configured; the allocation is dropped",
-                                            sr->id, sr->fleet, sr->allocation_uuid);
+                                log_dropped_allocation(sr);
                         continue;
                 }
                 /* What the game server last heard, before the restore sets the

@@ -474,10 +474,10 @@ static void notify_stray(Slot *s, pid_t pid, const char *why) {
 
         if (ratelimit_tell(&s->notify_stray_log, now_usec(CLOCK_MONOTONIC), FLOOD_LOG_INTERVAL,
                            &untold))
-                log_notice("Slot %u's notify socket: dropping a datagram %s (process %d; %u more "
-                           "dropped untold since the last such line, at most one every %u s)",
-                           s->id, why, (int) pid, untold,
-                           (unsigned) (FLOOD_LOG_INTERVAL / USEC_PER_SEC));
+                log_slot_notice(s, "Its notify socket: dropping a datagram %s (process %d; %u "
+                                "more dropped untold since the last such line, at most one "
+                                "every %u s)", why, (int) pid, untold,
+                                (unsigned) (FLOOD_LOG_INTERVAL / USEC_PER_SEC));
 }
 
 /* Handles the datagram at the head of a slot's notify socket, left there (MSG_PEEK); false

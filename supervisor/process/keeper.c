@@ -25,7 +25,9 @@
  * the keeper's total of dropped bytes with the last errno, "lost BYTES ERRNO", padded to 32
  * bytes, is written at offset 128 of fd 3 for slotd to log and count. A full pipe blocks the
  * servers' writes: they are slowed, never dropped. Before writing the exit status the keeper
- * empties the pipe, so that the server's last lines come first.
+ * empties the pipe, so that the server's last lines come first. slotd holds the pipe's read
+ * end too (taken back from fd 7 of a keeper it adopts) and empties it into server.log itself
+ * when a keeper is killed before it could (slot-output.c).
  *
  * Restarts. With BUILD and its arguments (and the server's environment as its own), fd 5 is
  * a non-blocking eventfd through which slotd hands it one restart at a time, and fds 0-2 are the

@@ -91,7 +91,8 @@ int spawn_read_status(int status_fd, int *ret_code, int *ret_signal, bool *ret_c
 #define KEEPER_LOG_LOST_OFFSET 128
 
 /* The keeper's descriptors for the servers' output (keeper.c): the log pipe's read end, the
- * logs directory and server.log. */
+ * logs directory and server.log. slotd takes the read end back from an adopted keeper with
+ * pidfd_getfd(), to empty the pipe should the keeper be killed (slot-output.c). */
 #define KEEPER_PIPE_FD 7
 #define KEEPER_LOGS_DIR_FD 8
 #define KEEPER_LOG_FD 9

@@ -8,6 +8,12 @@
 #include "timestamp.h"
 #include "wallclock.h"
 
+/* The journal fields of the slot's entries follow its session (slot-log-fields.h). */
+static void slot_update_log_fields(Slot *s) {
+        if (slot_log_fields_set(&s->log_fields, s->allocation_uuid, s->reservation_uuid) < 0)
+                (void) log_oom();
+}
+
 /* Links the UUID to the slot; server.json is the caller's. */
 static int slot_take_allocation(Slot *s, const char *uuid) {
         char *copy = NULL;
@@ -28,6 +34,7 @@ static int slot_take_allocation(Slot *s, const char *uuid) {
                 slot_hook_uuid_unlink(s, s->allocation_uuid);
         free(s->allocation_uuid);
         s->allocation_uuid = copy;
+        slot_update_log_fields(s);
         return 0;
 }
 
@@ -105,6 +112,7 @@ void slot_end_reservation(Slot *s) {
                 return;
         slot_hook_uuid_unlink(s, s->reservation_uuid);
         s->reservation_uuid = mfree_str(s->reservation_uuid);
+        slot_update_log_fields(s);
         s->reserved_until = 0;
         s->reserve_timer = sd_event_source_disable_unref(s->reserve_timer);
 }
@@ -137,6 +145,7 @@ static int slot_reserve_until(Slot *s, const char *uuid, usec_t until) {
         }
         slot_end_hold(s, HOLD_EVENT_RESERVE);
         s->reservation_uuid = TAKE_PTR(copy);
+        slot_update_log_fields(s);
         s->reserved_until = until;
         log_slot_info(s, "Reserved for %s", s->reservation_uuid);
         slot_hook_changed(s, true);

@@ -42,6 +42,11 @@ void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal);
 pid_t slot_find_keeper(Slot *s);
 int slot_adopt(Slot *s, pid_t keeper);
 
+/* slot-output.c: slotd's own hold on the log pipe's read end (fd: taken, or -EBADF), and at
+ * the keeper's exit what the keeper left there moved into server.log (or counted lost). */
+void slot_output_hold(Slot *s, int fd);
+void slot_output_drain(Slot *s);
+
 /* slot-alloc.c: allocation, reservation, hold. */
 int slot_set_allocation(Slot *s, const char *uuid);
 

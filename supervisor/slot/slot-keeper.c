@@ -215,6 +215,9 @@ void slot_keeper_exited(Slot *s, int keeper_code, int keeper_signal) {
         s->keeper_pidfd = safe_close(s->keeper_pidfd);
         slot_checks_stop(s);
         slot_close_notify(s);
+        /* What a keeper killed outright left in the pipe: in server.log before the exit is
+         * told, as the keeper does with the server's last lines. */
+        slot_output_drain(s);
         if (s->status_fd < 0 ||
             spawn_read_status(s->status_fd, &s->exit_code, &s->exit_signal, &s->exit_core) <= 0) {
                 s->exit_code = keeper_code;
@@ -327,7 +330,7 @@ static void slot_adopt_notify(Slot *s, pid_t keeper, int pidfd) {
 /* Live restore: a server an earlier slotd started (before a SIGKILL, a crash or a Reexecute)
  * runs on under its keeper. Take it back as it is: no restart, no second server. */
 int slot_adopt(Slot *s, pid_t keeper) {
-        int pidfd, r;
+        int pidfd, output, r;
 
         pidfd = (int) syscall(SYS_pidfd_open, keeper, 0);
         if (pidfd < 0)
@@ -348,6 +351,12 @@ int slot_adopt(Slot *s, pid_t keeper) {
         if (!s->ready && s->status_fd >= 0 && spawn_marked_ready(s->status_fd, s->keeper_restarts) > 0)
                 slot_became_ready(s, "READY=1, as marked before slotd went away");
         slot_adopt_notify(s, keeper, pidfd);
+        /* The log pipe too: a keeper killed from here on leaves its content to us. */
+        output = (int) syscall(SYS_pidfd_getfd, pidfd, KEEPER_PIPE_FD, 0);
+        if (output < 0)
+                (void) log_slot_full_errno(s, LOG_DEBUG, errno, "Cannot take back the log pipe "
+                                           "of keeper %d: %m", (int) keeper);
+        slot_output_hold(s, output);
         log_slot_info(s, "Adopted the running server %d (keeper %d)%s", (int) slot_server_pid(s),
                       (int) keeper, s->allocation_uuid ? ", its allocation goes on" : "");
         slot_hook_changed(s, true);

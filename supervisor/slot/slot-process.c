@@ -374,6 +374,7 @@ static int slot_spawn(Slot *s) {
         if (r < 0)
                 return r;
         TAKE_FD(pidfd);
+        slot_output_hold(s, TAKE_FD(log.pipe[0]));
 
         s->main_pid = pid;
         s->ready = false;

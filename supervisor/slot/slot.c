@@ -58,7 +58,7 @@ int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret) 
         s->id = id;
         s->index = index;
         s->cgroup_fd = s->home_fd = s->status_fd = s->keeper_pidfd = s->notify_fd = -EBADF;
-        s->token_fd = -EBADF;
+        s->token_fd = s->output_fd = -EBADF;
         s->cpu_stat_fd = s->memory_fd = s->memory_events_fd = -EBADF;
         s->statm = CG_STATM_INIT;
         s->port = (uint16_t) (f->config->game_port_base + index);
@@ -69,8 +69,7 @@ int slot_new(SlotHost *host, Fleet *f, unsigned id, unsigned index, Slot **ret) 
             asprintf(&s->home, "%s/%s/slot-%u", host->slots_dir, f->config->name, id) < 0 ||
             asprintf(&s->log_dir, "%s/logs", s->home) < 0 ||
             asprintf(&s->notify_path, "%s/%u", host->notify_dir, id) < 0 ||
-            asprintf(&s->log_fields[0], "SLOT_ID=%u", id) < 0 ||
-            asprintf(&s->log_fields[1], "FLEET=%s", f->config->name) < 0 ||
+            slot_log_fields_init(&s->log_fields, id, f->config->name) < 0 ||
             !(s->build_configuration = strdup(f->config->build_configuration))) {
                 slot_free(s);
                 return -ENOMEM;
@@ -87,6 +86,7 @@ Slot *slot_free(Slot *s) {
         sd_event_source_disable_unref(s->keeper_io);
         safe_close(s->keeper_pidfd);
         safe_close(s->token_fd);
+        safe_close(s->output_fd);
         sd_event_source_disable_unref(s->account_timer);
         sd_event_source_disable_unref(s->stop_timer);
         sd_event_source_disable_unref(s->start_defer);
@@ -109,8 +109,7 @@ Slot *slot_free(Slot *s) {
         free(s->cgroup_path);
         free(s->home);
         free(s->log_dir);
-        free(s->log_fields[0]);
-        free(s->log_fields[1]);
+        slot_log_fields_done(&s->log_fields);
         free(s->allocation_uuid);
         free(s->reservation_uuid);
         free(s->build_configuration);

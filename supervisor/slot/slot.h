@@ -12,6 +12,7 @@
 #include "config.h"
 #include "ratelimit.h"
 #include "slot-fsm.h"
+#include "slot-log-fields.h"
 #include "slot-host.h"
 #include "slot-metrics.h"
 #include "state-file.h"
@@ -46,7 +47,7 @@ typedef struct Slot {
         char *cgroup_path;        /* absolute */
         char *home;
         char *log_dir;
-        char *log_fields[3];      /* SLOT_ID=…, FLEET=… for the journal */
+        SlotLogFields log_fields; /* SLOT_ID=…, FLEET=…, ALLOCATION_ID=… for the journal */
         char log_prefix[96];
         int cgroup_fd;
         int home_fd;
@@ -82,6 +83,8 @@ typedef struct Slot {
         usec_t restored_payload_at; /* when its allocation's payload was given (CLOCK_BOOTTIME) */
         int status_fd;            /* <state_dir>/exit/<id>, written by the keeper */
         int notify_fd;            /* <state_dir>/notify.d/<id>, held by the keeper too */
+        int output_fd;            /* the log pipe's read end, held beside the keeper's, so
+                                   * that a keeper killed outright loses none (slot-output.c) */
         sd_event_source *notify_source;
         char *notify_path;
         int token_fd;             /* the keeper's restart eventfd (keeper.c), -1: none */
@@ -266,8 +269,8 @@ double slot_cpu_usage(Slot *s);
                 const Slot *_s = (slot);                                                   \
                 int _l = (level), _e = (error);                                            \
                 (log_get_max_level() >= _l)                                                \
-                        ? log_internal(_l, _e, _s->log_prefix, _s->log_fields, __FILE__,   \
-                                       __LINE__, __func__, __VA_ARGS__)                    \
+                        ? log_internal(_l, _e, _s->log_prefix, _s->log_fields.list,        \
+                                       __FILE__, __LINE__, __func__, __VA_ARGS__)          \
                         : -abs(_e);                                                        \
         })
 #define log_slot_debug(s, ...) (void) log_slot_full_errno(s, LOG_DEBUG, 0, __VA_ARGS__)

@@ -7,6 +7,9 @@
 # It goes on across a restart of the server by its keeper and across a restart of slotd (the
 # keeper, adopted, keeps rotating), and on a full slots_dir the output is dropped, counted in
 # LogBytesLost and logged by slotd, the server never blocked; with room again it is written.
+# A keeper killed outright (SIGKILL, as by the OOM killer or cgroup.kill) with output still in
+# the pipe loses none of it: slotd, which holds the pipe's read end too, moves it into
+# server.log before it tells the exit; on a full slots_dir it counts and logs it instead.
 . "$(dirname "$0")/lib.sh"
 command -v mount >/dev/null || skip "mount is not installed"
 command -v curl >/dev/null || skip "curl is not installed"
@@ -101,6 +104,43 @@ check_bounded d
 n=$(consecutive d 4686) || fail "d's lines: $n"
 assert_ok "d's newest lines fill server.log.1 and .2" test "$n" -ge $((2 * MAX / 64))
 
+# 4b. The adopted keeper (its pipe taken back by this slotd) is stopped, the server writes k's
+# 500 lines into the pipe (they fit: 32,000 bytes and a few of its own lines, its capacity is
+# 64 KiB), then the keeper is SIGKILLed: the namespace, and the server, end with it. Every
+# line is in server.log (rotated as the keeper would), the server restarted after.
+keeper_of() { awk '$1 == "PPid:" { print $2 }' "/proc/$1/status"; }
+# kill_keeper_with TAG [CMD...]: stops the keeper, has the server write TAG's 500 lines into
+# the pipe (its "max-players 77" after them tells they are written), runs CMD, and SIGKILLs
+# the keeper.
+max_players_is() { [ "$(server_state 0 max_players)" = "$1" ]; }
+kill_keeper_with() {
+        local keeper
+        keeper=$(keeper_of "$pid")
+        [ -n "$keeper" ] && [ "$keeper" != 1 ] || fail "the keeper of server $pid: '$keeper'"
+        control 0 "max-players 1"
+        wait_until 20 "max_players 1" max_players_is 1
+        kill -STOP "$keeper"
+        control 0 "spam 32000 $1"
+        control 0 "max-players 77"
+        wait_until 20 "the server wrote $1's lines into the pipe" max_players_is 77
+        assert_ok "$1's lines are not in the files yet" eval '! grep -q "^$1 done" "$LOGS"/server.log*'
+        shift
+        "$@"
+        kill -KILL "$keeper"
+}
+kill_keeper_with k
+wait_new_pid 0 "$pid"
+wait_server 0
+pid=$(sprop 0 MainPID)
+wait_until 20 "slotd logs the move" grep -qE \
+        "slot 0 \(game\): Moved [0-9]+ bytes of the server's output that its keeper left in the pipe into .*/server.log" \
+        "$T/slotd.log"
+grep "Moved" "$T/slotd.log" | tail -n 1 | sed 's/^/# /'
+assert_ok "'k done 500' in the files" grep -qx "k done 500" "$LOGS"/server.log*
+n=$(consecutive k 499) || fail "k's lines: $n"
+assert_eq "$n" 500 "k's lines across the files after the keeper's SIGKILL"
+check_bounded k
+
 # 5. slots_dir full: the server's output is dropped, the server goes on (its "done" line is
 # written, to nowhere: it is not blocked), and the loss is counted and logged.
 dd if=/dev/zero of="$T/slots/filler" bs=4k status=none 2>/dev/null || true
@@ -130,4 +170,32 @@ spam f 10000
 assert_eq "$(sprop 0 LogBytesLost)" "$lost" "LogBytesLost once there is room"
 n=$(consecutive f 155) || fail "f's lines: $n"
 assert_eq "$n" 156 "f's lines"
+
+# 7. The keeper killed with l's lines in the pipe while slots_dir is full: server.log cannot
+# take them (what fits in its last page may go there); slotd drops the rest, counts it in
+# LogBytesLost and the metric, and logs it.
+pid=$(sprop 0 MainPID)
+before=$(sprop 0 LogBytesLost)
+# The disk is filled once the lines are in the pipe (the server's state file is there too), and
+# the older files are pinned by links of their own: a rotation frees no room either.
+fill() {
+        ln "$LOGS/server.log.1" "$T/slots/pin.1" && ln "$LOGS/server.log.2" "$T/slots/pin.2" ||
+                fail "cannot pin the older files"
+        dd if=/dev/zero of="$T/slots/filler" bs=4k status=none 2>/dev/null || true
+        assert_eq "$(df --output=avail -B1 "$T/slots" | tail -n 1 | tr -d ' ')" 0 "space left on slots_dir"
+}
+kill_keeper_with l fill
+lost_line() { grep -E "slot 0 \(game\): Dropped [0-9]+ bytes of the server's output that its keeper left in the pipe and .*/server.log could not take: No space left on device" "$T/slotd.log"; }
+wait_until 20 "slotd logs the pipe's loss" lost_line
+lost_line | tail -n 1 | sed 's/^/# /'
+dropped=$(lost_line | tail -n 1 | sed -E 's/.*Dropped ([0-9]+) bytes.*/\1/')
+assert_ok "at least l's lines beyond a page dropped ($dropped)" test "$dropped" -ge $((32011 - 4096))
+# Counted at once, before the exit was told: its "in all" is LogBytesLost then. The server
+# slotd starts again may have its first lines dropped by its keeper since: counted after.
+assert_eq "$(lost_line | tail -n 1 | sed -E 's/.*\(([0-9]+) in all\)$/\1/')" $((before + dropped)) \
+        "LogBytesLost with the pipe's loss"
+assert_ok "LogBytesLost at least that" test "$(sprop 0 LogBytesLost)" -ge $((before + dropped))
+metric_is_prop() { metric_is "$(sprop 0 LogBytesLost)"; }
+wait_until 20 "slotd_log_bytes_lost_total = LogBytesLost" metric_is_prop
+PASSED=$((PASSED + 1))
 finish
