@@ -58,15 +58,18 @@ struct ManagerScope {
         sd_event_source *timeout;
         sd_event_source *done;  /* deferred: goes on out of the bus's callbacks */
         int result;
-        int anchor_pidfd;
+        int anchor_pidfd;       /* while the anchor is not handed over to the scope */
         pid_t anchor;
-        bool moved;             /* the anchor is in the scope */
         char *path;             /* the scope's cgroup, absolute */
 };
 
 static void scope_free(ManagerScope *s) {
         if (!s)
                 return;
+        /* Start-up ended (an error, a signal) before the anchor was settled in anchor/: it
+         * must not stay behind in slotd's unit. The scope was new, so no server is in it. */
+        if (s->anchor_pidfd >= 0)
+                (void) syscall(SYS_pidfd_send_signal, s->anchor_pidfd, SIGKILL, NULL, 0);
         sd_bus_slot_unref(s->match);
         sd_bus_slot_unref(s->call);
         sd_bus_close_unref(s->bus);
@@ -171,10 +174,10 @@ static int scope_on_done(sd_event_source *source, void *userdata) {
                 if (r < 0)
                         log_error_errno(r, "Failed to move the anchor into %s/" ANCHOR_LEAF ": %m",
                                         s->path);
+                else /* the scope's now */
+                        s->anchor_pidfd = safe_close(s->anchor_pidfd);
         }
-        if (r < 0 && s->anchor_pidfd >= 0)
-                (void) syscall(SYS_pidfd_send_signal, s->anchor_pidfd, SIGKILL, NULL, 0);
-        manager_scope_free(m); /* s is gone */
+        manager_scope_free(m); /* s is gone; the anchor killed unless handed over */
         if (r >= 0) {
                 log_info("Slot tree in the scope %s", m->scope);
                 r = manager_startup_finish(m);
@@ -319,7 +322,6 @@ int manager_scope_start(Manager *m) {
         _cleanup_close_ int fd = -EBADF;
         ManagerScope *s;
         size_t n = strlen(m->cgroup_root) - strlen("/slots");
-        int r;
 
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -337,8 +339,5 @@ int manager_scope_start(Manager *m) {
                 scope_finish(s, 0);
                 return 0;
         }
-        r = scope_make(m, s);
-        if (r < 0 && s->anchor_pidfd >= 0)
-                (void) syscall(SYS_pidfd_send_signal, s->anchor_pidfd, SIGKILL, NULL, 0);
-        return r;
+        return scope_make(m, s); /* on failure, manager_free() kills the anchor */
 }

@@ -223,6 +223,7 @@ Manager *manager_free(Manager *m) {
         metrics_done(&m->metrics);
         state_cache_done(&m->state_cache);
         free(m->state_changed);
+        manager_scope_free(m); /* before the event loop, to which it is attached */
         sd_event_source_disable_unref(m->graveyard_source);
         sd_event_source_disable_unref(m->commit_source);
         sd_event_source_disable_unref(m->commit_retry);
@@ -241,7 +242,6 @@ Manager *manager_free(Manager *m) {
         free(m->cgroup_mount);
         free(m->cgroup_root);
         free(m->cgroup_root_relative);
-        manager_scope_free(m);
         free(m->scope);
         free(m->notify_path);
         free(m->slots_dir);
