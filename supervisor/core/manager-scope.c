@@ -11,7 +11,7 @@
  * (CGROUP_DELEGATION.md) gives a manager: a transient scope unit with Delegate=yes, made over
  * org.freedesktop.systemd1.Manager.StartTransientUnit, in the unit's slice:
  *
- *   <slice>/slotd.service              slotd alone; nothing of slotd's below it
+ *   <slice>/slotd.service              slotd and slotd-proxy; a leaf, no group below
  *   <slice>/slotd-slots.scope          Delegate=yes; ours below
  *   <slice>/slotd-slots.scope/anchor   the anchor (below)
  *   <slice>/slotd-slots.scope/slots    the slot tree: <fleet>/slot-<id>
