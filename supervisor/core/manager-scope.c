@@ -243,23 +243,28 @@ static int scope_on_timeout(sd_event_source *source, uint64_t usec, void *userda
 
 static int scope_call(ManagerScope *s) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
-        _cleanup_free_ char *slice = NULL;
+        _cleanup_free_ char *slice = NULL, *unit = NULL;
         int r;
 
         r = sd_pid_get_slice(0, &slice);
+        if (r >= 0)
+                r = sd_pid_get_unit(0, &unit);
         if (r < 0)
-                return log_error_errno(r, "Failed to find slotd's slice: %m");
+                return log_error_errno(r, "Failed to find slotd's unit and slice: %m");
         r = sd_bus_message_new_method_call(s->bus, &msg, "org.freedesktop.systemd1",
                                            "/org/freedesktop/systemd1",
                                            "org.freedesktop.systemd1.Manager",
                                            "StartTransientUnit");
         if (r >= 0)
                 r = sd_bus_message_append(msg, "ss", s->m->scope, "fail");
+        /* Before= slotd's unit: at shutdown slotd stops first, and then the scope's servers
+         * are stopped, with no slotd left to act on their ends. */
         if (r >= 0)
-                r = sd_bus_message_append(msg, "a(sv)", 4,
+                r = sd_bus_message_append(msg, "a(sv)", 5,
                                           "Description", "s", "slotd's game server slots",
                                           "Slice", "s", slice,
                                           "Delegate", "b", 1,
+                                          "Before", "as", 1, unit,
                                           "PIDs", "au", 1, (uint32_t) s->anchor);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "a(sa(sv))", 0);
