@@ -85,6 +85,28 @@ unsigned cg_parse_controllers(const char *text) {
         return mask;
 }
 
+int cg_unit_slots_scope(const char *self_path, const char *unit, char **ret_scope,
+                        char **ret_scope_path) {
+        _cleanup_free_ char *scope = NULL, *path = NULL;
+        size_t n = strlen(unit), k = strlen(".service");
+        const char *p;
+
+        if (n <= k || !streq(unit + n - k, ".service") || strchr(unit, '/'))
+                return -EINVAL;
+        /* The unit's own component: the first one equal to it (its slice's come before). */
+        for (p = self_path; (p = strstr(p, unit)); p++)
+                if (p > self_path && p[-1] == '/' && (p[n] == '/' || !p[n]))
+                        break;
+        if (!p)
+                return -EINVAL;
+        if (asprintf(&scope, "%.*s-slots.scope", (int) (n - k), unit) < 0 ||
+            asprintf(&path, "%.*s%s", (int) (p - self_path), self_path, scope) < 0)
+                return -ENOMEM;
+        *ret_scope = TAKE_PTR(scope);
+        *ret_scope_path = TAKE_PTR(path);
+        return 0;
+}
+
 static int read_file(const char *path, char **ret) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 

@@ -30,6 +30,13 @@ int cg_parse_mountinfo(const char *text, char **ret_mount);
 int cg_parse_proc_cgroup(const char *text, char **ret_path);
 /* Parses a controller list ("cpu io memory pids") into a mask of the controllers we use. */
 unsigned cg_parse_controllers(const char *text);
+/* Under systemd, where the slot tree of the service unit 'unit' (as sd_pid_get_unit() names
+ * it, e.g. "slotd.service") lives: a scope of its own beside the unit in the same slice
+ * ("slotd-slots.scope"), whose cgroup is the unit's sibling. self_path: slotd's cgroup below
+ * the mount, which has the unit's as a component ("/system.slice/slotd.service"). Pure.
+ * -EINVAL: unit is no service, or is not in self_path. */
+int cg_unit_slots_scope(const char *self_path, const char *unit, char **ret_scope,
+                        char **ret_scope_path);
 
 int cg_find_mount(char **ret_mount);                 /* /proc/self/mountinfo */
 int cg_pid_path(pid_t pid, char **ret_path);          /* 0 = self; path relative to mount */

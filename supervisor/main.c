@@ -314,18 +314,21 @@ static unsigned nearest_available_controllers(const char *mount, const char *roo
 }
 
 static void print_cgroups(const Config *c) {
-        _cleanup_free_ char *mount = NULL, *root = NULL;
+        _cleanup_free_ char *mount = NULL, *root = NULL, *scope = NULL;
         unsigned available;
         int r;
 
-        r = manager_resolve_cgroup_root(c, false, &mount, &root);
+        r = manager_resolve_cgroup_root(c, false, &mount, &root, &scope);
         if (r < 0) {
                 printf("cgroups: no cgroup v2 tree found (%s): slots cannot run here\n",
                        strerror(-r));
                 return;
         }
         available = nearest_available_controllers(mount, root);
-        printf("cgroups: slot tree %s; enforceable:", root);
+        printf("cgroups: slot tree %s", root);
+        if (scope)
+                printf(" (in the scope %s, made by slotd at start-up)", scope);
+        printf("; enforceable:");
         for (int k = 0; k < _CGROUP_CONTROLLER_MAX; k++)
                 printf(" %s=%s", cgroup_controller_to_string(k),
                        available & CGROUP_MASK(k) ? "yes" : "no");

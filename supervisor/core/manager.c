@@ -223,6 +223,7 @@ Manager *manager_free(Manager *m) {
         metrics_done(&m->metrics);
         state_cache_done(&m->state_cache);
         free(m->state_changed);
+        manager_scope_free(m); /* before the event loop, to which it is attached */
         sd_event_source_disable_unref(m->graveyard_source);
         sd_event_source_disable_unref(m->commit_source);
         sd_event_source_disable_unref(m->commit_retry);
@@ -241,6 +242,7 @@ Manager *manager_free(Manager *m) {
         free(m->cgroup_mount);
         free(m->cgroup_root);
         free(m->cgroup_root_relative);
+        free(m->scope);
         free(m->notify_path);
         free(m->slots_dir);
         free(m);
@@ -317,8 +319,42 @@ int resolve_identity(const FleetConfig *f, uid_t *ret_uid, gid_t *ret_gid, char 
         return 0;
 }
 
-int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root) {
-        _cleanup_free_ char *mount = NULL, *self = NULL, *root = NULL;
+/* No internal processes: slotd moves into a leaf of its own, and the slot tree grows beside
+ * it. */
+static int self_slots_root(const char *mount, bool create, char **ret_root) {
+        _cleanup_free_ char *self = NULL, *leaf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const char *base;
+        int r;
+
+        r = cg_pid_path(0, &self);
+        if (r < 0)
+                return r;
+        base = strrchr(self, '/');
+        if (streq(self, "/"))
+                r = asprintf(ret_root, "%s/slots", mount);
+        else if (base && streq(base, "/supervisor"))
+                r = asprintf(ret_root, "%s%.*s/slots", mount, (int) (base - self), self);
+        else {
+                if (asprintf(&leaf, "%s%s/supervisor", mount, self) < 0)
+                        return -ENOMEM;
+                if (create) {
+                        r = cg_create(leaf);
+                        if (r >= 0)
+                                r = cg_open(leaf, &fd);
+                        if (r >= 0)
+                                r = cg_attach_at(fd, getpid());
+                        if (r < 0)
+                                return r;
+                }
+                r = asprintf(ret_root, "%s%s/slots", mount, self);
+        }
+        return r < 0 ? -ENOMEM : 0;
+}
+
+int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root,
+                                char **ret_scope) {
+        _cleanup_free_ char *mount = NULL, *root = NULL, *scope = NULL, *scope_path = NULL;
         int r;
 
         r = cg_find_mount(&mount);
@@ -332,45 +368,22 @@ int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, 
                         root = strdup(c->cgroup);
                 else if (asprintf(&root, "%s%s", mount, c->cgroup) < 0)
                         root = NULL;
-        } else {
-                const char *base;
-
-                r = cg_pid_path(0, &self);
+        } else if ((r = manager_systemd_slots_scope(&scope, &scope_path)) != -ENXIO) {
                 if (r < 0)
                         return r;
-                base = strrchr(self, '/');
-                if (streq(self, "/"))
-                        r = asprintf(&root, "%s/slots", mount);
-                else if (base && streq(base, "/supervisor"))
-                        r = asprintf(&root, "%s%.*s/slots", mount, (int) (base - self), self);
-                else {
-                        /* No internal processes: slotd moves into a leaf of its own, and the
-                         * slot tree grows beside it. */
-                        _cleanup_free_ char *leaf = NULL;
-                        _cleanup_close_ int fd = -EBADF;
-
-                        if (asprintf(&leaf, "%s%s/supervisor", mount, self) < 0)
-                                return -ENOMEM;
-                        if (create) {
-                                r = cg_create(leaf);
-                                if (r < 0)
-                                        return r;
-                                r = cg_open(leaf, &fd);
-                                if (r < 0)
-                                        return r;
-                                r = cg_attach_at(fd, getpid());
-                                if (r < 0)
-                                        return r;
-                        }
-                        r = asprintf(&root, "%s%s/slots", mount, self);
-                }
-                if (r < 0)
+                if (asprintf(&root, "%s%s/slots", mount, scope_path) < 0)
                         root = NULL;
+        } else {
+                r = self_slots_root(mount, create, &root);
+                if (r < 0)
+                        return r;
         }
         if (!root)
                 return -ENOMEM;
         *ret_mount = TAKE_PTR(mount);
         *ret_root = TAKE_PTR(root);
+        if (ret_scope)
+                *ret_scope = TAKE_PTR(scope);
         return 0;
 }
 
@@ -415,17 +428,24 @@ static void manager_log_own_memory(Manager *m) {
                                  : "");
 }
 
-static int manager_setup_cgroups(Manager *m) {
-        unsigned enforced = CGROUP_MASK_ALL;
-        size_t n;
+static int manager_find_cgroups(Manager *m) {
         int r;
 
-        r = manager_resolve_cgroup_root(m->config, true, &m->cgroup_mount, &m->cgroup_root);
+        r = manager_resolve_cgroup_root(m->config, true, &m->cgroup_mount, &m->cgroup_root,
+                                        &m->scope);
         if (r == -ENOENT)
                 return log_error_errno(r, "No cgroup v2 file system is mounted (looked in "
                                           "/proc/self/mountinfo)");
         if (r < 0)
                 return log_error_errno(r, "Failed to find the cgroup for the slot tree: %m");
+        return 0;
+}
+
+static int manager_setup_cgroups(Manager *m) {
+        unsigned enforced = CGROUP_MASK_ALL;
+        size_t n;
+        int r;
+
         n = strlen(m->cgroup_mount);
         m->cgroup_root_relative = strdup(m->cgroup_root[n] ? m->cgroup_root + n : "/");
         if (!m->cgroup_root_relative)
@@ -909,6 +929,17 @@ int manager_startup(Manager *m) {
         r = manager_setup_signals(m);
         if (r < 0)
                 return r;
+
+        r = manager_find_cgroups(m);
+        if (r < 0)
+                return r;
+        if (m->scope)
+                return manager_scope_start(m);
+        return manager_startup_finish(m);
+}
+
+int manager_startup_finish(Manager *m) {
+        int r;
 
         r = manager_setup_cgroups(m);
         if (r < 0)

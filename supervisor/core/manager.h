@@ -19,6 +19,8 @@
 #include "token.h"
 #include <linux/filter.h>
 
+typedef struct ManagerScope ManagerScope;
+
 typedef struct Manager {
         sd_event *event;
         const ManagerHooks *hooks;   /* the doors' (manager-hooks.h), set by main.c */
@@ -35,6 +37,9 @@ typedef struct Manager {
         char *cgroup_mount;          /* e.g. /sys/fs/cgroup */
         char *cgroup_root;           /* absolute path of the slot tree */
         char *cgroup_root_relative;  /* the same below the mount, as /proc/PID/cgroup says */
+        char *scope;                 /* under systemd: the scope unit of the slot tree
+                                      * (manager-scope.c); NULL elsewhere */
+        ManagerScope *scope_setup;   /* while that scope is being made or adopted */
         unsigned enforced;           /* CGROUP_MASK of controllers in force for slots */
         int killed_cgroup_bug;       /* spawn_probe_killed_cgroup_bug()'s answer; -1: not asked yet */
         unsigned long nofile_default; /* the soft RLIMIT_NOFILE slotd started with */
@@ -229,8 +234,22 @@ typedef void (*durable_callback_t)(Manager *m, int error, void *userdata);
 int manager_when_durable(Manager *m, durable_callback_t callback, void *userdata);
 void manager_drop_waiters(Manager *m);
 
-/* What the slot tree would look like, for --check. */
-int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root);
+/* Where the slot tree is (and would be, for --check: create false): supervisor.cgroup; under
+ * systemd, <slice>/<unit>-slots.scope/slots (*ret_scope, may be NULL, names the scope, which
+ * manager_scope_start() makes; NULL elsewhere); else a "slots" group beside the "supervisor"
+ * leaf slotd moves itself into (create true). */
+int manager_resolve_cgroup_root(const Config *c, bool create, char **ret_mount, char **ret_root,
+                                char **ret_scope);
+
+/* Under systemd (PID 1, slotd in a service unit of its own), the scope of the slot tree and
+ * its cgroup below the mount (cg_unit_slots_scope()); -ENXIO elsewhere. */
+int manager_systemd_slots_scope(char **ret_scope, char **ret_path);
+/* manager-scope.c: makes (over D-Bus, asynchronously) or adopts m->scope, then calls
+ * manager_startup_finish() from the event loop, or ends the loop with the error. */
+int manager_scope_start(Manager *m);
+void manager_scope_free(Manager *m);
+/* The start-up from the cgroups on (manager_startup() calls it, or manager_scope_start()). */
+int manager_startup_finish(Manager *m);
 
 /* The machine's ID and number (SPEC §2): machine.id, else /etc/machine-id, else "";
  * machine.number, else machine_number_from_id() of that ID. *ret_from names where the number

@@ -529,8 +529,9 @@ ack_check() {
 }
 
 # ---- pids.max over slotd and its slots (issue 14: fork refused) ----
-# pids_limit_init: slotd is to run in $CG/slotd, beside the slot tree $CG/slots, as under a
-# systemd unit with Delegate=yes; LIMIT is where pids.max is the fault: $CG (the unit's
+# pids_limit_init: slotd is to run in $CG/slotd, beside the slot tree $CG/slots, as in a group
+# delegated to it (under systemd that is slotd-slots.scope's, whose TasksMax counts the
+# servers); LIMIT is where pids.max is the fault: $CG (the unit's
 # TasksMax, which counts the game servers too), or, on a host whose v2 tree has no pids
 # controller, a v1 pids group V1 that slotd joins and its children inherit.
 # start_slotd_in_group: start_slotd, in $CG/slotd (and V1). pids_limit_cleanup: the test's

@@ -4,9 +4,9 @@
 # crash: the slot waits, retried with back-off, under the host fault fork or cgroup; the other
 # slots run on; once the fault clears, the slot starts by itself.
 #
-# slotd runs in a group of its own, $CG/slotd, beside the slot tree $CG/slots, as under a
-# systemd unit with Delegate=yes: pids.max on $CG is the unit's TasksMax, and counts the game
-# servers too. On a host whose v2 tree has no pids controller, slotd runs in a v1 pids group
+# slotd runs in a group of its own, $CG/slotd, beside the slot tree $CG/slots, as in a group
+# delegated to slotd: pids.max on $CG is like a unit's TasksMax over slotd and the game
+# servers. On a host whose v2 tree has no pids controller, slotd runs in a v1 pids group
 # instead, which its children inherit.
 . "$(dirname "$0")/lib.sh"
 SIGS="$T/signals.json"

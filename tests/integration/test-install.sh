@@ -60,10 +60,14 @@ python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' \
         "$dest$prefix/share/dbus-1/system.d/org.slotd.Supervisor1.conf" || fail "policy is not XML"
 n=$((n + 1))
 unit="$dest$prefix/lib/systemd/system/slotd.service"
-for kv in Type=notify Delegate=yes KillMode=process; do
+for kv in Type=notify KillMode=process; do
         grep -qx "$kv" "$unit" || fail "unit lacks $kv"
         n=$((n + 1))
 done
+# The slot tree is in slotd-slots.scope, not in the unit's cgroup (manager-scope.c): nothing
+# below the unit is slotd's, so it delegates nothing.
+grep -q '^Delegate=' "$unit" && fail "unit has Delegate=: its cgroup must stay a leaf"
+n=$((n + 1))
 if command -v systemd-analyze >/dev/null && [ -d /run/systemd/system ]; then
         systemd-analyze verify "$unit" "$reg_unit" "$alloc_unit" 2>&1 | grep -v "not executable\|No such file" | grep . &&
                 fail "systemd-analyze verify complains" || true

@@ -7,7 +7,7 @@ sed -i '/^cgroup = /d' "$T/etc/slotd.ini"
 write_fleet idle "[ports]" "game_base = 24000" "query_base = 24100"
 sed -i 's/^\[fleet\]$/[fleet]\nstart_on_provision = no/' "$T/etc/fleets.d/idle.ini"
 
-# slotd starts inside a group of its own (as under systemd with Delegate=yes): it must move
+# slotd starts inside a group of its own (as in a group delegated to it, outside systemd): it must move
 # itself into a "supervisor" leaf and grow "slots" beside it.
 mkdir -p "$CG/unit"
 SLOTD_LOG_LEVEL=debug bash -c 'echo $$ > "$1/unit/cgroup.procs" && shift && exec "$@"' _ "$CG" \

@@ -48,6 +48,37 @@ static void test_proc_cgroup(_unused_ void **state) {
         assert_int_equal(cg_parse_proc_cgroup("4:memory:/x\n", &none), -ENOENT);
 }
 
+static void test_unit_slots_scope(_unused_ void **state) {
+        _cleanup_free_ char *scope = NULL, *path = NULL, *s2 = NULL, *p2 = NULL, *s3 = NULL,
+                            *p3 = NULL;
+        char *none = NULL, *none2 = NULL;
+
+        assert_int_equal(cg_unit_slots_scope("/system.slice/slotd.service", "slotd.service",
+                                             &scope, &path), 0);
+        assert_string_equal(scope, "slotd-slots.scope");
+        assert_string_equal(path, "/system.slice/slotd-slots.scope");
+        /* An older slotd's leaf below the unit, a nested slice, a unit name met earlier in a
+         * longer component. */
+        assert_int_equal(cg_unit_slots_scope("/games.slice/games-eu.slice/slotd.service/supervisor",
+                                             "slotd.service", &s2, &p2), 0);
+        assert_string_equal(s2, "slotd-slots.scope");
+        assert_string_equal(p2, "/games.slice/games-eu.slice/slotd-slots.scope");
+        assert_int_equal(cg_unit_slots_scope("/my-slotd.service.slice/slotd.service", "slotd.service",
+                                             &s3, &p3), 0);
+        assert_string_equal(p3, "/my-slotd.service.slice/slotd-slots.scope");
+        /* Not a service, not in the path, a bare suffix. */
+        assert_int_equal(cg_unit_slots_scope("/user.slice/session-1.scope", "session-1.scope",
+                                             &none, &none2), -EINVAL);
+        assert_int_equal(cg_unit_slots_scope("/system.slice/other.service", "slotd.service",
+                                             &none, &none2), -EINVAL);
+        assert_int_equal(cg_unit_slots_scope("/system.slice/xslotd.service", "slotd.service",
+                                             &none, &none2), -EINVAL);
+        assert_int_equal(cg_unit_slots_scope("/system.slice/.service", ".service", &none, &none2),
+                         -EINVAL);
+        assert_null(none);
+        assert_null(none2);
+}
+
 static void test_controllers(_unused_ void **state) {
         assert_int_equal(cg_parse_controllers("cpuset cpu io memory hugetlb pids rdma misc\n"),
                          CGROUP_MASK_ALL);
@@ -182,6 +213,7 @@ int main(void) {
                 cmocka_unit_test(test_mountinfo_hybrid),
                 cmocka_unit_test(test_mountinfo_unified_and_none),
                 cmocka_unit_test(test_proc_cgroup),
+                cmocka_unit_test(test_unit_slots_scope),
                 cmocka_unit_test(test_controllers),
                 cmocka_unit_test(test_create),
                 cmocka_unit_test(test_format_limit),
