@@ -3,10 +3,10 @@
 
 /* The allocator's operations below its HTTP door (SPEC §13): an allocation asked, placed and
  * claimed (allocator-claim.c); an allocation's record read, the records of a fleet listed, an
- * allocation deleted (allocator-record.c); a fleet's capacity tallied from the view
- * (allocator-capacity.c). Each ends in an outcome of its own. What an outcome becomes on the
- * wire, its status and body, is the door's alone (allocator-answer.h); nothing here knows of
- * HTTP or of the API's JSON. */
+ * allocation deleted (allocator-record.c); a fleet's capacity from the counts the view keeps
+ * (allocator-capacity.c, capacity-index.c). Each ends in an outcome of its own. What an
+ * outcome becomes on the wire, its status and body, is the door's alone (allocator-answer.h);
+ * nothing here knows of HTTP or of the API's JSON. */
 
 #include <stdbool.h>
 #include <stddef.h>

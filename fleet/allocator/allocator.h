@@ -17,7 +17,7 @@
  *   allocator-answer.c   an operation's outcome as its HTTP status and body (pure)
  *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
  *   allocator-record.c   … an allocation's record read, the list, a deletion's transaction
- *   allocator-capacity.c … a fleet's capacity, tallied from the view
+ *   allocator-capacity.c … a fleet's capacity, from the counts the view keeps
  *   allocator-scaler.c   the scaler: its election (etcd's Election service, on a lease), and
  *                        the leader's plan written as commands to the hosts
  *   allocator-fence.c    claims whose outcome etcd left unknown: the slot fenced, the claim undone
