@@ -99,6 +99,25 @@ static void scaler_feed_index(Allocator *a, const char *index_key) {
                 slot_feed_scaler(a, s);
 }
 
+/* The slot as the capacity answer counts it (capacity-index.h). */
+static void slot_feed_capacity(Allocator *a, CacheSlot *s) {
+        const SlotDoc *d = &s->doc;
+        CapacitySlot cs = {
+                .fleet = s->fleet,
+                .machine_id = s->machine_id,
+                .region = d->region_id,
+                .state = d->state,
+                .process_state = d->process_state,
+                .allocation_id = d->allocation_id,
+                .claimed = s->claimed,
+                .hold_until = d->hold_until,
+        };
+        int r = capacity_index_slot_set(a->capacity_index, &s->capacity, &cs);
+
+        if (r < 0)
+                log_debug_errno(r, "Slot %s is not in the capacity's counts: %m", s->key);
+}
+
 static void slot_feed(Allocator *a, CacheSlot *s) {
         const SlotDoc *d = &s->doc;
         PlacementSlot ps = {
@@ -114,6 +133,7 @@ static void slot_feed(Allocator *a, CacheSlot *s) {
         if (r < 0)
                 log_debug_errno(r, "Slot %s is not offered: %m", s->key);
         slot_feed_scaler(a, s);
+        slot_feed_capacity(a, s);
 }
 
 static void slot_unindex_allocation(Allocator *a, CacheSlot *s) {
@@ -145,6 +165,7 @@ static void slot_free(Allocator *a, CacheSlot *s) {
         CacheFleet *f = hashmap_get(&a->cache.fleets, s->fleet);
 
         placement_slot_remove(a->placement, s->machine_id, s->slot_id);
+        capacity_index_slot_remove(a->capacity_index, &s->capacity);
         if (a->scaler_index)
                 scaler_index_slot_remove(a->scaler_index, s->machine_id, s->slot_id);
         slot_unindex_allocation(a, s);
@@ -272,6 +293,7 @@ static void slot_put(Allocator *a, const EtcdKv *kv, ViewFrom from, int64_t answ
 
 static void machine_free(Allocator *a, CacheMachine *m) {
         (void) placement_machine_set(a->placement, m->machine_id, false, false);
+        (void) capacity_index_machine_set(a->capacity_index, m->machine_id, false, false);
         if (a->scaler_index)
                 (void) scaler_index_machine_set(a->scaler_index, m->machine_id, false, false);
         (void) hashmap_remove(&a->cache.machines, m->machine_id, m);
@@ -315,6 +337,10 @@ static void machine_put(Allocator *a, const EtcdKv *kv, ViewFrom from,
         set_stamp(w, from, &m->mod_revision, &m->generation, kv->mod_revision);
         if (placement_machine_set(a->placement, m->machine_id, true, doc.draining) < 0)
                 log_debug("Machine %s is not offered: out of memory", m->machine_id);
+        if (capacity_index_machine_set(a->capacity_index, m->machine_id, true,
+                                       doc.deprovisionable) < 0)
+                log_debug("Machine %s is not in the capacity's counts: out of memory",
+                          m->machine_id);
         if (a->scaler_index &&
             scaler_index_machine_set(a->scaler_index, m->machine_id, true, doc.draining) < 0)
                 log_debug("Machine %s is not in the scaler's counts: out of memory",

@@ -201,6 +201,8 @@ static int allocator_setup(Allocator *a, int listen_fd) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch signals: %m");
         r = placement_new(a->config->strategy, &a->placement);
+        if (r >= 0)
+                r = capacity_index_new(&a->capacity_index);
         if (r < 0)
                 return log_oom();
         r = etcd_new(&a->etcd, a->event, &ec);
@@ -228,6 +230,7 @@ static void allocator_done(Allocator *a) {
         a->batch = etcd_batch_free(a->batch);
         a->etcd = etcd_free(a->etcd);
         a->placement = placement_free(a->placement);
+        a->capacity_index = capacity_index_free(a->capacity_index);
         a->event = sd_event_unref(a->event);
         free(a->token);
         free(a->tls_cert_pem);

@@ -3,10 +3,10 @@
 
 /* The allocator's operations below its HTTP door (SPEC §13): an allocation asked, placed and
  * claimed (allocator-claim.c); an allocation's record read, the records of a fleet listed, an
- * allocation deleted (allocator-record.c); a fleet's capacity tallied from the view
- * (allocator-capacity.c). Each ends in an outcome of its own. What an outcome becomes on the
- * wire, its status and body, is the door's alone (allocator-answer.h); nothing here knows of
- * HTTP or of the API's JSON. */
+ * allocation deleted (allocator-record.c); a fleet's capacity from the counts the view keeps
+ * (allocator-capacity.c, capacity-index.c). Each ends in an outcome of its own. What an
+ * outcome becomes on the wire, its status and body, is the door's alone (allocator-answer.h);
+ * nothing here knows of HTTP or of the API's JSON. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -182,7 +182,7 @@ typedef struct CapacityCount {
 typedef struct CapacityTally {
         uint64_t slots, machines, claimed;
         /* by the slots' state and process state: those of SPEC §13's capacity first, each
-         * even at 0, then any other in the order the slots show it */
+         * even at 0, then any other a slot shows (capacity-index.h) */
         CapacityCount *states, *process_states;
         size_t n_states, n_process_states;
 } CapacityTally;
@@ -200,7 +200,7 @@ typedef struct FleetCapacity {
         CapacityOutcome outcome;
         const char *fleet;
         CapacityTally total;
-        CapacityRegion *regions; /* in the order the view lists their slots first */
+        CapacityRegion *regions; /* in the order the capacity index saw them first */
         size_t n_regions;
         const char **deprovisionable; /* machineIDs, sorted */
         size_t n_deprovisionable;
@@ -210,7 +210,7 @@ typedef struct FleetCapacity {
 /* Whether the fleet view (read) has a slot of the fleet: a fleet it lacks is unknown. */
 bool alloc_fleet_known(Allocator *a, const char *fleet);
 
-/* The fleet's slots tallied, at once. Its strings are the view's:
- * they live until the loop runs again. */
+/* The fleet's capacity, at once, from the counts the view keeps (capacity-index.h): no walk
+ * of its slots. Its strings are the index's: they live until the loop runs again. */
 void alloc_capacity(Allocator *a, const char *fleet, FleetCapacity *ret);
 void fleet_capacity_done(FleetCapacity *c);

@@ -9,6 +9,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "capacity-index.h"
 #include "docs.h"
 #include "etcd.h"
 #include "hashmap.h"
@@ -40,6 +41,7 @@ typedef struct CacheSlot {
         int64_t claim_gone_revision;
         bool claimed;
         unsigned generation;
+        CapacityEntry capacity; /* its part of the capacity index's counts (capacity-index.h) */
         LIST_FIELDS(struct CacheSlot, all);
         LIST_FIELDS(struct CacheSlot, fleet);
 } CacheSlot;

@@ -17,7 +17,7 @@
  *   allocator-answer.c   an operation's outcome as its HTTP status and body (pure)
  *   allocator-claim.c    the operations (allocator-ops.h): placement and the claim transaction
  *   allocator-record.c   … an allocation's record read, the list, a deletion's transaction
- *   allocator-capacity.c … a fleet's capacity, tallied from the view
+ *   allocator-capacity.c … a fleet's capacity, from the counts the view keeps
  *   allocator-scaler.c   the scaler: its election (etcd's Election service, on a lease), and
  *                        the leader's plan written as commands to the hosts
  *   allocator-fence.c    claims whose outcome etcd left unknown: the slot fenced, the claim undone
@@ -31,6 +31,7 @@
  *   allocator-status.c   the fleet status page, GET / (pure HTML)
  *   allocator-metrics.c  the Prometheus exposition, the allocation rate's ring (pure)
  *   placement.c          which slot (pure; the order of SPEC §7 across machines)
+ *   capacity-index.c     the capacity answer's counts per fleet and region (pure)
  *   scaler-index.c       the scaler's counts and candidates per fleet and region (pure) */
 
 #include <systemd/sd-event.h>
@@ -38,6 +39,7 @@
 #include "allocator-config.h"
 #include "allocator-metrics.h"
 #include "allocator-view.h"
+#include "capacity-index.h"
 #include "docs.h"
 #include "etcd.h"
 #include "placement.h"
@@ -75,6 +77,8 @@ struct Allocator {
         /* the scaler's counts and candidates, fed by the view as placement is; made by
          * scaler_start() (NULL on a replica that does not stand for the scaler) */
         ScalerIndex *scaler_index;
+        /* the capacity answer's counts, fed by the view as placement is */
+        CapacityIndex *capacity_index;
         Cache cache;
         AllocatorMetrics metrics;
         MhdEvent *mhd_event;

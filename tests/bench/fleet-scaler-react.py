@@ -5,7 +5,8 @@ time"): one round drains the scaler's buffer with a burst of allocations, times 
 fleet view takes to show the buffer refilled, then deletes them and times how long the surplus
 takes to be stopped. The fleet view is read through the allocator's capacity answer (SPEC §13):
 the region's "scaler" object, {"buffer","busy","free","wanted",...}, polled every --poll s
-(50 ms: at 50,000 slots each answer tallies the whole fleet).
+(50 ms; the answer is made from counts the view keeps, capacity-index.h, not a tally of the
+fleet's slots since 475fab3).
 
   fleet-scaler-react.py --url URL --token-file F --path COLLECTION --fleet NAME --region ID
                         --build-configuration ID --drain D [--threads T] [--timeout S] [--poll S]
@@ -13,7 +14,10 @@ the region's "scaler" object, {"buffer","busy","free","wanted",...}, polled ever
 Prints one JSON object: drain (D), post_s (first POST sent -> last 200), refill_s (last 200 ->
 free back to the buffer with D busy), delete_s (first DELETE sent -> last 204), stop_s (last
 204 -> free back to the buffer with none busy), buffer, the errors (a non-200/204), and
-capacity_ms_median (the capacity answer's time, the poll's cost)."""
+capacity_ms_median and capacity_ms_p90 (the capacity answer's time as the client sees it, the
+poll's cost) of capacity_answers polls, and capacity_idle_ms_median and _p90 of
+--idle-samples (20) answers asked one after the other before the drain (the answer's own
+cost, the fleet at rest)."""
 import argparse
 import concurrent.futures
 import http.client
@@ -96,11 +100,18 @@ def main():
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--poll", type=float, default=0.05)
+    ap.add_argument("--idle-samples", type=int, default=20)
     a = ap.parse_args()
     a.token = open(a.token_file).read().strip()
     a.build = a.build_configuration
     _, v0 = wait_for(a, "the scaler's buffer full", lambda v: v["free"] >= v["buffer"] and v["busy"] == 0)
     buffer = v0["buffer"]
+    idle = []
+    for _ in range(a.idle_samples):
+        t0 = time.monotonic()
+        request(a, "GET", "/v1/fleets/%s/capacity" % a.fleet)
+        idle.append((time.monotonic() - t0) * 1000)
+    idle.sort()
     ids = [str(uuid.uuid4()) for _ in range(a.drain)]
     with concurrent.futures.ThreadPoolExecutor(a.threads) as pool:
         p0, p1, posts = burst(a, pool, "POST", ids)
@@ -113,7 +124,11 @@ def main():
     print(json.dumps({"drain": a.drain, "buffer": buffer, "post_s": round(p1 - p0, 3),
                       "refill_s": round(t_refill - p1, 3), "delete_s": round(d1 - d0, 3),
                       "stop_s": round(t_stop - d1, 3), "errors": errors,
-                      "capacity_ms_median": round(sorted(VIEW_MS)[len(VIEW_MS) // 2], 1)}))
+                      "capacity_ms_median": round(sorted(VIEW_MS)[len(VIEW_MS) // 2], 1),
+                      "capacity_ms_p90": round(sorted(VIEW_MS)[len(VIEW_MS) * 9 // 10], 1),
+                      "capacity_answers": len(VIEW_MS),
+                      "capacity_idle_ms_median": round(idle[len(idle) // 2], 1) if idle else None,
+                      "capacity_idle_ms_p90": round(idle[len(idle) * 9 // 10], 1) if idle else None}))
     return 1 if errors else 0
 
 
