@@ -903,7 +903,8 @@ def main():
     kb, ob, rss_b = b[2:]
     for kind, want in (("slot cgroup", N_SLOTS), ("slot home", N_SLOTS),
                        ("keeper pidfd", len(running)), ("slot notify socket", len(running)),
-                       ("keeper restart eventfd", len(running))):
+                       ("keeper restart eventfd", len(running)),
+                       ("slot log pipe", len(running))):
         passed()
         if kb[kind] != want:
             violation(f"slotd holds {kb[kind]} fds of kind {kind!r}, expected {want}")

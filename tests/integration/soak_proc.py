@@ -68,9 +68,28 @@ def cg_relative():
     return CG[len(mnt):] or "/"
 
 
+def slot_log_pipes():
+    """The pipes the servers of the slots' cgroups write their output into (their stdout and
+    stderr): slotd holds each one's read end beside its keeper (slot-output.c)."""
+    pipes = set()
+    slot_dir = re.compile(r"/slot-\d+(/|$)")
+    for root, _, files in os.walk(CG):
+        if "cgroup.procs" not in files or not slot_dir.search(root):
+            continue
+        for p in read(os.path.join(root, "cgroup.procs")).split():
+            for fd in ("1", "2"):
+                try:
+                    target = os.readlink(f"/proc/{p}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("pipe:["):
+                    pipes.add(target)
+    return pipes
+
+
 def fd_sample(pid):
     """slotd's fds by kind: per slot (cgroup dir, home dir, exit status file, pidfd of a
-    keeper, the keeper's restart eventfd) and the rest, with numbers blanked so that the rest compares as a multiset."""
+    keeper, the keeper's restart eventfd, the read end of its server's output pipe) and the rest, with numbers blanked so that the rest compares as a multiset."""
     kinds, other = collections.Counter(), collections.Counter()
     slot_cg = re.compile(re.escape(CG) + r"/[^/]+/slot-\d+$")
     slot_home = re.compile(re.escape(T) + r"/slots/[^/]+/slot-\d+$")
@@ -81,12 +100,15 @@ def fd_sample(pid):
         f = line.split()
         if len(f) >= 8 and f[7].startswith(T + "/state/notify.d/"):
             notify_inodes.add(f[6])
+    log_pipes = slot_log_pipes()
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
-        if target == "anon_inode:[pidfd]":
+        if target in log_pipes:
+            kinds["slot log pipe"] += 1
+        elif target == "anon_inode:[pidfd]":
             kinds["keeper pidfd"] += 1
         elif target == "anon_inode:[eventfd]":
             kinds["keeper restart eventfd"] += 1
