@@ -229,11 +229,7 @@ static void args_build(Proxy *p, int child_fd, int control_fd, ProxyArgs *a) {
  * slotd, for the next one to attach to. */
 _noreturn_ static void proxy_exec_child(Proxy *p, int child_fd, int control_fd) {
         const char *step = "dup";
-        /* GNUTLS_NO_IMPLICIT_INIT: gnutls, which libmicrohttpd links, would initialise itself
-         * from a constructor at load (~0.6 MiB of its pages and heap); the proxy never speaks
-         * TLS (localproxy/tls-off.c). */
-        char *envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                         (char *) "GNUTLS_NO_IMPLICIT_INIT=1", NULL, NULL };
+        char *envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL, NULL };
         const char *level = getenv("SLOTD_LOG_LEVEL");
         char level_env[64];
         ProxyArgs a = {};
@@ -254,7 +250,7 @@ _noreturn_ static void proxy_exec_child(Proxy *p, int child_fd, int control_fd) 
         (void) close_range((unsigned) exe + 1, ~0U, 0);
         if (level && snprintf(level_env, sizeof(level_env), "SLOTD_LOG_LEVEL=%s", level) <
                              (int) sizeof(level_env))
-                envp[2] = level_env;
+                envp[1] = level_env;
         if (confine_apply(&(ConfineParams){ .uid = p->uid, .gid = p->gid, .nofile = 4096,
                                             .seccomp = p->seccomp },
                           &step) < 0)
