@@ -13,8 +13,9 @@ run=(dbus-daemon systemd python3 iproute2)
 # makes the CA and certificates of the TLS etcd (test-etcd-tls); headless Chromium loads the
 # allocator's status page (test-fleet-status).
 fleet=(etcd-server etcd-client prometheus jq openssl chromium)
-# The Debian packages (debian/, tests/package/build-deb): dpkg-buildpackage, dh, lintian.
-package=(dpkg-dev debhelper build-essential lintian)
+# The Debian packages (debian/, tests/package/build-deb): dpkg-buildpackage, dh, lintian;
+# debootstrap makes the fresh Debian 12 they are installed on (tests/package/fresh-install).
+package=(dpkg-dev debhelper build-essential lintian debootstrap)
 # test-notify-kill stops slotd with gdb at an exact instruction before it SIGKILLs it.
 debug=(gdb)
 vm=(qemu-system-x86 busybox-static cpio xz-utils)

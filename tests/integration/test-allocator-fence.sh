@@ -134,8 +134,9 @@ relay_start 2
 relay_start 3
 ETCD_ENDPOINTS=http://127.0.0.1:${RELAY_PORT[2]}
 fleet_allocator_start 2
-# Replica 3's requests wait as long as the test holds them (its door's deadline is twice it).
-FLEET_ALLOCATOR_EXTRA="timeout = $((30 * TIME_SCALE))s"
+# Replica 3's requests wait as long as the test holds them (its door's deadline is twice it):
+# 30 s, scaled, within etcd.timeout's most (60 s).
+FLEET_ALLOCATOR_EXTRA="timeout = $((30 * TIME_SCALE > 60 ? 60 : 30 * TIME_SCALE))s"
 ETCD_ENDPOINTS=http://127.0.0.1:${RELAY_PORT[3]}
 fleet_allocator_start 3
 ETCD_ENDPOINTS=$ETCD_REAL
