@@ -108,6 +108,10 @@ def fd_sample(pid):
             continue
         if target in log_pipes:
             kinds["slot log pipe"] += 1
+        elif target == "anon_inode:[timerfd]":
+            # sd-event's: one per clock, made the first time a timer of that clock is armed
+            # (a hold's wall-clock deadline makes CLOCK_REALTIME's), so at most one a clock.
+            kinds["event loop clock"] += 1
         elif target == "anon_inode:[pidfd]":
             kinds["keeper pidfd"] += 1
         elif target == "anon_inode:[eventfd]":
