@@ -45,6 +45,10 @@ int slot_adopt(Slot *s, pid_t keeper);
 /* slot-output.c: slotd's own hold on the log pipe's read end (fd: taken, or -EBADF), and at
  * the keeper's exit what the keeper left there moved into server.log (or counted lost). */
 void slot_output_hold(Slot *s, int fd);
+/* logs/server.log (DIR is logs/) as the keeper writes it: a regular file with one link, the
+ * fleet's, positioned at its end (not O_APPEND: splice() refuses it), opened with FLAGS
+ * besides. Returns the fd, and its size in *ret_size (may be NULL). */
+int slot_open_server_log(Slot *s, int dir, int flags, uint64_t *ret_size);
 void slot_output_drain(Slot *s);
 
 /* slot-alloc.c: allocation, reservation, hold. */

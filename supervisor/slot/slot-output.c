@@ -26,15 +26,13 @@ void slot_output_hold(Slot *s, int fd) {
         s->output_fd = fd;
 }
 
-/* logs/server.log as the keeper opens it: a regular file with one link, the fleet's, written
- * at its end (not O_APPEND: splice() refuses it). Returns the fd and its size. */
-static int slot_output_open_log(Slot *s, int dir, uint64_t *ret_size) {
+int slot_open_server_log(Slot *s, int dir, int flags, uint64_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
         off_t end;
 
         fd = openat(dir, "server.log",
-                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0640);
+                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | flags, 0640);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
@@ -47,7 +45,8 @@ static int slot_output_open_log(Slot *s, int dir, uint64_t *ret_size) {
         end = lseek(fd, 0, SEEK_END);
         if (end < 0)
                 return negative_errno();
-        *ret_size = (uint64_t) end;
+        if (ret_size)
+                *ret_size = (uint64_t) end;
         return TAKE_FD(fd);
 }
 
@@ -78,7 +77,7 @@ static uint64_t slot_output_move(Slot *s, int dir, int *ret_error) {
                 size_t len = SLOT_OUTPUT_SPLICE_MAX;
                 ssize_t n;
 
-                if (fd < 0 && (fd = slot_output_open_log(s, dir, &size)) < 0) {
+                if (fd < 0 && (fd = slot_open_server_log(s, dir, O_NONBLOCK, &size)) < 0) {
                         *ret_error = -fd;
                         break;
                 }

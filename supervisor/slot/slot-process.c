@@ -34,24 +34,14 @@ static void slot_log_close(SlotLog *l) {
 static int slot_open_log(Slot *s, SlotLog *ret) {
         _cleanup_close_ int logs = -EBADF, fd = -EBADF;
         int pipefd[2];
-        struct stat st;
 
         logs = openat(s->home_fd, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (logs < 0)
                 return negative_errno();
-        /* Not O_APPEND: splice() does not write to such a file. The keeper is its one writer. */
-        fd = openat(logs, "server.log", O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0640);
+        /* The keeper is its one writer. */
+        fd = slot_open_server_log(s, logs, 0, NULL);
         if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
-                return -EPERM;
-        if ((st.st_uid != s->fleet->uid || st.st_gid != s->fleet->gid) &&
-            fchown(fd, s->fleet->uid, s->fleet->gid) < 0)
-                return negative_errno();
-        if (lseek(fd, 0, SEEK_END) < 0)
-                return negative_errno();
+                return fd;
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return negative_errno();
         if (fcntl(pipefd[0], F_SETFL, O_NONBLOCK) < 0) {
