@@ -194,7 +194,7 @@ etcd_cluster_start() {
 
 # etcd_leader: the index of the member that leads now (fails when none answers).
 etcd_leader() {
-        ectl endpoint status -w json 2>/dev/null | python3 -c '
+        ectl endpoint status -w json 2>/dev/null | py_in '
 import json, sys
 eps = sys.argv[1].split(",")
 for s in json.load(sys.stdin):
@@ -209,7 +209,7 @@ else:
 etcd_make_leader() {
         local i=$1 id
         id=$(ETCDCTL_API=3 etcdctl --endpoints="$(etcd_url "${ETCD_CLIENT_PORT[i]}")" \
-                "${ETCDCTL_TLS[@]}" endpoint status -w json | python3 -c '
+                "${ETCDCTL_TLS[@]}" endpoint status -w json | py_in '
 import json, sys; print("%x" % json.load(sys.stdin)[0]["Status"]["header"]["member_id"])')
         [ "$(etcd_leader)" = "$i" ] || ectl move-leader "$id" >/dev/null ||
                 fail "could not move etcd's leadership to member $i"

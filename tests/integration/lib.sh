@@ -20,6 +20,11 @@ exec 3>&2
 
 # Clocks and naps without a process: in the TCG VM of tests/vm every exec costs 0.1-0.5 s, so a
 # poll loop that ran `date` and `sleep` twice a turn spent most of its time starting them.
+# TIME_SCALE: 1 on a host, 3 in the TCG VM of tests/vm (it sets SLOTD_VM=1; SLOTD_TIME_SCALE
+# overrides), for check intervals that a start-up must not fill: there a test server's
+# start-up costs about 0.15 CPU seconds, on a host a hundredth of that.
+TIME_SCALE=${SLOTD_TIME_SCALE:-${SLOTD_VM:+3}}
+TIME_SCALE=${TIME_SCALE:-1}
 # now_ns: CLOCK_REALTIME in ns, as `date +%s%N` (bash's EPOCHREALTIME, µs).
 now_ns() { local t=${EPOCHREALTIME//[!0-9]/}; echo "${t}000"; }
 # NOW_NS: the same, into a variable, without even a subshell: set_now_ns; use $NOW_NS.
@@ -53,6 +58,48 @@ SLOTD_PID=
 DBUS_PID=
 PASSED=0
 BG_PIDS=()
+# py CODE ARG...: as `python3 -c CODE ARG...` with no standard input; py_in CODE ARG...: the
+# same, given ours. Each runs in a process forked from tests/integration/pyserve.py, which this
+# test starts once: in the TCG VM a python3 start costs about half a CPU second, and the
+# harness reads JSON (ListSlots, server.json, etcd's documents) with python, often in polls.
+# Should the server not answer, python3 runs the snippet itself: the same result, slower.
+PY_SERVE_PORT_FILE=$T/pyserve.port
+if [ -x /usr/bin/python3 ]; then PY_SERVE_PYTHON=/usr/bin/python3; else PY_SERVE_PYTHON=python3; fi
+"$PY_SERVE_PYTHON" "$(dirname "${BASH_SOURCE[0]}")/pyserve.py" "$PY_SERVE_PORT_FILE" </dev/null &
+BG_PIDS+=($!)
+py() { py_request "" "$@"; }
+py_in() {
+        local input
+        IFS= read -r -d '' input || true
+        py_request "$input" "$@"
+}
+py_request() {
+        local LC_ALL=C input=$1 port fd req a st olen elen out= err= i
+        shift
+        for ((i = 0; i < 500; i++)); do
+                read -r port 2>/dev/null <"$PY_SERVE_PORT_FILE" && break
+                nap 0.02
+        done
+        if [ -z "$port" ] || ! exec {fd}<>"/dev/tcp/127.0.0.1/$port"; then
+                printf '%s' "$input" | "$PY_SERVE_PYTHON" -c "$@"
+                return
+        fi
+        req="$# ${#input}"$'\n'
+        for a; do req+="${#a}"$'\n'"$a"; done
+        printf '%s' "$req$input" >&"$fd"
+        if ! IFS=' ' read -r -t 120 -u "$fd" st olen elen; then
+                exec {fd}>&-
+                echo "py: no answer from pyserve.py" >&2
+                return 1
+        fi
+        [ "$olen" = 0 ] || IFS= read -r -N "$olen" -u "$fd" out
+        [ "$elen" = 0 ] || IFS= read -r -N "$elen" -u "$fd" err
+        exec {fd}>&-
+        printf '%s' "$out"
+        [ -z "$err" ] || printf '%s' "$err" >&2
+        return "$st"
+}
+
 # Functions cleanup calls, with the test's exit status, before it stops slotd and empties the
 # cgroup tree; one that returns non-zero fails the test (fleet-lib.sh stops its hosts there).
 CLEANUP_HOOKS=()
@@ -146,15 +193,20 @@ trap 'exit 1' INT TERM
 wait_until() {
         local timeout=$1 what=$2
         shift 2
-        local NOW_NS deadline
+        local NOW_NS deadline pause=20 cap=$((WAIT_POLL_MAX_MS * TIME_SCALE))
         set_now_ns
         deadline=$((NOW_NS + timeout * 1000000000))
         until "$@" >/dev/null 2>&1; do
                 set_now_ns
                 [ "$NOW_NS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
-                nap 0.02
+                nap "$((pause / 1000)).$(printf %03d $((pause % 1000)))"
+                pause=$((pause * 2 > cap ? cap : pause * 2))
         done
 }
+# A poll's pause starts at 20 ms and doubles up to WAIT_POLL_MAX_MS (x TIME_SCALE): a
+# condition that holds soon is seen soon, and a long wait does not keep the CPU busy with
+# busctl (in the TCG VM a busctl costs ~80 ms of CPU, which the daemon under test needs).
+WAIT_POLL_MAX_MS=${WAIT_POLL_MAX_MS:-100}
 
 start_bus() {
         # A second daemon would leave the first one running, unknown to cleanup.
@@ -320,7 +372,18 @@ sprop() {
         bctl get-property org.slotd.Supervisor1 "/org/slotd/Supervisor1/slot/$1" \
                 org.slotd.Supervisor1.Slot "$2" | strip_type
 }
-strip_type() { sed -E 's/^[a-z()]+ //; s/^"(.*)"$/\1/'; }
+# strip_type: busctl's "TYPE VALUE" lines to VALUE, strings unquoted (in bash: this runs in
+# every poll, and a sed there cost a quarter of the VM's CPU).
+STRIP_TYPE_RE='^[a-z()]+ (.*)$'
+STRIP_QUOTES_RE='^"(.*)"$'
+strip_type() {
+        local line
+        while IFS= read -r line || [ -n "$line" ]; do
+                [[ $line =~ $STRIP_TYPE_RE ]] && line=${BASH_REMATCH[1]}
+                [[ $line =~ $STRIP_QUOTES_RE ]] && line=${BASH_REMATCH[1]}
+                printf '%s\n' "$line"
+        done
+}
 
 scall() {
         local id=$1 method=$2
@@ -487,7 +550,7 @@ expect_serr() {
 list_slots() {
         bctl --json=short call org.slotd.Supervisor1 /org/slotd/Supervisor1 \
                 org.slotd.Supervisor1.Manager ListSlots |
-                python3 -c 'import json, sys
+                py_in 'import json, sys
 for e in json.load(sys.stdin)["data"][0]:
     print(*[str(x) if str(x) != "" else "-" for x in e[:6]])'
 }
@@ -495,7 +558,7 @@ slot_of() { list_slots | awk -v u="$1" '$5 == u { print $1 }'; }
 
 # server_json ID KEY: a value from slot ID's server.json.
 server_json() {
-        python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+        py 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
                 "$(sprop "$1" Home)/server.json" "$2"
 }
 server_json_is() { [ "$(server_json "$1" "$2")" = "$3" ]; }
@@ -699,11 +762,6 @@ sprops() {
         bctl get-property org.slotd.Supervisor1 "/org/slotd/Supervisor1/slot/$id" \
                 org.slotd.Supervisor1.Slot "$@" | strip_type | paste -sd'|'
 }
-# TIME_SCALE: 1 on a host, 3 in the TCG VM of tests/vm (it sets SLOTD_VM=1; SLOTD_TIME_SCALE
-# overrides), for check intervals that a start-up must not fill: there a test server's
-# start-up costs about 0.15 CPU seconds, on a host a hundredth of that.
-TIME_SCALE=${SLOTD_TIME_SCALE:-${SLOTD_VM:+3}}
-TIME_SCALE=${TIME_SCALE:-1}
 # ---- end of checks helpers ----
 # assert_between VALUE LOW HIGH [WHAT]: LOW <= VALUE <= HIGH. For a deadline computed by slotd
 # during a call: LOW = clock before the call + timeout, HIGH = clock after it + timeout.

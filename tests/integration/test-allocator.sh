@@ -365,7 +365,7 @@ wait "${clients[@]}"
 assert_eq "$(grep -c '^200$' "$T/race.out")" "$n_slots" "allocations that got a slot"
 assert_eq "$(grep -c '^503$' "$T/race.out")" $((48 - n_slots)) "allocations refused: no capacity"
 out=$(fleet_get 6 "$(fleet_allocations)")
-assert_eq "$(body_of "$out" | python3 -c 'import json, sys
+assert_eq "$(body_of "$out" | py_in 'import json, sys
 a = json.load(sys.stdin)["allocations"]
 print(len(a), len({(x["machineId"], x["serverId"]) for x in a}))')" "$n_slots $n_slots" \
         "allocations and distinct slots"
@@ -559,7 +559,7 @@ assert_eq "$(status_of "$out")" 404 "POST to a fleet the view lacks ($out)"
 assert_eq "$(body_of "$out" | json error | cut -d' ' -f1-3)" "fleet nofleet not" "its error"
 out=$(fleet_get 12 /v1/fleets/nofleet/capacity)
 assert_eq "$(status_of "$out")" 404 "capacity of a fleet the view lacks ($out)"
-assert_eq "$(body_of "$cap" | python3 -c 'import json, sys
+assert_eq "$(body_of "$cap" | py_in 'import json, sys
 c = json.load(sys.stdin)
 t, eu, us = c["total"], c["regions"]["eu"], c["regions"]["us"]
 print(t["slots"], t["machines"], t["claimed"], t["states"]["online"], t["states"]["held"],

@@ -66,14 +66,14 @@ kv() { ectl get "$1" --print-value-only; }
 # fields KEY NAME...: fields of the JSON document at KEY joined by '|' (strings unquoted, the
 # rest as JSON); field KEY NAME: one.
 fields() {
-        kv "$1" | "$PY" -c 'import json, sys
+        kv "$1" | py_in 'import json, sys
 d = json.load(sys.stdin)
 print("|".join(v if isinstance(v, str) else json.dumps(v) for v in (d[k] for k in sys.argv[1:])))' "${@:2}"
 }
 field() { fields "$1" "$2"; }
 field_is() { [ "$(field "$1" "$2" 2>/dev/null)" = "$3" ]; }
 wait_field() { wait_until "${4:-$((10 * TIME_SCALE))}" "$1 $2 = $3" field_is "$1" "$2" "$3"; }
-lease_of() { ectl get "$1" -w json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["kvs"][0].get("lease", 0))'; }
+lease_of() { ectl get "$1" -w json | py_in 'import json, sys; print(json.load(sys.stdin)["kvs"][0].get("lease", 0))'; }
 nkeys() { ectl get --prefix "$1" --keys-only | grep -c . || true; }
 nkeys_is() { [ "$(nkeys "$1")" = "$2" ]; }
 absent() { [ "$(nkeys "$1")" = 0 ]; }
@@ -285,7 +285,7 @@ ectl del "$P/allocations/game/$U3" >/dev/null
 # When the keys went is read from an etcd watch, not from a poll (etcdctl's own start takes
 # most of a second in the VM): the watch starts at the revision after the kill, so a late
 # start only replays the events, and can make the measured time longer, never shorter.
-rev=$(ectl get "$MKEY" -w json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])')
+rev=$(ectl get "$MKEY" -w json | py_in 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])')
 set_now_ns; t0=$NOW_NS
 kill -KILL "$REG_PID"
 wait "$REG_PID" 2>/dev/null || true
