@@ -18,7 +18,9 @@ FILE.release exists, which is then removed). Once a hold is released, FILE armed
 the next call it matches, on any connection.
 
 etcd's late answer to the held call goes to the client (which reset the stream and ignores
-it); the relay reads it and logs whether the transaction's compares held:
+it, or has closed the connection meanwhile: a paused member answers no PING either, and the
+client gives the connection up); the relay reads it and logs whether the transaction's
+compares held:
 
     held MARKER (stream N)
     released stream N after MS ms
@@ -149,6 +151,12 @@ class Relay:
             await uwriter.drain()
 
         async def up():
+            try:
+                await relay_up()
+            except (ConnectionError, OSError, asyncio.IncompleteReadError):
+                pass  # the client is gone: what is held still goes (release), and down() logs
+
+        async def relay_up():
             first = await creader.readexactly(len(PREFACE))
             uwriter.write(first)
             if first != PREFACE:  # HTTP/1.1: as it comes
@@ -188,7 +196,7 @@ class Relay:
                 await uwriter.drain()
 
         async def down():
-            frames = Frames()
+            frames, client_gone = Frames(), False
             while True:
                 data = await ureader.read(65536)
                 if not data:
@@ -204,8 +212,13 @@ class Relay:
                             self.note("answered stream %d: trailers" % stream)
                 else:
                     frames.feed(data)
-                cwriter.write(data)
-                await cwriter.drain()
+                if client_gone:
+                    continue
+                try:
+                    cwriter.write(data)
+                    await cwriter.drain()
+                except (ConnectionError, OSError):
+                    client_gone = True
 
         try:
             await asyncio.gather(up(), down())

@@ -151,6 +151,12 @@ etcd_kill() {
         local i=$1 sig=${2:-KILL}
         [ -n "${ETCD_PID[i]:-}" ] || fail "etcd member $i is not running"
         kill -"$sig" "${ETCD_PID[i]}"
+        # A SIGSTOP wakes one of etcd's threads, which then stops the others: until it has
+        # run, the others go on serving (seen on a loaded host: a claim committed after the
+        # kill). Frozen means every thread stopped.
+        [ "$sig" != STOP ] ||
+                wait_until $((10 * TIME_SCALE)) "etcd member $i stopped by SIGSTOP" \
+                        all_threads_stopped "${ETCD_PID[i]}"
         if [ "$sig" = KILL ] || [ "$sig" = TERM ]; then
                 wait "${ETCD_PID[i]}" 2>/dev/null || true
                 ETCD_PID[i]=

@@ -279,18 +279,20 @@ listen = ${METRICS_LISTEN:-off}
 EOC
 }
 
-# free_port: a TCP port of 127.0.0.1 that nothing listens on now (the kernel's pick).
 # free_port: a loopback port no socket of this machine uses now (TCP or UDP, any state), picked
-# at random below the kernel's ephemeral range (ip_local_port_range starts at 32768), where
-# client sockets never take it. In bash: a Python to bind port 0 cost the TCG VM a second.
+# at random in 10000-19999: below the kernel's ephemeral range (ip_local_port_range starts at
+# 32768), where client sockets never take it, and apart from the fleets' port ranges that the
+# tests write (9000-9699 by default, and 21000-45999: a proxy port picked inside a fleet's
+# range once failed test-durable-sdk's start). In bash: a Python to bind port 0 cost the TCG
+# VM a second.
 free_port() {
         local p hex i
         for i in {1..100}; do
-                p=$((20000 + SRANDOM % 12000))
+                p=$((10000 + SRANDOM % 10000))
                 printf -v hex '%04X' "$p"
                 port_in_use "$hex" || { echo "$p"; return 0; }
         done
-        fail "free_port: 100 random ports in 20000-31999 all in use"
+        fail "free_port: 100 random ports in 10000-19999 all in use"
 }
 # port_in_use HEX: some socket of /proc/net/{tcp,udp}{,6} has local port HEX (4 hex digits).
 port_in_use() {
@@ -398,6 +400,16 @@ mcall() {
                 "$method" "$@"
 }
 
+# all_threads_stopped PID: every thread of PID is stopped (state T): a SIGSTOP has taken
+# effect (it stops one thread first, which stops the others when it runs). In bash: polled.
+all_threads_stopped() {
+        local stat line
+        for stat in /proc/"$1"/task/*/stat; do
+                read -r line <"$stat" || return 1
+                line=${line##*) }
+                [ "${line%% *}" = T ] || return 1
+        done
+}
 prop_is() { [ "$(sprop "$1" "$2")" = "$3" ]; }
 wait_prop() { wait_until "${4:-20}" "slot $1 $2 = $3" prop_is "$1" "$2" "$3"; }
 
