@@ -120,6 +120,9 @@ def violation(what, slots=(), uuids=(), kind=None):
     for u in uuids:
         ev.append(f"  -- the soak's log for {u}:")
         ev += ["    " + l for l in soak_log_lines(u)[-15:]]
+    for s in slots:
+        ev.append(f"  -- what the soak told slot {s}'s servers (control), last lines:")
+        ev += ["    " + l for l in soak_log_lines(f"control slot {s}:", False)[-10:]]
     VIOLATIONS.append("\n".join(ev))
     log(f"VIOLATION: {what}")
     print(ev[0], flush=True)
@@ -134,10 +137,11 @@ def slot_log_lines(slot):
         return []
 
 
-def soak_log_lines(word):
+def soak_log_lines(word, restarts=True):
     SOAK_LOG.flush()
     with open(os.path.join(T, "soak.log")) as f:
-        return [l.rstrip("\n") for l in f if word in l or "SIGKILL" in l or "started slotd" in l]
+        return [l.rstrip("\n") for l in f
+                if word in l or restarts and ("SIGKILL" in l or "started slotd" in l)]
 
 
 def die(msg):
