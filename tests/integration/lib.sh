@@ -33,6 +33,9 @@ set_now_ns() { NOW_NS=${EPOCHREALTIME//[!0-9]/}000; }
 # never has data (its writer end held open by us).
 exec {NAP_FD}<> <(:)
 nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
+# ms_to_s VAR MS: VAR = MS milliseconds as seconds with three decimals (for read -t and nap),
+# without a subshell.
+ms_to_s() { printf -v "$1" '%d.%03d' $(($2 / 1000)) $(($2 % 1000)); }
 fail() {
         echo "FAIL: $*" >&3
         if [ -n "${T:-}" ] && [ -f "$T/slotd.log" ]; then
@@ -193,13 +196,14 @@ trap 'exit 1' INT TERM
 wait_until() {
         local timeout=$1 what=$2
         shift 2
-        local NOW_NS deadline pause=20 cap=$((WAIT_POLL_MAX_MS * TIME_SCALE))
+        local NOW_NS deadline pause=20 cap=$((WAIT_POLL_MAX_MS * TIME_SCALE)) pause_s
         set_now_ns
         deadline=$((NOW_NS + timeout * 1000000000))
         until "$@" >/dev/null 2>&1; do
                 set_now_ns
                 [ "$NOW_NS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
-                nap "$((pause / 1000)).$(printf %03d $((pause % 1000)))"
+                ms_to_s pause_s "$pause"
+                nap "$pause_s"
                 pause=$((pause * 2 > cap ? cap : pause * 2))
         done
 }

@@ -39,7 +39,6 @@ fault_rounds() {
 fault_rounds_ge() { [ "$(fault_rounds "$1")" -ge "$2" ]; }
 has_fault() { mprop Faults | grep -q "\"check:$1:mf: "; }
 no_fault() { ! has_fault "$1"; }
-stopped() { [ "$(sed -E 's/^.*\) (.) .*$/\1/' "/proc/$1/stat")" = T ]; }
 
 # ---- a. Every server silent at once: no strike, no SIGSEGV, a machine fault ----
 pids=()
@@ -48,8 +47,8 @@ kill -STOP "${pids[@]}"
 # A SIGSTOP takes effect when its target next runs, which on a busy machine can be after kill
 # has returned (run 2 of docs/test-time.md read one still running): wait for it, then assert.
 for p in "${pids[@]}"; do
-        wait_until 10 "server $p stopped by SIGSTOP" stopped "$p"
-        assert_ok "server $p stopped" stopped "$p"
+        wait_until 10 "server $p stopped by SIGSTOP" all_threads_stopped "$p"
+        assert_ok "server $p stopped" all_threads_stopped "$p"
 done
 wait_until "$D" "MachineFault(mf, query, 4, 4)" has_sig "$SIGS" MachineFault "mf query 4 4"
 wait_until "$D" "MachineFault(mf, heartbeat, ...)" \

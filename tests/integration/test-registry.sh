@@ -298,7 +298,8 @@ while [ -z "$gone_ns" ]; do
         set_now_ns
         [ "$NOW_NS" -lt "$deadline" ] || break
         left=$(((deadline - NOW_NS) / 1000000))
-        read -r -t "$((left / 1000)).$(printf %03d $((left % 1000)))" -u "${GONE_WATCH[0]}" line || break
+        ms_to_s left "$left"
+        read -r -t "$left" -u "${GONE_WATCH[0]}" line || break
         [ "$line" = DELETE ] && { set_now_ns; gone_ns=$NOW_NS; }
 done
 kill "$GONE_WATCH_PID" 2>/dev/null; wait "$GONE_WATCH_PID" 2>/dev/null || true
