@@ -26,7 +26,6 @@ import signal
 import socketserver
 import sys
 import traceback
-import urllib.request  # noqa: F401
 
 
 def read_line(f):

@@ -45,6 +45,43 @@ expect_error "not writable\|read-only\|PropertyReadOnly" bctl set-property org.s
 assert_ok "slotd survived the bad calls" kill -0 "$SLOTD_PID"
 assert_eq "$(sprop 0 State)" online "slot 0 untouched"
 
+# The harness's property reader (lib.sh's get_property, tests/integration/busprop.c) prints
+# what busctl prints, for every property of the Manager and of a running and a stopped slot,
+# one at a time and all in one read; it declines an unknown property, which then gets
+# busctl's own error.
+[ -n "$BUSPROP_PID" ] || fail "BUSPROP is not set: the harness reads properties with busctl only"
+same_as_busctl() { # same_as_busctl PATH INTERFACE PROPERTY...
+        local want got
+        want=$(bctl get-property org.slotd.Supervisor1 "$@" 2>&1) ||
+                fail "busctl get-property $*: $want"
+        got=$(busprop_get "$@" 2>&1) || fail "busprop declined $*: $got"
+        [ "$got" = "$want" ] || fail "busprop $*: got '$got', busctl prints '$want'"
+        PASSED=$((PASSED + 1))
+}
+declined() { # declined PATH INTERFACE PROPERTY...: busprop declines, get_property is busctl
+        local want got want_rc=0 got_rc=0
+        ! busprop_get "$@" >/dev/null 2>&1 || fail "busprop answered $*"
+        want=$(bctl get-property org.slotd.Supervisor1 "$@" 2>&1) || want_rc=$?
+        got=$(get_property "$@" 2>&1) || got_rc=$?
+        [ "$got" = "$want" ] && [ $got_rc = $want_rc ] && [ $want_rc != 0 ] ||
+                fail "get_property $*: got '$got' ($got_rc), busctl prints '$want' ($want_rc)"
+        PASSED=$((PASSED + 1))
+}
+scall 1 Stop
+wait_prop 1 ProcessState stopped
+for obj in "/org/slotd/Supervisor1 ${M[2]}" "/org/slotd/Supervisor1/slot/0 $S" \
+           "/org/slotd/Supervisor1/slot/1 $S"; do
+        read -r path iface <<<"$obj"
+        mapfile -t props < <(bctl introspect org.slotd.Supervisor1 "$path" "$iface" |
+                awk '$2 == "property" { print substr($1, 2) }')
+        [ ${#props[@]} -gt 10 ] || fail "introspect $path: only ${#props[@]} properties"
+        for p in "${props[@]}"; do same_as_busctl "$path" "$iface" "$p"; done
+        same_as_busctl "$path" "$iface" "${props[@]}"
+        declined "$path" "$iface" "${props[0]}" NoSuchProperty
+done
+scall 1 Start
+wait_prop 1 ProcessState running
+
 # Signals: PropertiesChanged on the slot, SlotChanged on the Manager.
 bctl monitor --match "type='signal',sender='org.slotd.Supervisor1'" >"$T/signals.log" 2>&1 &
 bg_track $!
