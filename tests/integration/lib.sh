@@ -456,7 +456,23 @@ wait_prop() { wait_until "${4:-20}" "slot $1 $2 = $3" prop_is "$1" "$2" "$3"; }
 server_state() { sed -n "s/^$2=//p" "$(sprop "$1" Home)/test-server.state" 2>/dev/null; }
 
 # control ID COMMAND: tells the test server of slot ID what to do.
-control() { echo "$2" >> "$(sprop "$1" Home)/test-server.control"; }
+# control ID COMMAND: appends COMMAND to slot ID's control file. A test server takes what its
+# control file holds when it starts as an earlier run's, so while the slot's server is one
+# that has not yet written its state file (the last step of its start), this waits for that
+# first: a command appended earlier would be taken as old and never run.
+control() {
+        local home
+        home=$(sprop "$1" Home)
+        wait_until $((10 * TIME_SCALE)) "slot $1's server started (its state file)" \
+                server_started "$1"
+        echo "$2" >> "$home/test-server.control"
+}
+# server_started ID: slot ID runs no server, or its server has written its state file.
+server_started() {
+        local pid
+        pid=$(sprop "$1" MainPID)
+        [ "$pid" = 0 ] || [ "$(server_state "$1" pid)" = "$pid" ]
+}
 
 cgroup_procs() { cat "$(sprop "$1" Cgroup)/cgroup.procs"; }
 cgroup_empty() { [ -z "$(cgroup_procs "$1")" ]; }
