@@ -277,15 +277,21 @@ static int on_keepalive_timeout(sd_event_source *source, uint64_t usec, void *us
         return 0;
 }
 
+/* Whether the stream was ended by etcd with an error status, gRPC's or HTTP's (not broken). */
+static bool ended_by_status(const EtcdH2Answer *a) {
+        return a->error == 0 && ((a->grpc_status && !streq(a->grpc_status, "0")) ||
+                                 (a->http_status != 0 && a->http_status != 200));
+}
+
 /* How req's stream ended, as etcd.c answers a request whose call ended so: a failure of the
- * call (demoting the endpoint unless nothing was sent), or etcd's gRPC status (an end with
+ * call (demoting the endpoint unless nothing was sent), or etcd's status (an end with
  * grpc-status 0 and no answer is a stream that broke). */
 static void request_fail(EtcdRequest *req, const EtcdH2Answer *a) {
         char what[512];
         int error = a->error;
 
         etcd_transfer_describe(&req->t, what, sizeof(what));
-        if (error == 0 && a->grpc_status && !streq(a->grpc_status, "0")) {
+        if (ended_by_status(a)) {
                 etcd_transfer_demote_endpoint(&req->t);
                 if (etcd_grpc_answer_parse(ETCD_ANSWER_LEASE_KEEPALIVE, a->http_status,
                                            a->grpc_status, a->grpc_message, NULL, 0,
@@ -312,8 +318,8 @@ static void stream_end(KeepaliveStream *s, const EtcdH2Answer *a) {
         EtcdH2Answer as_call = *a;
         KeepaliveLease *l;
 
-        /* broken by etcd or the connection, not by a gRPC status: as a call that was reset */
-        if (as_call.error == 0 && (!a->grpc_status || streq(a->grpc_status, "0")))
+        /* broken by etcd or the connection, not ended with a status: as a call that was reset */
+        if (as_call.error == 0 && !ended_by_status(a))
                 as_call.error = -ECONNRESET;
         s->ending = true;
         while ((l = s->leases)) {
