@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The etcd client (fleet/etcd/etcd.h, issue 15) against a real 3-member etcd cluster: put, range,
 # prefix range, txn (both branches; create, mod, value and version compares), leases (grant,
-# keepalive, expiry; many kept alive on one LeaseKeepAlive stream, a keepalive cancelled, the
-# stream's member restarted), watches (order, history, a compacted start -> ESTALE, a member stopped or
+# keepalive, expiry; many kept alive on one LeaseKeepAlive stream, a keepalive cancelled, one
+# timed out and answered late, the stream's member restarted), watches (order, history, a compacted start -> ESTALE, a member stopped or
 # killed -> ECONNRESET), failover with one member killed, quorum lost (ETIMEDOUT within the
 # timeout, no hang) and quorum back. One etcd-drive process (one Etcd, one sd-event loop) lives
 # through it all, driven as a coprocess so that members die between its commands.
@@ -456,6 +456,34 @@ assert_ok "its round waiting on the stopped member failed ($b_line)" \
         [ "$(sed -nE 's/.* errors=([0-9]+) .*/\1/p' <<<"$b_line")" -ge 20 ]
 assert_ok "on a new stream to member $victim, restarted ($(ka_metric started "$victim"))" \
         [ "$(ka_metric started "$victim")" -ge 1 ]
+
+# ---- a keepalive timed out on a stopped member, answered late ----
+# A client on that member alone: its keepalive times out while the member is stopped; etcd's
+# late answer to it, once the member runs again, is dropped (no second callback), and each of
+# the next two keepalives gets an answer of its own.
+mkfifo "$T/c.in"
+ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[victim]}") ETCD_TIMEOUT_MS=$TIMEOUT_MS \
+        "$ETCD_DRIVE" <"$T/c.in" >"$T/c.out" 2>&1 &
+c_pid=$!
+bg_track "$c_pid"
+exec {C_IN}>"$T/c.in"
+echo "grant $((10 * TIME_SCALE))" >&"$C_IN"
+wait_until $((10 * TIME_SCALE)) "a lease for the late answer" grep -q "^lease id=" "$T/c.out"
+STOPPED_PID=${ETCD_PID[victim]}
+etcd_kill "$victim" STOP
+echo keepalive >&"$C_IN"
+wait_until $((5 * TIME_SCALE)) "the keepalive on the stopped member timed out" \
+        grep -q "^error ETIMEDOUT" "$T/c.out"
+kill -CONT "$STOPPED_PID"
+STOPPED_PID=
+printf 'keepalive\nkeepalive\n' >&"$C_IN"
+exec {C_IN}>&-
+wait "$c_pid" || fail "the client on member $victim exited with $?: $(cat "$T/c.out")"
+bg_untrack "$c_pid"
+assert_eq "$(grep -c '^keepalive ttl=' "$T/c.out") $(grep -c '^error ' "$T/c.out")" "2 1" \
+        "answers after the timed-out keepalive ($(paste -sd, "$T/c.out"))"
+assert_ok "both with the lease's TTL ($(paste -sd, "$T/c.out"))" \
+        [ "$(grep -c "^keepalive ttl=$((10 * TIME_SCALE)) " "$T/c.out")" -eq 2 ]
 
 exec {DRIVE_IN}>&-
 wait "$drive_pid" || fail "etcd-drive exited with $?: $(cat "$T/drive.err")"
