@@ -16,6 +16,10 @@
  * next request of that lease: since etcd answers in order, each answer belongs to exactly one
  * request, and the next request's own answer follows it.
  *
+ * etcd renews a stream's leases one after the other (a follower forwards each renewal to the
+ * leader and waits for it), as it does for clientv3's one stream: a slow renewal delays the
+ * ones behind it on the stream, within their own timeouts.
+ *
  * New keepalives go to the stream on the client's current endpoint, opened on first use; a
  * stream on another endpoint is closed once nothing waits on it. When a stream ends (etcd's
  * RST_STREAM or GOAWAY, the connection lost or unanswered PINGs, an end with a gRPC status
