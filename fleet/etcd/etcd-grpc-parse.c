@@ -502,3 +502,28 @@ int etcd_grpc_watch_message_parse(const uint8_t *p, size_t size, EtcdWatchMessag
                 etcd_watch_message_done(m);
         return r;
 }
+
+/* ---- the LeaseKeepAlive stream ---- */
+
+int etcd_grpc_lease_keepalive_message_parse(const uint8_t *p, size_t size, EtcdAnswer *a) {
+        const char *path = etcd_grpc_path(ETCD_ANSWER_LEASE_KEEPALIVE);
+        size_t len;
+        int r;
+
+        *a = (EtcdAnswer) { .response.message = "" };
+        if (etcd_grpc_frame_next(p, size, &len) <= 0 || len != size) {
+                etcd_answer_fail(a, -EBADMSG, path, "not one gRPC message");
+                return -EBADMSG;
+        }
+        r = from_message(ETCD_ANSWER_LEASE_KEEPALIVE, p + ETCD_GRPC_PREFIX,
+                         size - ETCD_GRPC_PREFIX, &a->response);
+        /* the ID is what the answer is matched by: etcd echoes the request's, always > 0 */
+        if (r == 0 && a->response.lease_id <= 0)
+                r = -EBADMSG;
+        if (r < 0) {
+                etcd_answer_fail(a, r, path,
+                                 r == -ENOMEM ? "out of memory" : "malformed keepalive answer");
+                return r;
+        }
+        return 0;
+}

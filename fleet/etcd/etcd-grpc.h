@@ -45,8 +45,9 @@ int etcd_grpc_delete(const char *key, const char *range_end, EtcdBytes *ret);
 int etcd_grpc_txn(const EtcdCompare *compare, size_t n_compare, const EtcdOp *success,
                   size_t n_success, const EtcdOp *failure, size_t n_failure, EtcdBytes *ret);
 /* The Lease service's requests (prefixed): a grant of ttl_sec seconds (etcd picks the ID), a
- * keepalive (one message of LeaseKeepAlive's stream, which the call then half-closes) and a
- * revoke of lease_id; 0, or -EINVAL (a TTL or ID <= 0) / -ENOMEM. */
+ * keepalive (one LeaseKeepAliveRequest: a message of the client's one LeaseKeepAlive stream,
+ * which stays open for the next ones, etcd-keepalive.c) and a revoke of lease_id; 0, or
+ * -EINVAL (a TTL or ID <= 0) / -ENOMEM. */
 int etcd_grpc_lease_grant(int64_t ttl_sec, EtcdBytes *ret);
 int etcd_grpc_lease_keepalive(int64_t lease_id, EtcdBytes *ret);
 int etcd_grpc_lease_revoke(int64_t lease_id, EtcdBytes *ret);
@@ -87,6 +88,12 @@ int etcd_grpc_frame_next(const uint8_t *p, size_t size, size_t *ret_len);
  * event without its kv or of another type, a fragment, a key empty or with a NUL byte),
  * -ENOMEM. Free with etcd_watch_message_done(). */
 int etcd_grpc_watch_message_parse(const uint8_t *p, size_t size, EtcdWatchMessage *m);
+
+/* One LeaseKeepAliveResponse of the LeaseKeepAlive stream (p: exactly one prefixed message)
+ * into a, as etcd_grpc_answer_parse() fills a keepalive's answer (revision, lease_id, ttl; ttl
+ * <= 0: the lease is gone): 0, -EBADMSG (not one LeaseKeepAliveResponse, or an ID <= 0, which
+ * no request of ours has), -ENOMEM; a->message says which. Free with etcd_answer_done(). */
+int etcd_grpc_lease_keepalive_message_parse(const uint8_t *p, size_t size, EtcdAnswer *a);
 
 /* grpc-message's percent-encoding undone (a malformed escape is kept as it is); free it. */
 char *etcd_grpc_message_decode(const char *s);

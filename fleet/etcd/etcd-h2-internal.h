@@ -73,6 +73,11 @@ struct EtcdH2Call {
         bool in_pending;
         /* on_stream is running: a cancel then leaves the free to the dispatch */
         bool delivering, cancelled;
+        /* An open stream's (etcd_h2_stream_open): never half-closed; body is owned, its
+         * messages appended by etcd_h2_stream_write, body + offset what did not leave yet. */
+        bool open;
+        uint8_t *owned;
+        size_t owned_allocated;
 };
 
 struct EtcdH2 {

@@ -33,6 +33,7 @@ static void call_free(EtcdH2Call *c) {
         free(c->grpc_status);
         free(c->grpc_message);
         free(c->data);
+        free(c->owned);
         free(c);
 }
 
@@ -88,10 +89,13 @@ static ssize_t on_body_read(nghttp2_session *session, int32_t stream, uint8_t *b
         if (!c || c->done)
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         n = MIN(length, c->size - c->offset);
+        /* an open stream waits for its next message (etcd_h2_stream_write resumes it) */
+        if (n == 0 && c->open)
+                return NGHTTP2_ERR_DEFERRED;
 
         memcpy(buf, c->body + c->offset, n);
         c->offset += n;
-        if (c->offset == c->size)
+        if (c->offset == c->size && !c->open)
                 *flags |= NGHTTP2_DATA_FLAG_EOF;
         return (ssize_t) n;
 }
@@ -202,6 +206,7 @@ static void h2_down(EtcdH2 *h, int error, const char *why) {
                         c->retried = again = true;
                         c->stream = 0;
                         c->queued = false;
+                        c->offset = 0; /* none of its body left: all of it goes again */
                 } else
                         h2_call_fail(c, error, "%s", why);
         }
@@ -627,16 +632,16 @@ static int on_h2_dispatch(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-/* A call, unary (timeout_usec > 0) or streaming (on_stream), started or waiting for the
- * connection. */
+/* A call, unary (timeout_usec > 0) or streaming (on_stream; open: never half-closed), started
+ * or waiting for the connection. */
 static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
-                    usec_t timeout_usec, etcd_h2_stream_t on_stream, etcd_h2_callback_t cb,
-                    void *userdata, EtcdH2Call **ret) {
+                    usec_t timeout_usec, etcd_h2_stream_t on_stream, bool open,
+                    etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret) {
         EtcdH2Call *c;
         bool idle;
         int r;
 
-        if (!h || h->freed || !path || !body || !cb)
+        if (!h || h->freed || !path || (!body && size > 0) || !cb)
                 return -EINVAL;
         c = new0(EtcdH2Call, 1);
         if (!c || !(c->path = strdup(path))) {
@@ -644,7 +649,7 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
                 return -ENOMEM;
         }
         *c = (EtcdH2Call) { .h = h, .path = c->path, .body = body, .size = size, .cb = cb,
-                            .on_stream = on_stream, .userdata = userdata,
+                            .on_stream = on_stream, .open = open, .userdata = userdata,
                             .timeout_ms = timeout_usec / USEC_PER_MSEC,
                             .timeout = now_usec(CLOCK_MONOTONIC) + timeout_usec };
         r = on_stream ? 0 : sd_event_add_time(h->event, &c->timer, CLOCK_MONOTONIC, c->timeout,
@@ -682,7 +687,7 @@ static int call_new(EtcdH2 *h, const char *path, const uint8_t *body, size_t siz
 
 int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
                  usec_t timeout_usec, etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret) {
-        return call_new(h, path, body, size, timeout_usec, NULL, cb, userdata, ret);
+        return call_new(h, path, body, size, timeout_usec, NULL, false, cb, userdata, ret);
 }
 
 int etcd_h2_stream(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
@@ -690,7 +695,59 @@ int etcd_h2_stream(EtcdH2 *h, const char *path, const uint8_t *body, size_t size
                    EtcdH2Call **ret) {
         if (!on_stream)
                 return -EINVAL;
-        return call_new(h, path, body, size, 0, on_stream, cb, userdata, ret);
+        return call_new(h, path, body, size, 0, on_stream, false, cb, userdata, ret);
+}
+
+int etcd_h2_stream_open(EtcdH2 *h, const char *path, etcd_h2_stream_t on_stream,
+                        etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret) {
+        if (!on_stream || !ret)
+                return -EINVAL;
+        return call_new(h, path, NULL, 0, 0, on_stream, true, cb, userdata, ret);
+}
+
+/* The bytes that left are dropped once the stream counts as sent (a stream that sent nothing
+ * may go again, whole, on a new connection: h2_down), when they are half the buffer. */
+static int call_append(EtcdH2Call *c, const uint8_t *data, size_t size) {
+        if (call_sent(c) && c->offset > 0 && c->offset >= c->size / 2) {
+                memmove(c->owned, c->owned + c->offset, c->size - c->offset);
+                c->size -= c->offset;
+                c->offset = 0;
+        }
+        if (size > SIZE_MAX / 2 - c->size)
+                return -ENOMEM;
+        if (c->size + size > c->owned_allocated) {
+                size_t m = MAX(MAX(c->owned_allocated * 2, c->size + size), (size_t) 256);
+                uint8_t *d = realloc(c->owned, m);
+
+                if (!d)
+                        return -ENOMEM;
+                c->owned = d;
+                c->owned_allocated = m;
+        }
+        memcpy(c->owned + c->size, data, size);
+        c->size += size;
+        c->body = c->owned;
+        return 0;
+}
+
+int etcd_h2_stream_write(EtcdH2Call *c, const uint8_t *data, size_t size) {
+        EtcdH2 *h;
+        int r;
+
+        if (!c || !c->open || !data || size == 0)
+                return -EINVAL;
+        if (c->done || c->cancelled)
+                return -EPIPE;
+        h = c->h;
+        r = call_append(c, data, size);
+        if (r < 0)
+                return r;
+        /* a stream submitted already was deferred once it had sent everything */
+        if (h->state == H2_UP && c->stream > 0 && h->session) {
+                (void) nghttp2_session_resume_data(h->session, c->stream);
+                h2_flush(h);
+        }
+        return 0;
 }
 
 void etcd_h2_call_cancel(EtcdH2Call *c) {

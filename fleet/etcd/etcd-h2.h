@@ -90,5 +90,19 @@ int etcd_h2_call(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
 int etcd_h2_stream(EtcdH2 *h, const char *path, const uint8_t *body, size_t size,
                    etcd_h2_stream_t on_stream, etcd_h2_callback_t cb, void *userdata,
                    EtcdH2Call **ret);
+/* A streaming call that stays open both ways, for etcd's LeaseKeepAlive (one stream carries
+ * every lease's keepalives): it starts without a message and is never half-closed; each
+ * etcd_h2_stream_write() sends one more. Otherwise as etcd_h2_stream: on_stream takes etcd's
+ * bytes as they come, cb ends it (no deadline of its own: the connection's PINGs). A stream
+ * that sent nothing when its connection died goes once more on a new one, with every message
+ * written to it so far. The receive window never runs dry: nghttp2 opens it again
+ * (WINDOW_UPDATE) as it hands the bytes over, which this file buffers until on_stream takes
+ * them. ret is required (it is the stream to write on). */
+int etcd_h2_stream_open(EtcdH2 *h, const char *path, etcd_h2_stream_t on_stream,
+                        etcd_h2_callback_t cb, void *userdata, EtcdH2Call **ret);
+/* One message more (prefixed; copied) on a stream of etcd_h2_stream_open, sent as soon as the
+ * stream and its flow-control window allow: 0, -ENOMEM, -EINVAL (not such a stream), -EPIPE
+ * (it ended: its cb is queued). */
+int etcd_h2_stream_write(EtcdH2Call *c, const uint8_t *data, size_t size);
 /* No callback; a call sent is reset (etcd gives up its work when it reads that). */
 void etcd_h2_call_cancel(EtcdH2Call *c);

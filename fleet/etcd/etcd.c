@@ -21,24 +21,6 @@
 
 #define ETCD_TIMEOUT_DEFAULT (2 * USEC_PER_SEC)
 
-struct EtcdRequest {
-        Transfer t;
-        LIST_FIELDS(EtcdRequest, list); /* in etcd->active, or etcd->completed once done */
-        bool completed; /* in etcd->completed, not etcd->active */
-        bool dispatching;
-        EtcdAnswerKind answer_kind;
-        /* the call in flight, then how it ended */
-        EtcdH2Call *call;
-        int call_error;
-        char *call_detail, *grpc_status, *grpc_message;
-        long call_status;
-        uint8_t *answer;
-        size_t answer_size;
-        usec_t deadline;
-        etcd_callback_t cb;
-        void *userdata;
-};
-
 /* ---- lists ---- */
 
 static void request_unlink(EtcdRequest *req) {
@@ -55,7 +37,7 @@ static void request_unlink(EtcdRequest *req) {
 }
 
 /* Done: to the end of the queue of answers to dispatch, which keeps their order. */
-static void request_complete(EtcdRequest *req) {
+void etcd_request_complete(EtcdRequest *req) {
         Etcd *e = req->t.etcd;
 
         LIST_REMOVE(list, e->active, req);
@@ -85,14 +67,14 @@ bool etcd_transfer_failover(Transfer *t) {
 
 /* A request that failed after it was sent makes the next requests try the next endpoint: the
  * member may be cut off or hung. */
-static void transfer_demote_endpoint(Transfer *t) {
+void etcd_transfer_demote_endpoint(Transfer *t) {
         Etcd *e = t->etcd;
 
         if (e->n_endpoints > 1 && e->current == t->endpoint)
                 e->current = (t->endpoint + 1) % e->n_endpoints;
 }
 
-static void transfer_describe(Transfer *t, char *buf, size_t size) {
+void etcd_transfer_describe(const Transfer *t, char *buf, size_t size) {
         (void) snprintf(buf, size, "POST %s%s", t->etcd->endpoints[t->endpoint], t->path);
 }
 
@@ -114,6 +96,7 @@ static EtcdRequest *request_free(EtcdRequest *req) {
         if (!req)
                 return NULL;
         request_forget_call(req);
+        etcd_keepalive_forget(req);
         free(req->t.body);
         return mfree(req);
 }
@@ -131,12 +114,11 @@ static uint8_t *bytes_dup(const uint8_t *p, size_t n) {
         return d;
 }
 
-static void etcd_process(Etcd *e);
 static int request_start(EtcdRequest *req, usec_t timeout_usec);
 
 /* A call that ended unanswered may go to the next endpoint while there is time: one that sent
  * nothing (refused, no connection, TLS failed before it left), or a read. */
-static bool call_may_fail_over(EtcdRequest *req, const EtcdH2Answer *a) {
+bool etcd_request_may_fail_over(EtcdRequest *req, const EtcdH2Answer *a) {
         return (a->error == -ECONNREFUSED || a->error == -ECONNRESET ||
                 (a->error == -EIO && !a->sent)) &&
                (!a->sent || req->t.repeatable) && request_remaining(req) > 0;
@@ -148,7 +130,7 @@ static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata)
         Etcd *e = req->t.etcd;
 
         req->call = NULL;
-        if (call_may_fail_over(req, a) && etcd_transfer_failover(&req->t) &&
+        if (etcd_request_may_fail_over(req, a) && etcd_transfer_failover(&req->t) &&
             request_start(req, MAX(request_remaining(req), USEC_PER_MSEC)) >= 0)
                 return;
         req->call_error = a->error;
@@ -161,7 +143,7 @@ static void on_call_answer(EtcdH2Call *c, const EtcdH2Answer *a, void *userdata)
         if (!req->call_detail || (a->grpc_status && !req->grpc_status) ||
             (a->grpc_message && !req->grpc_message) || (a->size > 0 && !req->answer))
                 req->call_error = -ENOMEM;
-        request_complete(req);
+        etcd_request_complete(req);
         etcd_process(e);
 }
 
@@ -218,15 +200,15 @@ static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool rep
 static void request_answer(EtcdRequest *req, EtcdAnswer *a) {
         char what[512];
 
-        transfer_describe(&req->t, what, sizeof(what));
+        etcd_transfer_describe(&req->t, what, sizeof(what));
         if (req->call_error < 0) {
                 if (req->call_error != -ECONNREFUSED)
-                        transfer_demote_endpoint(&req->t);
+                        etcd_transfer_demote_endpoint(&req->t);
                 etcd_answer_fail(a, req->call_error, what, req->call_detail);
                 return;
         }
         if (req->call_status >= 500)
-                transfer_demote_endpoint(&req->t);
+                etcd_transfer_demote_endpoint(&req->t);
         if (etcd_grpc_answer_parse(req->answer_kind, req->call_status, req->grpc_status,
                                    req->grpc_message, req->answer, req->answer_size, a) < 0) {
                 _cleanup_free_ char *m = a->message ? strdup(a->message) : NULL;
@@ -239,7 +221,13 @@ static void request_dispatch(EtcdRequest *req) {
         EtcdAnswer a = { .response.message = "" };
 
         request_unlink(req);
-        request_answer(req, &a);
+        if (req->ka_answered) {
+                /* a keepalive's, parsed as it came on its stream (etcd-keepalive.c) */
+                a = req->ka_answer;
+                req->ka_answer = (EtcdAnswer) {};
+                req->ka_answered = false;
+        } else
+                request_answer(req, &a);
         req->dispatching = true;
         req->cb(e, &a.response, req->userdata);
         etcd_answer_done(&a);
@@ -274,7 +262,7 @@ static void etcd_unref(Etcd *e) {
 }
 
 /* The answers, in the order they came. */
-static void etcd_process(Etcd *e) {
+void etcd_process(Etcd *e) {
         etcd_ref(e);
         while (!e->freed && e->completed)
                 request_dispatch(e->completed);
@@ -359,6 +347,7 @@ Etcd *etcd_free(Etcd *e) {
                 etcd_request_cancel(e->completed);
         while (e->watches)
                 (void) etcd_watch_free(e->watches);
+        etcd_keepalive_free_all(e);
         for (size_t i = 0; e->h2 && i < e->n_endpoints; i++)
                 e->h2[i] = etcd_h2_free(e->h2[i]);
         etcd_unref(e);
@@ -424,11 +413,34 @@ int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdat
         return call_submit(e, ETCD_ANSWER_LEASE_GRANT, r, b, false, cb, userdata, ret);
 }
 
+/* Not a call of its own: a message on the endpoint's LeaseKeepAlive stream (etcd-keepalive.c),
+ * answered as a call would be (the same deadline, failover and errors). */
 int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                          EtcdRequest **ret) {
-        EtcdBytes b = {};
-        int r = etcd_grpc_lease_keepalive(lease_id, &b);
-        return call_submit(e, ETCD_ANSWER_LEASE_KEEPALIVE, r, b, true, cb, userdata, ret);
+        EtcdRequest *req;
+        int r;
+
+        if (!e || e->freed || !cb || lease_id <= 0)
+                return -EINVAL;
+        req = new0(EtcdRequest, 1);
+        if (!req)
+                return -ENOMEM;
+        req->t = (Transfer) { .etcd = e, .repeatable = true, .endpoint = e->current,
+                              .path = etcd_grpc_path(ETCD_ANSWER_LEASE_KEEPALIVE) };
+        req->answer_kind = ETCD_ANSWER_LEASE_KEEPALIVE;
+        req->lease_id = lease_id;
+        req->cb = cb;
+        req->userdata = userdata;
+        req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
+        r = etcd_keepalive_start(req);
+        if (r < 0) {
+                request_free(req);
+                return r;
+        }
+        LIST_PREPEND(list, e->active, req);
+        if (ret)
+                *ret = req;
+        return 0;
 }
 
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,

@@ -2,7 +2,8 @@
 #pragma once
 
 /* A client of etcd v3 on one sd-event loop, in etcd's own gRPC: its KV service for range, put,
- * delete and txn, its Watch service and its Lease service (grant, keepalive, revoke)
+ * delete and txn, its Watch service and its Lease service (grant, keepalive, revoke; every
+ * keepalive a message on one long-lived LeaseKeepAlive stream, etcd-keepalive.c)
  * (etcd-grpc.h: protobuf-c; etcd-h2.h: HTTP/2 on nghttp2, TLS on gnutls for https://, host
  * names looked up by c-ares). Every call is asynchronous:
  * it returns at once and its callback runs from the loop,
@@ -180,6 +181,11 @@ int etcd_txn(Etcd *e, const EtcdCompare *compare, size_t n_compare, const EtcdOp
              void *userdata, EtcdRequest **ret);
 int etcd_lease_grant(Etcd *e, int64_t ttl_sec, etcd_callback_t cb, void *userdata,
                      EtcdRequest **ret);
+/* A keepalive is answered as any request is (the client's timeout, failover as a read's,
+ * the same errors), though it is no call of its own: one message on the client's LeaseKeepAlive
+ * stream of the current endpoint, which stays open for the next ones (one stream per client
+ * however many leases it keeps, as etcd's own clients do: a stream per keepalive costs etcd
+ * more than the renewal). */
 int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
                          EtcdRequest **ret);
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,

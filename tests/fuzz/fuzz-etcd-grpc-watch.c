@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd's Watch stream over gRPC (fleet/etcd/etcd-grpc.h) as hostile input: the bytes of a stream,
- * split into messages by etcd_grpc_frame_next() as etcd-watch.c splits what HTTP/2 hands it,
- * and each whole message parsed by etcd_grpc_watch_message_parse(). The split stops at the first
- * frame refused (compressed, too long) or one not all there, as the stream's reading does; a
- * message refused by the parser ends a watch too, but its frame is whole, so the next ones are
- * read on (more of the parser for the same input). Each message is also unpacked by protobuf-c
- * alone, and what the parser made is compared with it. A seed is one or more prefixed
- * WatchResponses, back to back. */
+/* etcd's gRPC streams (fleet/etcd/etcd-grpc.h) as hostile input, the Watch stream and the
+ * LeaseKeepAlive stream: the bytes of a stream, split into messages by etcd_grpc_frame_next()
+ * as etcd-watch.c and etcd-keepalive.c split what HTTP/2 hands them, and each whole message
+ * parsed both by etcd_grpc_watch_message_parse() and by
+ * etcd_grpc_lease_keepalive_message_parse(). The split stops at the first frame refused
+ * (compressed, too long) or one not all there, as the stream's reading does; a message refused
+ * by the parser ends a watch (or the keepalive stream) too, but its frame is whole, so the
+ * next ones are read on (more of the parsers for the same input). Each message is also
+ * unpacked by protobuf-c alone, and what the parsers made is compared with it. A seed is one
+ * or more prefixed WatchResponses (or LeaseKeepAliveResponses), back to back. */
 #include <errno.h>
 #include <string.h>
 
@@ -138,6 +140,38 @@ static void fuzz_message(const uint8_t *p, size_t len) {
         check_zeroed(&m);
 }
 
+/* One whole frame as a LeaseKeepAliveResponse: taken exactly when protobuf-c unpacks it and
+ * its ID is one a request could have (> 0), with protobuf-c's ID, TTL and revision. */
+static void fuzz_keepalive(const uint8_t *p, size_t len) {
+        Etcdserverpb__LeaseKeepAliveResponse *k;
+        EtcdAnswer a;
+        int r;
+
+        r = etcd_grpc_lease_keepalive_message_parse(p, len, &a);
+        FUZZ_ASSERT(r == 0 || r == -EBADMSG || r == -ENOMEM);
+        FUZZ_ASSERT(a.response.error == r && a.response.message);
+        FUZZ_ASSERT(!a.response.kvs && !a.response.responses && !a.response.leader.key);
+        k = etcdserverpb__lease_keep_alive_response__unpack(NULL, len - ETCD_GRPC_PREFIX,
+                                                            p + ETCD_GRPC_PREFIX);
+        if (r == 0) {
+                FUZZ_ASSERT(k && k->id > 0);
+                FUZZ_ASSERT(streq(a.response.message, ""));
+                FUZZ_ASSERT(a.response.lease_id == k->id && a.response.ttl == k->ttl);
+                FUZZ_ASSERT(a.response.revision == (k->header ? k->header->revision : 0));
+        } else {
+                FUZZ_ASSERT(r == -ENOMEM || !k || k->id <= 0);
+                FUZZ_ASSERT(a.response.lease_id == 0 && a.response.ttl == 0);
+                FUZZ_ASSERT(a.response.message[0] != '\0');
+        }
+        if (k)
+                protobuf_c_message_free_unpacked(&k->base, NULL);
+        etcd_answer_done(&a);
+
+        /* exactly one message: one byte fewer is not one */
+        FUZZ_ASSERT(etcd_grpc_lease_keepalive_message_parse(p, len - 1, &a) == -EBADMSG);
+        etcd_answer_done(&a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t off = 0;
 
@@ -149,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (r <= 0)
                         break; /* refused: the stream is over; 0: the rest is to come */
                 fuzz_message(data + off, len);
+                fuzz_keepalive(data + off, len);
                 /* nor is a message with the next one's first byte */
                 if (off + len < size) {
                         EtcdWatchMessage m;

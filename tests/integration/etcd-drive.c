@@ -23,6 +23,12 @@
  *   grant TTL                      lease id=ID ttl=T (remembered as @lease)
  *   keepalive [ID] | revoke [ID]   keepalive ttl=T | ok rev=R
  *   keepalive-for SECONDS PERIOD_MS  keeps @lease alive: kept n=N ttl=T
+ *   leases N TTL [PREFIX]          N leases at once, a key PREFIX<I> (/it/many/) under each
+ *   keepalive-many SECONDS PERIOD_MS  rounds of keepalives of the N leases at once, errors not
+ *                                  fatal: kept-many rounds=R ok=K errors=E expired=X last=L
+ *                                  (ttl > 0 in the last round) first_error=ENAME
+ *   keepalive-cancel               one of @lease cancelled at once, then another: keepalive
+ *                                  ttl=T cancelled_called=C (the first's callbacks: 0)
  *   watch NAME KEY|prefix:KEY [REV]  watch NAME created rev=R (events print as they come:
  *                                  event NAME PUT|DELETE KEY VALUE m=M; watch-error NAME E c=C)
  *   wait NAME N [SECONDS]          watch NAME events=N (or watch-error / timeout)
@@ -92,6 +98,14 @@ struct Drive {
         size_t count, target, ok, issued;
         int64_t last_ttl;
         usec_t *lat;
+        /* leases, keepalive-many, keepalive-cancel */
+        int64_t *many;
+        size_t n_many, answered, errors, expired, last_ok, rounds;
+        int first_error;
+        char many_prefix[32];
+        bool many_mode;
+        usec_t round_start;
+        unsigned cancelled_called;
         int status;
         /* the script */
         sd_event_source *input;
@@ -177,6 +191,126 @@ static void on_keepalive(Etcd *e, const EtcdResponse *r, void *userdata) {
                 end_line(d);
         }
         step(d);
+}
+
+/* ---- leases, keepalive-many, keepalive-cancel ---- */
+
+static int64_t number(Drive *d, const char *s);
+
+static void on_many_put(Etcd *e, const EtcdResponse *r, void *userdata) {
+        Drive *d = userdata;
+
+        if (r->error < 0 && d->first_error == 0)
+                d->first_error = r->error;
+        if (++d->answered < d->n_many)
+                return;
+        if (d->first_error < 0)
+                printf("error %s leases", strerrorname_np(-d->first_error) ?: "?");
+        else
+                printf("leases n=%zu ttl=%" PRId64, d->n_many, d->last_ttl);
+        end_line(d);
+        step(d);
+}
+
+static void on_many_grant(Etcd *e, const EtcdResponse *r, void *userdata) {
+        Drive *d = userdata;
+        char key[64];
+        size_t i = d->count++;
+
+        if (r->error == 0) {
+                d->many[i] = r->lease_id;
+                d->last_ttl = r->ttl;
+                (void) snprintf(key, sizeof(key), "%s%zu", d->many_prefix, i);
+                if (etcd_put(e, key, "kept", r->lease_id, on_many_put, d, NULL) >= 0)
+                        return;
+        }
+        on_many_put(e, &(EtcdResponse) { .error = r->error ?: -ENOMEM }, d);
+}
+
+static void on_many_kept(Etcd *e, const EtcdResponse *r, void *userdata) {
+        Drive *d = userdata;
+
+        if (r->error < 0) {
+                d->errors++;
+                if (d->first_error == 0)
+                        d->first_error = r->error;
+        } else if (r->ttl <= 0)
+                d->expired++;
+        else {
+                d->ok++;
+                d->last_ok++;
+        }
+        if (++d->answered < d->n_many)
+                return;
+        d->rounds++;
+        if (now_usec(CLOCK_MONOTONIC) < d->until) {
+                /* the next round PERIOD after this one started (at once if that passed) */
+                (void) sd_event_source_set_time(d->timer, d->round_start + d->period);
+                (void) sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+                return;
+        }
+        d->many_mode = false;
+        printf("kept-many rounds=%zu ok=%zu errors=%zu expired=%zu last=%zu first_error=%s",
+               d->rounds, d->ok, d->errors, d->expired, d->last_ok,
+               d->first_error < 0 ? strerrorname_np(-d->first_error) ?: "?" : "none");
+        end_line(d);
+        step(d);
+}
+
+/* A round: every lease's keepalive at once. */
+static void many_round(Drive *d) {
+        d->round_start = now_usec(CLOCK_MONOTONIC);
+        d->answered = d->last_ok = 0;
+        for (size_t i = 0; i < d->n_many; i++) {
+                int r = etcd_lease_keepalive(d->etcd, d->many[i], on_many_kept, d, NULL);
+                if (r < 0)
+                        on_many_kept(d->etcd, &(EtcdResponse) { .error = r }, d);
+        }
+}
+
+static int run_leases(Drive *d, char **w, size_t n) {
+        size_t want = n > 1 ? strtoull(w[1], NULL, 10) : 0;
+        int r = 0;
+
+        if (n < 3 || want == 0)
+                return -EINVAL;
+        free(d->many);
+        d->many = new0(int64_t, want);
+        if (!d->many)
+                return -ENOMEM;
+        d->n_many = want;
+        (void) snprintf(d->many_prefix, sizeof(d->many_prefix), "%s", n > 3 ? w[3] : "/it/many/");
+        d->count = d->answered = 0;
+        d->first_error = 0;
+        for (size_t i = 0; i < want && r >= 0; i++)
+                r = etcd_lease_grant(d->etcd, number(d, w[2]), on_many_grant, d, NULL);
+        return r;
+}
+
+static void on_cancelled(Etcd *e, const EtcdResponse *r, void *userdata) {
+        ((Drive *) userdata)->cancelled_called++;
+}
+
+static void on_after_cancel(Etcd *e, const EtcdResponse *r, void *userdata) {
+        Drive *d = userdata;
+
+        if (!print_error(d, r)) {
+                printf("keepalive ttl=%" PRId64 " cancelled_called=%u", r->ttl,
+                       d->cancelled_called);
+                end_line(d);
+        }
+        step(d);
+}
+
+static int run_keepalive_cancel(Drive *d) {
+        EtcdRequest *req;
+        int r = etcd_lease_keepalive(d->etcd, d->lease, on_cancelled, d, &req);
+
+        if (r < 0)
+                return r;
+        etcd_request_cancel(req);
+        d->cancelled_called = 0;
+        return etcd_lease_keepalive(d->etcd, d->lease, on_after_cancel, d, NULL);
 }
 
 /* ---- the script's words ---- */
@@ -576,6 +710,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (d->waiting)
                 return on_wait_timeout(s, usec, userdata);
+        if (d->many_mode) {
+                many_round(d);
+                return 0;
+        }
         r = etcd_lease_keepalive(d->etcd, d->lease, on_kept, d, NULL);
         if (r < 0) {
                 printf("error %s keepalive", strerrorname_np(-r) ?: "?");
@@ -696,6 +834,19 @@ static int run(Drive *d, char **w, size_t n) {
                 d->period = strtoull(w[2], NULL, 10) * USEC_PER_MSEC;
                 return etcd_lease_keepalive(d->etcd, d->lease, on_kept, d, NULL);
         }
+        if (streq(w[0], "leases"))
+                return run_leases(d, w, n);
+        if (streq(w[0], "keepalive-many") && n >= 3 && d->n_many > 0) {
+                d->until = now_usec(CLOCK_MONOTONIC) + (usec_t) (strtod(w[1], NULL) * USEC_PER_SEC);
+                d->period = strtoull(w[2], NULL, 10) * USEC_PER_MSEC;
+                d->rounds = d->ok = d->errors = d->expired = 0;
+                d->first_error = 0;
+                d->many_mode = true;
+                many_round(d);
+                return 0;
+        }
+        if (streq(w[0], "keepalive-cancel"))
+                return run_keepalive_cancel(d);
         if (streq(w[0], "watch"))
                 return run_watch(d, w, n);
         if (streq(w[0], "wait"))
@@ -859,6 +1010,7 @@ int main(int argc, char **argv) {
         etcd_batch_free(d.batch);
         etcd_free(d.etcd);
         free(d.bench_value);
+        free(d.many);
         sd_event_source_unref(d.timer);
         sd_event_source_unref(d.input);
         sd_event_unref(d.event);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The etcd client (fleet/etcd/etcd.h, issue 15) against a real 3-member etcd cluster: put, range,
 # prefix range, txn (both branches; create, mod, value and version compares), leases (grant,
-# keepalive, expiry), watches (order, history, a compacted start -> ESTALE, a member stopped or
+# keepalive, expiry; many kept alive on one LeaseKeepAlive stream, a keepalive cancelled, one
+# timed out and answered late, the stream's member restarted), watches (order, history, a compacted start -> ESTALE, a member stopped or
 # killed -> ECONNRESET), failover with one member killed, quorum lost (ETIMEDOUT within the
 # timeout, no hang) and quorum back. One etcd-drive process (one Etcd, one sd-event loop) lives
 # through it all, driven as a coprocess so that members die between its commands.
@@ -178,6 +179,44 @@ d grant "$ttl"
 d revoke
 ok_result
 
+# ---- many leases, one LeaseKeepAlive stream: each keepalive a message on it ----
+# ka_metric started|msg_received MEMBER...: etcd's own count (its /metrics) of LeaseKeepAlive
+# streams started, or of their messages received, on those members together.
+ka_metric() {
+        local what=$1 i v n=0
+        shift
+        for i in "$@"; do
+                v=$(curl -sf -m 2 "${ETCD_CURL_TLS[@]}" "$(etcd_url "${ETCD_CLIENT_PORT[i]}")/metrics" |
+                        sed -nE "s/^grpc_server_${what}_total\{grpc_method=\"LeaseKeepAlive\".*\} ([0-9]+)\$/\1/p")
+                n=$((n + ${v:-0}))
+        done
+        echo "$n"
+}
+d leases 200 "$ttl"
+assert_eq "$(field n)" 200 "leases granted, a key under each ($R)"
+streams0=$(ka_metric started 1 2 3)
+msgs0=$(ka_metric msg_received 1 2 3)
+d keepalive-many $((2 * granted)) $((granted * 1000 / 4))
+rounds=$(field rounds)
+assert_ok "rounds of 200 keepalives at once for twice the TTL ($R)" [ "$rounds" -ge 4 ]
+assert_eq "$(field ok) $(field errors) $(field expired)" "$((200 * rounds)) 0 0" \
+        "200 leases' keepalives answered ($R)"
+msgs=$(($(ka_metric msg_received 1 2 3) - msgs0))
+streams=$(($(ka_metric started 1 2 3) - streams0))
+note "$((200 * rounds)) keepalives: $msgs LeaseKeepAlive messages on $streams new stream(s)"
+assert_ok "etcd received each as a message ($msgs for $((200 * rounds)))" \
+        [ "$msgs" -ge $((200 * rounds)) ]
+assert_ok "on the client's one stream, opened before or now ($streams new)" [ "$streams" -le 1 ]
+d prefix /it/many/ 1
+assert_eq "$(field count)" 200 "keys under the 200 kept leases, twice their TTL later"
+# A keepalive cancelled at once: no callback; etcd's answer to it is dropped, and the next
+# keepalive of the lease gets its own.
+d grant "$ttl"
+d keepalive-cancel
+assert_eq "$(field ttl) $(field cancelled_called)" "$granted 0" "the keepalive after a cancelled one ($R)"
+d revoke
+ok_result
+
 # ---- watches: order, history, compaction ----
 d watch w prefix:/it/w/
 assert_ok "watch created ($R)" grep -q "^watch w created" <<<"$R"
@@ -348,6 +387,103 @@ d get /it/m/3
 assert_eq "$(kv_lines)" "/it/m/3 x" "what was written before the quorum was lost"
 d get /it/q/2
 assert_eq "$(kv_lines)" "" "the txn that timed out without quorum was not applied"
+
+# ---- the LeaseKeepAlive stream's member restarted ----
+# The member is stopped, then killed with a round of keepalives waiting in its socket: the
+# client's go to another member (no election: another one leads) on a new stream, and so do
+# the next ones; a second client, on that member alone, fails while it is down and keeps its
+# leases alive again on a new stream once it is back.
+etcd_start_member 1
+etcd_wait_healthy 1 2 3
+ttl=$((5 * TIME_SCALE))
+d leases 100 "$ttl" /it/r/
+assert_eq "$(field n)" 100 "leases for the restart ($R)"
+for i in 1 2 3; do before[i]=$(ka_metric msg_received "$i"); done
+d keepalive-many 0 0
+victim=
+for i in 1 2 3; do
+        [ $(($(ka_metric msg_received "$i") - before[i])) -lt 100 ] || victim=$i
+done
+assert_ok "one member took the round of 100 keepalives on its stream ($R)" [ -n "$victim" ]
+etcd_make_leader $((victim % 3 + 1))
+printf 'leases 20 %s /it/b/\nkeepalive-many %s %s\n' $((10 * TIME_SCALE)) $((4 * ttl)) \
+        $((1000 * TIME_SCALE)) | ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[victim]}") \
+        ETCD_TIMEOUT_MS=$TIMEOUT_MS "$ETCD_DRIVE" >"$T/b.out" 2>&1 &
+b_pid=$!
+bg_track "$b_pid"
+wait_until $((10 * TIME_SCALE)) "the second client's leases" grep -q "^leases n=20 " "$T/b.out"
+for i in 1 2 3; do started[i]=$(ka_metric started "$i"); done
+echo "keepalive-many $((3 * ttl)) $((1000 * TIME_SCALE))" >&"$DRIVE_IN"
+echo "> keepalive-many (member $victim restarted meanwhile)" >>"$LOG"
+msgs0=$(ka_metric msg_received "$victim")
+kept_on_victim() { [ $(($(ka_metric msg_received "$victim") - msgs0)) -ge 120 ]; }
+wait_until $((10 * TIME_SCALE)) "a round of both clients on member $victim" kept_on_victim
+# the bytes unread in the member's sockets (Recv-Q): a round of 100 keepalives is over 1,600
+unread_on() {
+        ss -tnH state established "( sport = :${ETCD_CLIENT_PORT[$1]} )" |
+                awk '{ n += $1 } END { print n + 0 }'
+}
+etcd_kill "$victim" STOP
+unread0=$(unread_on "$victim")
+round_waits() { [ "$(unread_on "$victim")" -ge $((unread0 + 1600)) ]; }
+wait_until $((10 * TIME_SCALE)) "a round of keepalives waiting on stopped member $victim" round_waits
+etcd_kill "$victim"
+etcd_start_member "$victim"
+etcd_wait_healthy 1 2 3
+OUT=()
+while IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT"; do
+        echo "$line" >>"$LOG"
+        OUT+=("$line")
+        [[ $line =~ \ ms=[0-9]+$ ]] && break
+done
+R=${OUT[-1]:-}
+assert_eq "$(field errors) $(field expired) $(field last)" "0 0 100" \
+        "keepalives through member $victim's restart, sent again to another ($R)"
+reopened=0
+for i in 1 2 3; do
+        [ "$i" = "$victim" ] || reopened=$((reopened + $(ka_metric started "$i") - started[i]))
+done
+assert_ok "a new LeaseKeepAlive stream on another member ($reopened)" [ "$reopened" -ge 1 ]
+d prefix /it/r/ 1
+assert_eq "$(field count)" 100 "keys under the leases kept through the restart"
+wait "$b_pid" || fail "the client on member $victim exited with $?: $(cat "$T/b.out")"
+bg_untrack "$b_pid"
+b_line=$(grep "^kept-many " "$T/b.out" || true)
+note "the client on member $victim alone, through its restart: $b_line"
+assert_eq "$(sed -nE 's/.* expired=([0-9]+) last=([0-9]+) .*/\1 \2/p' <<<"$b_line")" "0 20" \
+        "the client on member $victim alone: its last round all answered, no lease lost ($b_line)"
+assert_ok "its round waiting on the stopped member failed ($b_line)" \
+        [ "$(sed -nE 's/.* errors=([0-9]+) .*/\1/p' <<<"$b_line")" -ge 20 ]
+assert_ok "on a new stream to member $victim, restarted ($(ka_metric started "$victim"))" \
+        [ "$(ka_metric started "$victim")" -ge 1 ]
+
+# ---- a keepalive timed out on a stopped member, answered late ----
+# A client on that member alone: its keepalive times out while the member is stopped; etcd's
+# late answer to it, once the member runs again, is dropped (no second callback), and each of
+# the next two keepalives gets an answer of its own.
+mkfifo "$T/c.in"
+ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[victim]}") ETCD_TIMEOUT_MS=$TIMEOUT_MS \
+        "$ETCD_DRIVE" <"$T/c.in" >"$T/c.out" 2>&1 &
+c_pid=$!
+bg_track "$c_pid"
+exec {C_IN}>"$T/c.in"
+echo "grant $((10 * TIME_SCALE))" >&"$C_IN"
+wait_until $((10 * TIME_SCALE)) "a lease for the late answer" grep -q "^lease id=" "$T/c.out"
+STOPPED_PID=${ETCD_PID[victim]}
+etcd_kill "$victim" STOP
+echo keepalive >&"$C_IN"
+wait_until $((5 * TIME_SCALE)) "the keepalive on the stopped member timed out" \
+        grep -q "^error ETIMEDOUT" "$T/c.out"
+kill -CONT "$STOPPED_PID"
+STOPPED_PID=
+printf 'keepalive\nkeepalive\n' >&"$C_IN"
+exec {C_IN}>&-
+wait "$c_pid" || fail "the client on member $victim exited with $?: $(cat "$T/c.out")"
+bg_untrack "$c_pid"
+assert_eq "$(grep -c '^keepalive ttl=' "$T/c.out") $(grep -c '^error ' "$T/c.out")" "2 1" \
+        "answers after the timed-out keepalive ($(paste -sd, "$T/c.out"))"
+assert_ok "both with the lease's TTL ($(paste -sd, "$T/c.out"))" \
+        [ "$(grep -c "^keepalive ttl=$((10 * TIME_SCALE)) " "$T/c.out")" -eq 2 ]
 
 exec {DRIVE_IN}>&-
 wait "$drive_pid" || fail "etcd-drive exited with $?: $(cat "$T/drive.err")"

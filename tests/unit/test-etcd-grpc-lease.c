@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fleet/etcd/etcd-grpc.c and etcd-grpc-parse.c: the Lease service's calls (LeaseGrant,
- * LeaseKeepAlive as a stream of one request, LeaseRevoke). The requests' bytes are written out
+ * LeaseKeepAlive, LeaseRevoke), and the LeaseKeepAlive stream's messages one by one
+ * (etcd_grpc_lease_keepalive_message_parse, as etcd-keepalive.c reads them). The requests' bytes are written out
  * by hand from protobuf's wire format (tag 0x08: field 1, a varint); the answers are made by
  * protobuf-c's packing of the messages etcd sends, behind gRPC's 5-byte prefix. */
 #include <errno.h>
@@ -137,6 +138,73 @@ static void test_decode_keepalive(_unused_ void **state) {
         etcd_answer_done(&a);
 }
 
+/* The open stream's answers, one message at a time, matched by their ID. */
+static void test_keepalive_stream_message(_unused_ void **state) {
+        Etcdserverpb__LeaseKeepAliveResponse k = ETCDSERVERPB__LEASE_KEEP_ALIVE_RESPONSE__INIT;
+        static const uint8_t cut[] = { 0x10, 0xac };
+        EtcdAnswer a;
+        EtcdBytes b;
+
+        k.header = &header7;
+        k.id = 7587888136662307345LL;
+        k.ttl = 5;
+        b = grpc_packed(&k);
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size, &a), 0);
+        assert_int_equal(a.response.error, 0);
+        assert_string_equal(a.response.message, "");
+        assert_int_equal(a.response.lease_id, 7587888136662307345LL);
+        assert_int_equal(a.response.ttl, 5);
+        assert_int_equal(a.response.revision, 7);
+        etcd_answer_done(&a);
+        /* exactly one message: a byte fewer (cut) or more (the next one's) is not one */
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size - 1, &a),
+                         -EBADMSG);
+        assert_int_equal(a.response.lease_id, 0);
+        assert_non_null(strstr(a.response.message, "LeaseKeepAlive"));
+        etcd_answer_done(&a);
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size + 1, &a),
+                         -EBADMSG);
+        etcd_answer_done(&a);
+        /* a compressed one */
+        b.data[0] = 1;
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size, &a), -EBADMSG);
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+
+        /* an expired lease: TTL 0, still an answer for its ID */
+        k.ttl = 0;
+        b = grpc_packed(&k);
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size, &a), 0);
+        assert_int_equal(a.response.lease_id, 7587888136662307345LL);
+        assert_int_equal(a.response.ttl, 0);
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+
+        /* no ID (or a negative one): no request of ours to match it with */
+        k.id = 0;
+        k.ttl = 5;
+        b = grpc_packed(&k);
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size, &a), -EBADMSG);
+        assert_int_equal(a.response.error, -EBADMSG);
+        assert_non_null(strstr(a.response.message, "malformed keepalive answer"));
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+        k.id = -3;
+        b = grpc_packed(&k);
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size, &a), -EBADMSG);
+        assert_int_equal(a.response.lease_id, 0);
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+
+        /* not protobuf: a varint cut short */
+        b = grpc_raw(cut, sizeof(cut));
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(b.data, b.size, &a), -EBADMSG);
+        etcd_answer_done(&a);
+        etcd_bytes_done(&b);
+        assert_int_equal(etcd_grpc_lease_keepalive_message_parse(NULL, 0, &a), -EBADMSG);
+        etcd_answer_done(&a);
+}
+
 static void test_decode_revoke(_unused_ void **state) {
         Etcdserverpb__LeaseRevokeResponse v = ETCDSERVERPB__LEASE_REVOKE_RESPONSE__INIT;
         EtcdAnswer a;
@@ -189,6 +257,7 @@ int main(void) {
                 cmocka_unit_test(test_encode),
                 cmocka_unit_test(test_decode_grant),
                 cmocka_unit_test(test_decode_keepalive),
+                cmocka_unit_test(test_keepalive_stream_message),
                 cmocka_unit_test(test_decode_revoke),
                 cmocka_unit_test(test_decode_malformed),
         };
