@@ -44,84 +44,14 @@
  * "error ENAME message". Exit status 0 unless the script itself was malformed (2).
  * Environment: ETCD_ENDPOINTS (comma-separated), ETCD_TIMEOUT_MS, and for TLS ETCD_CA_FILE,
  * ETCD_CERT_FILE, ETCD_KEY_FILE (EtcdConfig's ca_file, cert_file, key_file). */
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <fcntl.h>
-#include <sys/epoll.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "etcd-drive.h"
 
-#include <systemd/sd-event.h>
-
-#include "etcd.h"
-#include "macro.h"
-#include "time-util.h"
-
-#define MAX_WORDS 64
-#define MAX_WATCHES 8
-#define MAX_NESTED 8
-
-typedef struct Drive Drive;
-
-typedef struct DriveWatch {
-        Drive *drive;
-        char name[32];
-        bool created;
-        EtcdWatch *watch;
-        size_t events;
-        int error;
-} DriveWatch;
-
-struct Drive {
-        sd_event *event;
-        Etcd *etcd;
-        EtcdBatch *batch;
-        EtcdBatchTxn *cancel_later; /* batch-cancel: by the first answer */
-        void *cancel_later_data;
-        uint64_t batches_before;
-        bool bench_batched;
-        char *bench_value;
-        char **lines;
-        size_t n_lines, next;
-        usec_t started;
-        int64_t lease, rev;
-        DriveWatch watches[MAX_WATCHES];
-        /* wait */
-        DriveWatch *waiting;
-        size_t wait_for;
-        sd_event_source *timer;
-        /* keepalive-for, bench */
-        usec_t until, period;
-        size_t count, target, ok, issued;
-        int64_t last_ttl;
-        usec_t *lat;
-        /* leases, keepalive-many, keepalive-cancel */
-        int64_t *many;
-        size_t n_many, answered, errors, expired, last_ok, rounds;
-        int first_error;
-        char many_prefix[32];
-        bool many_mode;
-        usec_t round_start;
-        unsigned cancelled_called;
-        int status;
-        /* the script */
-        sd_event_source *input;
-        char partial[4096];
-        size_t partial_len;
-        bool busy, eof;
-};
-
-static void step(Drive *d);
-
-static void end_line(Drive *d) {
+void end_line(Drive *d) {
         printf(" ms=%" PRIu64 "\n", (now_usec(CLOCK_MONOTONIC) - d->started) / USEC_PER_MSEC);
         fflush(stdout);
 }
 
-static bool print_error(Drive *d, const EtcdResponse *r) {
+bool print_error(Drive *d, const EtcdResponse *r) {
         if (r->error == 0)
                 return false;
         printf("error %s %s", strerrorname_np(-r->error) ?: "?", r->message);
@@ -193,129 +123,9 @@ static void on_keepalive(Etcd *e, const EtcdResponse *r, void *userdata) {
         step(d);
 }
 
-/* ---- leases, keepalive-many, keepalive-cancel ---- */
-
-static int64_t number(Drive *d, const char *s);
-
-static void on_many_put(Etcd *e, const EtcdResponse *r, void *userdata) {
-        Drive *d = userdata;
-
-        if (r->error < 0 && d->first_error == 0)
-                d->first_error = r->error;
-        if (++d->answered < d->n_many)
-                return;
-        if (d->first_error < 0)
-                printf("error %s leases", strerrorname_np(-d->first_error) ?: "?");
-        else
-                printf("leases n=%zu ttl=%" PRId64, d->n_many, d->last_ttl);
-        end_line(d);
-        step(d);
-}
-
-static void on_many_grant(Etcd *e, const EtcdResponse *r, void *userdata) {
-        Drive *d = userdata;
-        char key[64];
-        size_t i = d->count++;
-
-        if (r->error == 0) {
-                d->many[i] = r->lease_id;
-                d->last_ttl = r->ttl;
-                (void) snprintf(key, sizeof(key), "%s%zu", d->many_prefix, i);
-                if (etcd_put(e, key, "kept", r->lease_id, on_many_put, d, NULL) >= 0)
-                        return;
-        }
-        on_many_put(e, &(EtcdResponse) { .error = r->error ?: -ENOMEM }, d);
-}
-
-static void on_many_kept(Etcd *e, const EtcdResponse *r, void *userdata) {
-        Drive *d = userdata;
-
-        if (r->error < 0) {
-                d->errors++;
-                if (d->first_error == 0)
-                        d->first_error = r->error;
-        } else if (r->ttl <= 0)
-                d->expired++;
-        else {
-                d->ok++;
-                d->last_ok++;
-        }
-        if (++d->answered < d->n_many)
-                return;
-        d->rounds++;
-        if (now_usec(CLOCK_MONOTONIC) < d->until) {
-                /* the next round PERIOD after this one started (at once if that passed) */
-                (void) sd_event_source_set_time(d->timer, d->round_start + d->period);
-                (void) sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
-                return;
-        }
-        d->many_mode = false;
-        printf("kept-many rounds=%zu ok=%zu errors=%zu expired=%zu last=%zu first_error=%s",
-               d->rounds, d->ok, d->errors, d->expired, d->last_ok,
-               d->first_error < 0 ? strerrorname_np(-d->first_error) ?: "?" : "none");
-        end_line(d);
-        step(d);
-}
-
-/* A round: every lease's keepalive at once. */
-static void many_round(Drive *d) {
-        d->round_start = now_usec(CLOCK_MONOTONIC);
-        d->answered = d->last_ok = 0;
-        for (size_t i = 0; i < d->n_many; i++) {
-                int r = etcd_lease_keepalive(d->etcd, d->many[i], on_many_kept, d, NULL);
-                if (r < 0)
-                        on_many_kept(d->etcd, &(EtcdResponse) { .error = r }, d);
-        }
-}
-
-static int run_leases(Drive *d, char **w, size_t n) {
-        size_t want = n > 1 ? strtoull(w[1], NULL, 10) : 0;
-        int r = 0;
-
-        if (n < 3 || want == 0)
-                return -EINVAL;
-        free(d->many);
-        d->many = new0(int64_t, want);
-        if (!d->many)
-                return -ENOMEM;
-        d->n_many = want;
-        (void) snprintf(d->many_prefix, sizeof(d->many_prefix), "%s", n > 3 ? w[3] : "/it/many/");
-        d->count = d->answered = 0;
-        d->first_error = 0;
-        for (size_t i = 0; i < want && r >= 0; i++)
-                r = etcd_lease_grant(d->etcd, number(d, w[2]), on_many_grant, d, NULL);
-        return r;
-}
-
-static void on_cancelled(Etcd *e, const EtcdResponse *r, void *userdata) {
-        ((Drive *) userdata)->cancelled_called++;
-}
-
-static void on_after_cancel(Etcd *e, const EtcdResponse *r, void *userdata) {
-        Drive *d = userdata;
-
-        if (!print_error(d, r)) {
-                printf("keepalive ttl=%" PRId64 " cancelled_called=%u", r->ttl,
-                       d->cancelled_called);
-                end_line(d);
-        }
-        step(d);
-}
-
-static int run_keepalive_cancel(Drive *d) {
-        EtcdRequest *req;
-        int r = etcd_lease_keepalive(d->etcd, d->lease, on_cancelled, d, &req);
-
-        if (r < 0)
-                return r;
-        etcd_request_cancel(req);
-        d->cancelled_called = 0;
-        return etcd_lease_keepalive(d->etcd, d->lease, on_after_cancel, d, NULL);
-}
-
 /* ---- the script's words ---- */
 
-static int64_t number(Drive *d, const char *s) {
+int64_t number(Drive *d, const char *s) {
         if (streq(s, "@lease"))
                 return d->lease;
         if (streq(s, "@rev"))
@@ -897,7 +707,7 @@ static int run_sync(Drive *d, char **w, size_t n, const char *line) {
         return 0;
 }
 
-static void step(Drive *d) {
+void step(Drive *d) {
         for (;;) {
                 char *words[MAX_WORDS], *copy;
                 const char *line;
