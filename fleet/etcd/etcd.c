@@ -155,6 +155,34 @@ static int request_start(EtcdRequest *req, usec_t timeout_usec) {
                             timeout_usec, on_call_answer, req, &req->call);
 }
 
+/* A request of kind to e's current endpoint, answered to cb by timeout from now. */
+static EtcdRequest *request_new(Etcd *e, EtcdAnswerKind kind, bool repeatable, usec_t timeout,
+                                etcd_callback_t cb, void *userdata) {
+        EtcdRequest *req = new0(EtcdRequest, 1);
+
+        if (!req)
+                return NULL;
+        req->t = (Transfer) { .etcd = e, .repeatable = repeatable, .endpoint = e->current,
+                              .path = etcd_grpc_path(kind) };
+        req->answer_kind = kind;
+        req->cb = cb;
+        req->userdata = userdata;
+        req->deadline = now_usec(CLOCK_MONOTONIC) + timeout;
+        return req;
+}
+
+/* req, once started (r: how its start went), among e's active requests; freed if it failed. */
+static int request_track(EtcdRequest *req, int r, EtcdRequest **ret) {
+        if (r < 0) {
+                request_free(req);
+                return r;
+        }
+        LIST_PREPEND(list, req->t.etcd->active, req);
+        if (ret)
+                *ret = req;
+        return 0;
+}
+
 /* body: the call's prefixed message (etcd-grpc.h); taken either way. */
 static int request_submit_timeout(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool repeatable,
                                   usec_t timeout, etcd_callback_t cb, void *userdata,
@@ -165,26 +193,14 @@ static int request_submit_timeout(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, 
 
         if (!e || e->freed || !cb || !b.data)
                 return -EINVAL;
-        req = new0(EtcdRequest, 1);
+        req = request_new(e, kind, repeatable, timeout, cb, userdata);
         if (!req)
                 return -ENOMEM;
-        req->t = (Transfer) { .etcd = e, .body = b.data, .body_size = b.size,
-                              .repeatable = repeatable, .path = etcd_grpc_path(kind),
-                              .endpoint = e->current };
+        req->t.body = b.data;
+        req->t.body_size = b.size;
         b = (EtcdBytes) {};
-        req->answer_kind = kind;
-        req->cb = cb;
-        req->userdata = userdata;
-        req->deadline = now_usec(CLOCK_MONOTONIC) + timeout;
         r = request_start(req, timeout);
-        if (r < 0) {
-                request_free(req);
-                return r;
-        }
-        LIST_PREPEND(list, e->active, req);
-        if (ret)
-                *ret = req;
-        return 0;
+        return request_track(req, r, ret);
 }
 
 static int request_submit(Etcd *e, EtcdAnswerKind kind, EtcdBytes body, bool repeatable,
@@ -422,25 +438,12 @@ int etcd_lease_keepalive(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *us
 
         if (!e || e->freed || !cb || lease_id <= 0)
                 return -EINVAL;
-        req = new0(EtcdRequest, 1);
+        req = request_new(e, ETCD_ANSWER_LEASE_KEEPALIVE, true, e->timeout, cb, userdata);
         if (!req)
                 return -ENOMEM;
-        req->t = (Transfer) { .etcd = e, .repeatable = true, .endpoint = e->current,
-                              .path = etcd_grpc_path(ETCD_ANSWER_LEASE_KEEPALIVE) };
-        req->answer_kind = ETCD_ANSWER_LEASE_KEEPALIVE;
         req->lease_id = lease_id;
-        req->cb = cb;
-        req->userdata = userdata;
-        req->deadline = now_usec(CLOCK_MONOTONIC) + e->timeout;
         r = etcd_keepalive_start(req);
-        if (r < 0) {
-                request_free(req);
-                return r;
-        }
-        LIST_PREPEND(list, e->active, req);
-        if (ret)
-                *ret = req;
-        return 0;
+        return request_track(req, r, ret);
 }
 
 int etcd_lease_revoke(Etcd *e, int64_t lease_id, etcd_callback_t cb, void *userdata,
