@@ -28,14 +28,19 @@ eval "exec $drive_r<&- $drive_w>&-"
 # d COMMAND: sends COMMAND to etcd-drive and reads up to its result line (the one ending in
 # " ms=N"): R is that line, OUT every line read (kvs, and watch events that came meanwhile).
 # Everything goes to $LOG too.
-d() {
+# d_send COMMAND [NOTE] and d_read COMMAND: the same in two steps, for a command answered
+# after something the test does meanwhile (NOTE goes to $LOG beside it).
+d() { d_send "$*"; d_read "$*"; }
+d_send() {
+        echo "$1" >&"$DRIVE_IN"
+        echo "> $1${2:+ $2}" >>"$LOG"
+}
+d_read() {
         local line
         OUT=()
-        echo "$*" >&"$DRIVE_IN"
-        echo "> $*" >>"$LOG"
         while :; do
                 IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT" ||
-                        fail "etcd-drive gave no answer to '$*'; its log: $(tail -n 20 "$LOG"; cat "$T/drive.err")"
+                        fail "etcd-drive gave no answer to '$1'; its log: $(tail -n 20 "$LOG"; cat "$T/drive.err")"
                 echo "$line" >>"$LOG"
                 OUT+=("$line")
                 [[ $line =~ \ ms=[0-9]+$ ]] && break
@@ -319,17 +324,11 @@ unread_on_1() {
 request_waits_on_1() { [ "$(unread_on_1)" -ge $((unread_before + 50)) ]; }
 etcd_kill 1 STOP
 unread_before=$(unread_on_1)
-echo "batch then get:/it/m/1 ; create:/it/m/lost:=:0 then put:/it/m/lost:x" >&"$DRIVE_IN"
-echo "> batch (member 1 stopped, then killed)" >>"$LOG"
+d_send "batch then get:/it/m/1 ; create:/it/m/lost:=:0 then put:/it/m/lost:x" \
+        "(member 1 stopped, then killed)"
 wait_until $((10 * TIME_SCALE)) "the batch waiting in member 1's socket" request_waits_on_1
 etcd_kill 1
-OUT=()
-while IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT"; do
-        echo "$line" >>"$LOG"
-        OUT+=("$line")
-        [[ $line =~ \ ms=[0-9]+$ ]] && break
-done
-R=${OUT[-1]:-}
+d_read batch
 assert_eq "$(field txns) $(field requests)" "2 2" "the batch, and its read sent again ($R)"
 assert_ok "the write in the broken request failed ($(nested_line 1))" \
         grep -q "^batched 1 error ECONNRESET " <<<"$(nested_line 1)"
@@ -413,8 +412,7 @@ b_pid=$!
 bg_track "$b_pid"
 wait_until $((10 * TIME_SCALE)) "the second client's leases" grep -q "^leases n=20 " "$T/b.out"
 for i in 1 2 3; do started[i]=$(ka_metric started "$i"); done
-echo "keepalive-many $((3 * ttl)) $((1000 * TIME_SCALE))" >&"$DRIVE_IN"
-echo "> keepalive-many (member $victim restarted meanwhile)" >>"$LOG"
+d_send "keepalive-many $((3 * ttl)) $((1000 * TIME_SCALE))" "(member $victim restarted meanwhile)"
 msgs0=$(ka_metric msg_received "$victim")
 kept_on_victim() { [ $(($(ka_metric msg_received "$victim") - msgs0)) -ge 120 ]; }
 wait_until $((10 * TIME_SCALE)) "a round of both clients on member $victim" kept_on_victim
@@ -430,13 +428,7 @@ wait_until $((10 * TIME_SCALE)) "a round of keepalives waiting on stopped member
 etcd_kill "$victim"
 etcd_start_member "$victim"
 etcd_wait_healthy 1 2 3
-OUT=()
-while IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT"; do
-        echo "$line" >>"$LOG"
-        OUT+=("$line")
-        [[ $line =~ \ ms=[0-9]+$ ]] && break
-done
-R=${OUT[-1]:-}
+d_read keepalive-many
 assert_eq "$(field errors) $(field expired) $(field last)" "0 0 100" \
         "keepalives through member $victim's restart, sent again to another ($R)"
 reopened=0
