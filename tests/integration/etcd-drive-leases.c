@@ -41,6 +41,7 @@ static void on_many_kept(Etcd *e, const EtcdResponse *r, void *userdata) {
 
         if (r->error < 0) {
                 d->errors++;
+                d->round_errors++;
                 if (d->first_error == 0)
                         d->first_error = r->error;
         } else if (r->ttl <= 0)
@@ -52,6 +53,13 @@ static void on_many_kept(Etcd *e, const EtcdResponse *r, void *userdata) {
         if (++d->answered < d->n_many)
                 return;
         d->rounds++;
+        if (d->many_report) {
+                /* no " ms=": the command's own answer is still to come */
+                printf("round n=%zu ok=%zu errors=%zu took_ms=%" PRIu64 "\n", d->rounds,
+                       d->last_ok, d->round_errors,
+                       (now_usec(CLOCK_MONOTONIC) - d->round_start) / USEC_PER_MSEC);
+                fflush(stdout);
+        }
         if (now_usec(CLOCK_MONOTONIC) < d->until) {
                 /* the next round PERIOD after this one started (at once if that passed) */
                 (void) sd_event_source_set_time(d->timer, d->round_start + d->period);
@@ -69,7 +77,7 @@ static void on_many_kept(Etcd *e, const EtcdResponse *r, void *userdata) {
 /* A round: every lease's keepalive at once. */
 void many_round(Drive *d) {
         d->round_start = now_usec(CLOCK_MONOTONIC);
-        d->answered = d->last_ok = 0;
+        d->answered = d->last_ok = d->round_errors = 0;
         for (size_t i = 0; i < d->n_many; i++) {
                 int r = etcd_lease_keepalive(d->etcd, d->many[i], on_many_kept, d, NULL);
                 if (r < 0)

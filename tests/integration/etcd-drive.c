@@ -27,6 +27,8 @@
  *   keepalive-many SECONDS PERIOD_MS  rounds of keepalives of the N leases at once, errors not
  *                                  fatal: kept-many rounds=R ok=K errors=E expired=X last=L
  *                                  (ttl > 0 in the last round) first_error=ENAME
+ *   keepalive-many SECONDS PERIOD_MS rounds   the same, and a line as each round ends:
+ *                                  round n=R ok=K errors=E took_ms=T
  *   keepalive-cancel               one of @lease cancelled at once, then another: keepalive
  *                                  ttl=T cancelled_called=C (the first's callbacks: 0)
  *   watch NAME KEY|prefix:KEY [REV]  watch NAME created rev=R (events print as they come:
@@ -652,6 +654,7 @@ static int run(Drive *d, char **w, size_t n) {
                 d->rounds = d->ok = d->errors = d->expired = 0;
                 d->first_error = 0;
                 d->many_mode = true;
+                d->many_report = n > 3 && streq(w[3], "rounds");
                 many_round(d);
                 return 0;
         }

@@ -60,10 +60,10 @@ struct Drive {
         usec_t *lat;
         /* leases, keepalive-many, keepalive-cancel */
         int64_t *many;
-        size_t n_many, answered, errors, expired, last_ok, rounds;
+        size_t n_many, answered, errors, expired, last_ok, rounds, round_errors;
         int first_error;
         char many_prefix[32];
-        bool many_mode;
+        bool many_mode, many_report;
         usec_t round_start;
         unsigned cancelled_called;
         int status;

@@ -412,10 +412,25 @@ b_pid=$!
 bg_track "$b_pid"
 wait_until $((10 * TIME_SCALE)) "the second client's leases" grep -q "^leases n=20 " "$T/b.out"
 for i in 1 2 3; do started[i]=$(ka_metric started "$i"); done
-d_send "keepalive-many $((3 * ttl)) $((1000 * TIME_SCALE))" "(member $victim restarted meanwhile)"
+period_ms=$((1000 * TIME_SCALE))
+d_send "keepalive-many $((3 * ttl)) $period_ms rounds" "(member $victim restarted meanwhile)"
 msgs0=$(ka_metric msg_received "$victim")
 kept_on_victim() { [ $(($(ka_metric msg_received "$victim") - msgs0)) -ge 120 ]; }
 wait_until $((10 * TIME_SCALE)) "a round of both clients on member $victim" kept_on_victim
+# The stop comes between two of this client's rounds, just after one ended in less than half a
+# period: a round the stop caught half answered would time out (after 1 s x TIME_SCALE, the
+# client's request timeout) before the kill below could send it to another member.
+d_round_ended() {
+        local line deadline=$((EPOCHSECONDS + 30 * TIME_SCALE))
+        while IFS= read -r -t $((30 * TIME_SCALE)) line <&"$DRIVE_OUT"; do
+                echo "$line" >>"$LOG"
+                [[ $line =~ ^round\ .*\ took_ms=([0-9]+)$ ]] &&
+                        [ "${BASH_REMATCH[1]}" -lt $((period_ms / 2)) ] && return 0
+                [ "$EPOCHSECONDS" -lt "$deadline" ] || break
+        done
+        fail "no round of keepalives ended within half a period ($period_ms ms); log: $(tail -n 20 "$LOG")"
+}
+d_round_ended
 # the bytes unread in the member's sockets (Recv-Q): a round of 100 keepalives is over 1,600
 unread_on() {
         ss -tnH state established "( sport = :${ETCD_CLIENT_PORT[$1]} )" |
