@@ -215,6 +215,8 @@ static void test_gsh_names(_unused_ void **state) {
                 bool colon;
         } cases[] = {
                 { "my fleet", "my-fleet", 64, false },
+                /* A build configuration named by Multiplay's number keeps it as its ID. */
+                { "1234567", "1234567", 128, true },
                 { "  EU  Fleet #2 ", "EU-Fleet-2", 64, false },
                 { ".hidden", "hidden", 64, false },
                 { "Mode: Ranked/5v5", "Mode:-Ranked-5v5", 128, true },
@@ -246,6 +248,16 @@ static void test_gsh_names(_unused_ void **state) {
         assert_string_equal(c->fleets[0].build_configs[0].id, "EU-game");
         assert_string_equal(c->fleets[0].build_configs[0].gsh_name, "EU game");
         assert_string_equal(c->fleets[0].build_configuration, "EU-game");
+        {
+                _cleanup_(config_freep) Config *n = machine("");
+                assert_int_equal(parse_gsh(n, "builds: {b: {buildPath: /srv/b}}\n"
+                                              "buildConfigurations: {1234567: {build: b}}\n"
+                                              "fleets: {f: {buildConfigurations: [1234567]}}\n",
+                                           &err), 0);
+                assert_int_equal(n->n_fleets, 1);
+                assert_string_equal(n->fleets[0].build_configs[0].id, "1234567");
+                assert_null(n->fleets[0].build_configs[0].gsh_name);
+        }
 }
 
 static void test_gsh_regions(_unused_ void **state) {
