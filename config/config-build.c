@@ -37,7 +37,7 @@ _Static_assert(ELEMENTSOF(build_keys) == BUILD_KEYS_MAX, "BUILD_KEYS_MAX");
  * regard to case. */
 static const char *const server_json_keys[] = {
         "serverID", "allocatedUUID", "machineID", "fleetID", "ip", "ipv6", "port", "queryPort",
-        "queryType", "serverLogDir", "localProxyUrl", "regionID", "regionName",
+        "queryType", "serverLogDir", "serverFilesDir", "localProxyUrl", "regionID", "regionName",
 };
 
 bool build_config_id_is_valid(const char *s) {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A .gsh file's fleets (fleets.NAME): their build configurations, regions and usage settings
- * as a FleetConfig, and the region this machine (machine.region) runs them in. */
+ * as a FleetConfig, and the region this machine (machine.region) runs them in; a fleet of
+ * another CPU architecture (multiplayer 1.2) runs elsewhere. */
 #include <limits.h>
+#include <strings.h>
 
 #include "gsh-map.h"
 #include "strv.h"
@@ -324,6 +326,39 @@ static int fleet_pick_region(GshMap *m, const GshNode *n, FleetConfig *f) {
         return 0;
 }
 
+/* fleets.NAME.architecture (Unity's multiplayer 1.2: Amd64 or Arm64, any case here): the CPU of
+ * the fleet's machines. 1 when the fleet runs here (no architecture, or this machine's), 0
+ * when not (with why in m->elsewhere), < 0 when bad. The fleet layer keeps every fleet. */
+static int fleet_pick_architecture(GshMap *m, const GshNode *n, const char *path,
+                                   const FleetConfig *f) {
+        static const char *const known[] = { "AMD64", "ARM64" };
+        _cleanup_free_ char *p = gsh_path(m, path, "architecture", 0), *msg = NULL;
+        const GshNode *v = gsh_map_get(n, "architecture");
+        const char *arch = NULL;
+        char q[QUOTE_BUF];
+
+        if (!p)
+                return -ENOMEM;
+        if (!v || gsh_is_null(v))
+                return 1;
+        if (gsh_expect(m, v, p, GSH_SCALAR) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                if (strcasecmp(v->value, known[i]) == 0)
+                        arch = known[i];
+        if (!arch)
+                return gsh_error(m, v, p, "expected AMD64 or ARM64 (got '%s')",
+                                 config_quote(v->value, q));
+        if (m->c->gsh_every_region || streq_ptr(arch, GSH_MACHINE_ARCHITECTURE))
+                return 1;
+        if (asprintf(&msg, "%s:%u:%u: fleets.%s: gets no slots on this machine: its "
+                     "architecture is %s, and this machine's is %s", m->file, v->line, v->column,
+                     n->key, arch, GSH_MACHINE_ARCHITECTURE ?: "neither") < 0 ||
+            strv_extend(&m->elsewhere, msg) < 0 || strv_extend(&m->elsewhere_names, f->name) < 0)
+                return m->oom = true, -ENOMEM;
+        return 0;
+}
+
 /* Another fleet of this file with the same slotd name ("EU fleet", "EU-fleet"): where. */
 static const char *fleet_defined_here(GshMap *m, const FleetConfig *f) {
         for (size_t i = 0; i < m->n_fleets; i++)
@@ -366,20 +401,20 @@ static int fleet_fill(GshMap *m, const GshNode *n, FleetConfig *f, const GshBuil
 
 int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
         static const char *const keys[] = { "buildConfigurations", "regions", "usageSettings",
-                                            NULL };
+                                            "architecture", NULL };
         _cleanup_free_ char *path = gsh_path(m, "fleets", n->key, 0);
         _cleanup_free_ const GshBuildConfig **list = NULL;
         const char *other;
         char q[QUOTE_BUF];
-        int r;
+        int r, here;
 
         fleet_config_init(f);
         if (!path)
                 return -ENOMEM;
         if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
-        r = gsh_check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions and "
-                           "usageSettings");
+        r = gsh_check_keys(m, n, path, keys, "a fleet has buildConfigurations, regions, "
+                           "usageSettings and architecture");
         /* Multiplay's names are free text: the fleet is the name as slotd spells fleets. */
         f->name = gsh_name_to_id(n->key, FLEET_NAME_MAX, false);
         if (f->name && !streq(f->name, n->key) && !(f->gsh_name = strdup(n->key)))
@@ -398,10 +433,11 @@ int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f) {
                 r = -EINVAL;
         if (map_usage_settings(m, n, path, f) < 0)
                 r = -EINVAL;
-        if (r < 0 || m->oom)
+        here = fleet_pick_architecture(m, n, path, f);
+        if (r < 0 || here < 0 || m->oom)
                 return -EINVAL;
         if (fleet_fill(m, n, f, list[0]) < 0)
                 return -ENOMEM;
-        return fleet_pick_region(m, n, f);
+        return here == 0 ? 0 : fleet_pick_region(m, n, f);
 }
 

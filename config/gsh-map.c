@@ -7,27 +7,33 @@
  * The fields, as Unity documents them (the payloads of Multiplay's Admin API):
  *   https://docs.unity3d.com/Packages/com.unity.services.multiplayer@1.2/manual/Multiplay/Authoring/multiplay-assets.html
  *   https://docs.unity3d.com/Packages/com.unity.services.multiplayer@1.0/api/Unity.Services.Multiplay.Authoring.Core.Assets
+ *   https://docs.unity3d.com/Packages/com.unity.services.multiplayer@1.2/api/Unity.Services.Multiplay.Authoring.Core.Assets.html
+ *     (1.2 adds BuildDefinition.BuildOptions and .BuildProfile, FleetDefinition.Architecture)
  *     (MultiplayConfig, BuildDefinition, BuildConfigurationDefinition, FleetDefinition,
  *     ScalingDefinition, FleetUsageSetting; and the editor's template, MultiplayConfigTemplate)
  *   https://docs.unity.com/en-us/multiplay-hosting/concepts/build-configurations
  *   https://docs.unity.com/zh-cn/services-cli/1.9.0/manual/game-server-hosting/commands/build-configuration/build-configuration-create
  *
  *   version                        "1.0"
- *   builds.NAME                    executableName (default "Server"), buildPath, excludePaths
+ *   builds.NAME                    executableName (default "Server"), buildPath, excludePaths,
+ *                                  buildOptions, buildProfile {guid, id} (multiplayer 1.2)
  *   buildConfigurations.NAME       build, queryType (sqp, a2s, none), binaryPath, commandLine,
  *                                  variables {name: value}, readiness (bool, default true),
  *                                  cores (default 1), speedMhz (default 750),
  *                                  memoryMiB (default 800); the last three deprecated for
  *                                  the fleet's usageSettings
- *   fleets.NAME                    buildConfigurations [NAME], regions {NAME: {minAvailable,
+ *   fleets.NAME                    architecture (Amd64, Arm64: multiplayer 1.2),
+ *                                  buildConfigurations [NAME], regions {NAME: {minAvailable,
  *                                  maxServers, online (default true)}}, usageSettings
  *                                  [{fleetUsageID, hardwareType (CLOUD, METAL), machineType,
  *                                  speed (MHz), memory (MiB), maxServersPerMachine,
  *                                  maxServersPerCore}]
  * What each becomes is SPEC's "Multiplay config-as-code" table. The format has no numeric
  * IDs: a build configuration's ID is its name. */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "expand.h"
@@ -216,6 +222,61 @@ static int map_exclude_paths(GshMap *m, const GshNode *n, const char *path) {
         return r;
 }
 
+/* A decimal integer within int64 (a Unity asset's fileId may be negative). */
+static bool is_int64(const char *s) {
+        char *end;
+
+        if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9')))
+                return false;
+        errno = 0;
+        (void) strtoll(s, &end, 10);
+        return errno == 0 && *end == '\0';
+}
+
+/* builds.NAME.buildOptions and .buildProfile (Unity's multiplayer 1.2): how the editor builds
+ * the server (UnityEditor.BuildOptions flags; a BuildProfile asset's guid and fileId), before
+ * Multiplay's upload. Checked and unused: a machine runs the build that is there. */
+static int map_build_profile(GshMap *m, const GshNode *v, const char *path) {
+        static const char *const keys[] = { "guid", "id", NULL };
+        _cleanup_free_ char *p = gsh_path(m, path, "buildProfile", 0), *pg = NULL, *pi = NULL,
+                            *s = NULL;
+        const GshNode *guid, *id;
+        char q[QUOTE_BUF];
+        int r = 0;
+
+        if (!p || gsh_expect(m, v, p, GSH_MAP) < 0)
+                return -EINVAL;
+        if (gsh_check_keys(m, v, p, keys, "a build profile has guid and id") < 0)
+                r = -EINVAL;
+        guid = gsh_map_get(v, "guid");
+        if (guid && (!(pg = gsh_path(m, p, "guid", 0)) ||
+                     gsh_get_string(m, guid, pg, true, &s) < 0))
+                r = -EINVAL;
+        id = gsh_map_get(v, "id");
+        if (id && (!(pi = gsh_path(m, p, "id", 0)) || gsh_expect(m, id, pi, GSH_SCALAR) < 0))
+                r = -EINVAL;
+        else if (id && (!id->plain || !is_int64(id->value)))
+                r = gsh_error(m, id, pi, "expected an integer (got '%s')",
+                              config_quote(id->value, q));
+        return r;
+}
+
+static int map_editor_build(GshMap *m, const GshNode *n, const char *path) {
+        const GshNode *v = gsh_map_get(n, "buildOptions");
+        unsigned options;
+        int r = 0;
+
+        if (v && !gsh_is_null(v)) {
+                _cleanup_free_ char *p = gsh_path(m, path, "buildOptions", 0);
+                if (!p || gsh_get_unsigned(m, v, p, 0, INT_MAX, &options) < 0)
+                        r = -EINVAL;
+        }
+        v = gsh_map_get(n, "buildProfile");
+        if (v && !gsh_is_null(v) && map_build_profile(m, v, path) < 0)
+                r = -EINVAL;
+        return r;
+}
+
 /* builds.NAME.buildPath: as it is when absolute, else under supervisor.builds_dir ("." is
  * builds_dir itself, "./x" its x). */
 static int map_build_path(GshMap *m, const GshNode *n, const char *path, GshBuild *b) {
@@ -247,7 +308,8 @@ static int map_build_path(GshMap *m, const GshNode *n, const char *path, GshBuil
 
 /* builds.NAME */
 static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
-        static const char *const keys[] = { "executableName", "buildPath", "excludePaths", NULL };
+        static const char *const keys[] = { "executableName", "buildPath", "excludePaths",
+                                            "buildOptions", "buildProfile", NULL };
         _cleanup_free_ char *path = gsh_path(m, "builds", n->key, 0);
         const GshNode *v;
         int r;
@@ -258,7 +320,8 @@ static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
         if (gsh_expect(m, n, path, GSH_MAP) < 0)
                 return -EINVAL;
         r = gsh_check_keys(m, n, path, keys,
-                           "a build has executableName, buildPath and excludePaths");
+                           "a build has executableName, buildPath, excludePaths, buildOptions "
+                           "and buildProfile");
 
         v = gsh_map_get(n, "executableName");
         if (v) {
@@ -268,7 +331,7 @@ static int map_build(GshMap *m, const GshNode *n, GshBuild *b) {
         } else if (free_and_strdup(&b->executable, "Server") < 0)
                 return m->oom = true, -ENOMEM;
 
-        if (map_exclude_paths(m, n, path) < 0)
+        if (map_exclude_paths(m, n, path) < 0 || map_editor_build(m, n, path) < 0)
                 r = -EINVAL;
         if (map_build_path(m, n, path, b) < 0)
                 r = -EINVAL;

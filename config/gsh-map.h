@@ -72,6 +72,16 @@ const GshBuildConfig *gsh_find_build_config(const GshMap *m, const char *name);
  * max bytes are kept. NULL when nothing is left or on OOM. Pure. */
 char *gsh_name_to_id(const char *name, size_t max, bool colon);
 
+/* This machine's CPU as Unity's FleetDefinition.architecture names it (multiplayer 1.2: Amd64,
+ * Arm64); NULL for any other. slotd runs on the machine it is built for. */
+#if defined(__x86_64__)
+#  define GSH_MACHINE_ARCHITECTURE "AMD64"
+#elif defined(__aarch64__)
+#  define GSH_MACHINE_ARCHITECTURE "ARM64"
+#else
+#  define GSH_MACHINE_ARCHITECTURE NULL
+#endif
+
 /* gsh-fleet.c: fleets.NAME; 1 with *f filled when the fleet runs on this machine, 0 when
  * elsewhere (why is in m->elsewhere), < 0 on errors. */
 int gsh_map_fleet(GshMap *m, const GshNode *n, FleetConfig *f);

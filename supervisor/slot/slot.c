@@ -366,6 +366,7 @@ static ServerJson slot_server_json(Slot *s, const char *uuid, const char *build_
                 .query_port = query_port,
                 .query_type = bc->query == QUERY_NONE ? "" : query_type_to_string(bc->query),
                 .server_log_dir = s->log_dir,
+                .server_files_dir = s->home,
                 .local_proxy_url = s->host->local_proxy_url,
                 .region_id = f->region_id,
                 .region_name = f->region_name,

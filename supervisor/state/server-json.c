@@ -18,6 +18,7 @@ int server_json_format(const ServerJson *j, char **ret) {
                 { "ip", j->ip },                    { "ipv6", j->ipv6 },
                 { "port", j->port },                { "queryPort", j->query_port },
                 { "queryType", j->query_type },     { "serverLogDir", j->server_log_dir },
+                { "serverFilesDir", j->server_files_dir },
                 { "localProxyUrl", j->local_proxy_url },
                 { "regionID", j->region_id },       { "regionName", j->region_name },
         };

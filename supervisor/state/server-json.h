@@ -18,6 +18,7 @@ typedef struct ServerJson {
         const char *query_port;
         const char *query_type;
         const char *server_log_dir;
+        const char *server_files_dir;   /* Multiplay's serverFilesDir: the slot's home */
         const char *local_proxy_url;
         const char *region_id;
         const char *region_name;

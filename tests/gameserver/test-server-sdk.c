@@ -21,7 +21,8 @@
 /* server.json's keys that are not build-configuration variables. */
 static const char *const config_keys[] = {
         "serverID", "allocatedUUID", "machineID", "fleetID", "ip", "ipv6", "port",
-        "queryPort", "queryType", "serverLogDir", "localProxyUrl", "regionID", "regionName",
+        "queryPort", "queryType", "serverLogDir", "serverFilesDir", "localProxyUrl", "regionID",
+        "regionName",
         NULL,
 };
 

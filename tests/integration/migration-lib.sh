@@ -144,7 +144,8 @@ assert env.get("NOTIFY_SOCKET", "").startswith("/"), ("NOTIFY_SOCKET", env.get("
 sj = json.load(open(f"{home}/server.json"))
 want = {"serverID": sid, "allocatedUUID": uuid, "machineID": machine, "fleetID": fleet,
         "ip": ip, "ipv6": "", "port": port, "queryPort": qport, "queryType": qtype,
-        "serverLogDir": f"{home}/logs", "regionID": region, "regionName": region,
+        "serverLogDir": f"{home}/logs", "serverFilesDir": home, "regionID": region,
+        "regionName": region,
         "map": map_, "mode": mode, "maxPlayers": maxp}
 for k, v in want.items():
     assert sj.get(k) == v, ("server.json", k, sj.get(k), v)

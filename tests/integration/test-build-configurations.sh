@@ -45,9 +45,9 @@ assert_eq "$(server_json $A allocatedUUID)" match-7 "allocatedUUID"
 python3 - "$(sprop $A Home)/server.json" <<'PY' || fail "server.json key order"
 import json, sys
 keys = list(json.load(open(sys.argv[1])))
-assert keys[:13] == ["serverID", "allocatedUUID", "machineID", "fleetID", "ip", "ipv6", "port",
-                     "queryPort", "queryType", "serverLogDir", "regionID", "regionName",
-                     "maxPlayers"], keys
+assert keys[:14] == ["serverID", "allocatedUUID", "machineID", "fleetID", "ip", "ipv6", "port",
+                     "queryPort", "queryType", "serverLogDir", "serverFilesDir", "regionID",
+                     "regionName", "maxPlayers"], keys
 PY
 PASSED=$((PASSED + 1))
 

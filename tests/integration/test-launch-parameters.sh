@@ -47,6 +47,7 @@ assert argv == expect, (argv, expect)
 PY
 PASSED=$((PASSED + 1))
 assert_eq "$(server_json $A serverLogDir)" "$home/logs" "\$\$log_dir\$\$ is server.json's serverLogDir"
+assert_eq "$(server_json $A serverFilesDir)" "$home" "\$\$file_dir\$\$ is server.json's serverFilesDir"
 assert_eq "$(server_json $A machineID)" "$TEST_MACHINE_NUMBER" "\$\$machineid\$\$ is server.json's machineID"
 
 # 2. The environment: $$commandline$$ is the expanded args, joined by spaces.

@@ -11,7 +11,7 @@
 #   configuration variables: https://docs.unity.com/ugs/en-us/manual/game-server-hosting/manual/concepts/configuration-variables
 #   server.json: https://docs.unity.com/en-us/multiplay-hosting/concepts/server-json
 #     (every value a string: serverID, allocatedUUID "" until allocated, machineID, fleetID,
-#     ip, port, queryPort, queryType, serverLogDir, regionID, regionName, and the build
+#     ip, port, queryPort, queryType, serverLogDir, serverFilesDir, regionID, regionName, and the build
 #     configuration's variables beside them)
 #   usage settings (density): FleetUsageSetting, SPEC §2 "Density"
 # The slot counts are computed here from the file's numbers and the machine's, not read from

@@ -75,14 +75,16 @@ check_slot() {
         # server.json: every key, values strings.
         local j="$home/server.json"
         # machineID: the machine number derived from machine.id, in decimal (SPEC §4).
-        python3 - "$j" "$id" "$fleet" "$port" "$qport" "$home/logs" "$TEST_MACHINE_NUMBER" \
+        python3 - "$j" "$id" "$fleet" "$port" "$qport" "$home" "$TEST_MACHINE_NUMBER" \
                 <<'PY' || fail "slot $id server.json"
 import json, sys
-path, sid, fleet, port, qport, logdir, number = sys.argv[1:]
+path, sid, fleet, port, qport, home, number = sys.argv[1:]
+logdir = home + "/logs"
 j = json.load(open(path))
 want = {"serverID": sid, "allocatedUUID": "", "machineID": number,
         "fleetID": fleet, "ip": "192.0.2.1", "ipv6": "", "port": port, "queryPort": qport,
-        "queryType": "", "serverLogDir": logdir, "regionID": "", "regionName": ""}
+        "queryType": "", "serverLogDir": logdir, "serverFilesDir": home, "regionID": "",
+        "regionName": ""}
 assert j == want, (j, want)
 PY
         PASSED=$((PASSED + 1))

@@ -316,6 +316,9 @@ static void test_build_errors(_unused_ void **state) {
                 { "[build_configuration a]\nvariables.REGIONNAME = x\n",
                   "f.ini:7: build_configuration a.variables.REGIONNAME: slotd writes regionName "
                   "into server.json itself (got 'x')" },
+                { "[build_configuration a]\nvariables.serverfilesdir = x\n",
+                  "f.ini:7: build_configuration a.variables.serverfilesdir: slotd writes "
+                  "serverFilesDir into server.json itself (got 'x')" },
                 { "[build_configuration a]\nvariables.localproxyurl = x\n",
                   "f.ini:7: build_configuration a.variables.localproxyurl: slotd writes "
                   "localProxyUrl into server.json itself (got 'x')" },

@@ -215,6 +215,8 @@ static void test_gsh_names(_unused_ void **state) {
                 bool colon;
         } cases[] = {
                 { "my fleet", "my-fleet", 64, false },
+                /* A build configuration named by Multiplay's number keeps it as its ID. */
+                { "1234567", "1234567", 128, true },
                 { "  EU  Fleet #2 ", "EU-Fleet-2", 64, false },
                 { ".hidden", "hidden", 64, false },
                 { "Mode: Ranked/5v5", "Mode:-Ranked-5v5", 128, true },
@@ -246,6 +248,16 @@ static void test_gsh_names(_unused_ void **state) {
         assert_string_equal(c->fleets[0].build_configs[0].id, "EU-game");
         assert_string_equal(c->fleets[0].build_configs[0].gsh_name, "EU game");
         assert_string_equal(c->fleets[0].build_configuration, "EU-game");
+        {
+                _cleanup_(config_freep) Config *n = machine("");
+                assert_int_equal(parse_gsh(n, "builds: {b: {buildPath: /srv/b}}\n"
+                                              "buildConfigurations: {1234567: {build: b}}\n"
+                                              "fleets: {f: {buildConfigurations: [1234567]}}\n",
+                                           &err), 0);
+                assert_int_equal(n->n_fleets, 1);
+                assert_string_equal(n->fleets[0].build_configs[0].id, "1234567");
+                assert_null(n->fleets[0].build_configs[0].gsh_name);
+        }
 }
 
 static void test_gsh_regions(_unused_ void **state) {
@@ -305,6 +317,55 @@ static void test_gsh_regions(_unused_ void **state) {
         }
 }
 
+/* Unity's multiplayer 1.2 fields: a build's buildOptions and buildProfile (how the editor
+ * builds it) are taken and unused; a fleet's architecture keeps it off a machine of another. */
+static void test_gsh_multiplayer_1_2(_unused_ void **state) {
+#if defined(__x86_64__)
+        const char *this_arch = "Amd64", *other_arch = "ARM64";
+#elif defined(__aarch64__)
+        const char *this_arch = "arm64", *other_arch = "AMD64";
+#else
+        const char *this_arch = NULL, *other_arch = "AMD64";
+#endif
+        _cleanup_free_ char *text = NULL, *err = NULL, *why = NULL;
+
+        assert_true(asprintf(&text,
+                             "builds:\n"
+                             "  b:\n"
+                             "    buildPath: /srv/b\n"
+                             "    buildOptions: 16384\n"
+                             "    buildProfile:\n"
+                             "      guid: 5e8f3a0c2b1d4e6f9a7b8c0d1e2f3a4b\n"
+                             "      id: -7253436483453474034\n"
+                             "buildConfigurations: {c: {build: b}}\n"
+                             "fleets:\n"
+                             "  here: {buildConfigurations: [c], architecture: %s}\n"
+                             "  there: {buildConfigurations: [c], architecture: %s}\n",
+                             this_arch ?: "AMD64", other_arch) > 0);
+        assert_true(asprintf(&why, GSH ":11:51: fleets.there: gets no slots on this machine: its "
+                             "architecture is %s, and this machine's is %s", other_arch,
+                             GSH_MACHINE_ARCHITECTURE ?: "neither") > 0);
+        {
+                _cleanup_(config_freep) Config *c = machine("");
+                assert_int_equal(parse_gsh(c, text, &err), 0);
+                assert_null(err);
+                assert_int_equal(c->n_fleets, this_arch ? 1 : 0);
+                if (this_arch)
+                        assert_string_equal(c->fleets[0].name, "here");
+                assert_non_null(c->fleets_elsewhere);
+                assert_string_equal(c->fleets_elsewhere[this_arch ? 0 : 1], why);
+                assert_string_equal(c->fleets_elsewhere_names[this_arch ? 0 : 1], "there");
+        }
+        {
+                /* The fleet layer (slotd-allocator's scaler) keeps every fleet. */
+                _cleanup_(config_freep) Config *c = machine("");
+                c->gsh_every_region = true;
+                assert_int_equal(parse_gsh(c, text, &err), 0);
+                assert_int_equal(c->n_fleets, 2);
+                assert_null(c->fleets_elsewhere);
+        }
+}
+
 /* One refusal: the text's only error is expect. */
 static void check_refusal(const char *text, const char *expect) {
         _cleanup_(config_freep) Config *c = machine("[machine]\nregion = Europe\n");
@@ -334,7 +395,7 @@ static void test_gsh_refusals(_unused_ void **state) {
         check_refusal("builds: {b: {buildPath: /srv/b, uploadPath: x}}\n"
                       "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
                       GSH ":1:33: builds.b.uploadPath: unknown key; a build has executableName, "
-                      "buildPath and excludePaths");
+                      "buildPath, excludePaths, buildOptions and buildProfile");
         check_refusal("builds: {b: {executableName: x}}\n"
                       "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
                       GSH ":1:13: builds.b: buildPath is missing: the build's directory "
@@ -411,6 +472,20 @@ static void test_gsh_refusals(_unused_ void **state) {
 }
 
 static void test_gsh_refusals_more(_unused_ void **state) {
+        check_refusal("builds: {b: {buildPath: /srv/b, buildOptions: -1}}\n"
+                      "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
+                      GSH ":1:47: builds.b.buildOptions: expected an integer from 0 to "
+                      "2147483647 (got '-1')");
+        check_refusal("builds: {b: {buildPath: /srv/b, buildProfile: {id: 1.5, name: x}}}\n"
+                      "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
+                      GSH ":1:52: builds.b.buildProfile.id: expected an integer (got '1.5')\n"
+                      GSH ":1:57: builds.b.buildProfile.name: unknown key; a build profile has "
+                      "guid and id");
+        check_refusal("builds: {b: {buildPath: /srv/b, buildProfile: x}}\n"
+                      "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
+                      GSH ":1:47: builds.b.buildProfile: expected a map, got a scalar");
+        check_refusal(BASE FLEET "    architecture: x86\n",
+                      GSH ":6:19: fleets.f.architecture: expected AMD64 or ARM64 (got 'x86')");
         check_refusal("builds: {b: {buildPath: /srv/b, excludePaths: x}}\n"
                       "buildConfigurations: {c: {build: b}}\nfleets:\n" FLEET,
                       GSH ":1:47: builds.b.excludePaths: expected a list, got a scalar");
@@ -550,8 +625,8 @@ static void test_gsh_every_error(_unused_ void **state) {
         assert_non_null(err);
         lines = split_lines(err);
         assert_strv_is(lines, (const char *[]) {
-                GSH ":3:26: builds.b.colour: unknown key; a build has executableName, buildPath "
-                "and excludePaths",
+                GSH ":3:26: builds.b.colour: unknown key; a build has executableName, buildPath, "
+                "excludePaths, buildOptions and buildProfile",
                 GSH ":5:28: buildConfigurations.c.queryType: expected sqp, a2s or none (got 'x')",
                 GSH ":5:42: buildConfigurations.c.readiness: expected true or false (got '1')",
                 GSH ":5:55: buildConfigurations.c.speedMhz: expected an integer from 1 to "
@@ -709,6 +784,7 @@ int main(void) {
                 cmocka_unit_test(test_gsh_studio),
                 cmocka_unit_test(test_gsh_names),
                 cmocka_unit_test(test_gsh_regions),
+                cmocka_unit_test(test_gsh_multiplayer_1_2),
                 cmocka_unit_test(test_gsh_refusals),
                 cmocka_unit_test(test_gsh_refusals_more),
                 cmocka_unit_test(test_gsh_machine_keys),

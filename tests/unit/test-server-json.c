@@ -20,6 +20,7 @@ static const ServerJson sample = {
         .query_port = "9607",
         .query_type = "sqp",
         .server_log_dir = "/var/lib/slotd/slots/shooter/slot-7/logs",
+        .server_files_dir = "/var/lib/slotd/slots/shooter/slot-7",
         .local_proxy_url = "http://localhost:8086",
         .region_id = "eu-west",
         .region_name = "Europe West",
@@ -37,6 +38,7 @@ static const char sample_text[] =
         "  \"queryPort\": \"9607\",\n"
         "  \"queryType\": \"sqp\",\n"
         "  \"serverLogDir\": \"/var/lib/slotd/slots/shooter/slot-7/logs\",\n"
+        "  \"serverFilesDir\": \"/var/lib/slotd/slots/shooter/slot-7\",\n"
         "  \"localProxyUrl\": \"http://localhost:8086\",\n"
         "  \"regionID\": \"eu-west\",\n"
         "  \"regionName\": \"Europe West\"\n"
