@@ -111,6 +111,12 @@ etcd_tls_leaf() {
 etcd_start_member() {
         local i=$1 extra=() clean=() v
         [ -n "${SLOTD_ETCD_NO_FSYNC:-}" ] && extra+=(--unsafe-no-fsync)
+        # The write buffer's bound that docs/fleet.md recommends ("etcd for the fleet");
+        # SLOTD_ETCD_BATCH_LIMIT=default leaves etcd's own (tests/bench/etcd-batch-limit).
+        v=${SLOTD_ETCD_BATCH_LIMIT:-500}
+        [ "$v" = default ] || extra+=(--backend-batch-limit="$v")
+        # more flags for every member (benchmarks: profiling)
+        [ -n "${SLOTD_ETCD_FLAGS:-}" ] && read -ra v <<<"$SLOTD_ETCD_FLAGS" && extra+=("${v[@]}")
         # etcd takes every ETCD_* variable of its environment as a flag (and refuses one that
         # a flag shadows): ours (ETCD_ENDPOINTS, ETCD_DRIVE...) are not for it.
         for v in $(compgen -e | grep '^ETCD_' || true); do clean+=(-u "$v"); done
