@@ -23,6 +23,7 @@ def main():
     for o in ("dir", "results", "started", "minutes", "load", "command", "rev", "hosts",
               "slots", "clients", "lease-ttl"):
         ap.add_argument("--" + o, required=True)
+    ap.add_argument("--etcd-batch-limit", default="500")
     ap.add_argument("--real")
     a = ap.parse_args()
     d = a.dir
@@ -54,6 +55,7 @@ def main():
     out = {"started": a.started, "command": a.command, "rev": a.rev, "load": a.load,
            "hosts": int(a.hosts), "slots_per_host": int(a.slots), "slots": n,
            "clients": int(a.clients), "lease_ttl_s": int(a.lease_ttl),
+           "etcd_backend_batch_limit": a.etcd_batch_limit,
            "small_8x100": small, "big": big, "host_sim": sims, "host_sim_ready": sim_ready,
            "rate_ratio_big_to_small": ratio, "cold_start_ms": starts,
            "cold_start_ms_median": start_med,
@@ -67,10 +69,11 @@ def main():
     c = int(a.clients)
     big_name = "%s x %s (simulated)" % (a.hosts, a.slots)
     L = []
-    L.append("%s UTC, `%s`, %s min; one etcd member (fsync on), one allocator, packed "
-             "placement, lease TTL %s s, %d clients; load average %s at the start and the "
-             "end; slotd %s" % (a.started, a.command, a.minutes, a.lease_ttl, c,
-                               " / ".join(a.load.split()), a.rev))
+    L.append("%s UTC, `%s`, %s min; one etcd member (fsync on, --backend-batch-limit %s), "
+             "one allocator, packed placement, lease TTL %s s, %d clients; load average %s at "
+             "the start and the end; slotd %s" % (a.started, a.command, a.minutes,
+                                                 a.etcd_batch_limit, a.lease_ttl, c,
+                                                 " / ".join(a.load.split()), a.rev))
     L.append("")
     head = "| | 8 x 100 (simulated) | %s | ratio |" % big_name
     if real:
