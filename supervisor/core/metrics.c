@@ -189,7 +189,23 @@ static const char *signal_label(int sig, char buf[static 24]) {
         return buf;
 }
 
-/* Per cause, the series without a signal always (0 included), and one per signal seen. */
+/* The signals a server commonly ends by, shown at 0 before their first count: a series that
+ * first appears at 1 is invisible to increase(), and the crash-loop alert would miss the first
+ * crash of each. The signal of a strike (checks.signal) is SIGSEGV unless configured. A
+ * server whose exec failed ended by no signal. */
+static bool signal_always_shown(FailureReason cause, int sig) {
+        static const int shown[] = { 0, SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGKILL, SIGTERM };
+
+        if (cause == FAILURE_EXEC)
+                return sig == 0;
+        for (size_t i = 0; i < ELEMENTSOF(shown); i++)
+                if (shown[i] == sig)
+                        return true;
+        return false;
+}
+
+/* Per cause, the series without a signal and those of the common signals always (0
+ * included), and one per other signal once it counted. */
 static void format_crashes(const FleetMetrics *f, PromText *t) {
         char buf[24];
 
@@ -197,7 +213,7 @@ static void format_crashes(const FleetMetrics *f, PromText *t) {
                 if (!cause_names[c])
                         continue;
                 for (int sig = 0; sig < METRICS_SIGNAL_MAX; sig++)
-                        if (sig == 0 || f->crashes[c][sig] > 0)
+                        if (signal_always_shown(c, sig) || f->crashes[c][sig] > 0)
                                 prom_sample_u64(t, "slotd_crashes_total",
                                                 (const char *[]){ "fleet", f->name, "cause",
                                                                   cause_names[c], "signal",

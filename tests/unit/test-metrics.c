@@ -131,6 +131,11 @@ static void test_events(void **state) {
         assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"misbehaviour\",signal=\"\"} 1\n");
         assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exec\",signal=\"\"} 0\n");
         assert_null(strstr(text, "cause=\"exec\",signal=\"SIG"));
+        /* the common signals at 0 before their first crash, so that increase() sees it */
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"exit\",signal=\"SIGABRT\"} 0\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"misbehaviour\",signal=\"SIGSEGV\"} 0\n");
+        assert_has(text, "slotd_crashes_total{fleet=\"game\",cause=\"start-timeout\",signal=\"SIGKILL\"} 0\n");
+        assert_null(strstr(text, "cause=\"exit\",signal=\"SIGRTMIN+3\""));
         assert_has(text, "slotd_core_dumps_total{fleet=\"game\"} 1\n");
         assert_has(text, "slotd_log_bytes_lost_total{fleet=\"game\"} 0\n");
         assert_null(strstr(text, "crash-backoff"));
