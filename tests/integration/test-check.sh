@@ -28,6 +28,18 @@ set -e
 assert_ok "--config of a missing file exits non-zero" test $rc -ne 0
 assert_ok "--config of a missing file names it" grep -q "$T/etc/nonexistent.ini (--config): No such file" <<<"$out"
 assert_ok "--config of a missing file prints no ok" bash -c '! grep -qx ok <<<"$1"' _ "$out"
+# The default path absent (an empty /etc/slotd in a mount namespace of its own, if there is
+# one): every default, and said so.
+set +e
+out=$(unshare -m --propagation private sh -c \
+        '[ ! -d /etc/slotd ] || mount -t tmpfs -o size=1M slotd-test /etc/slotd; exec "$0" --check' "$SLOTD" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_eq "$rc" 0 "--check with the default config absent exits 0"
+assert_ok "the absent default config said" grep -qx \
+        "configuration: /etc/slotd/slotd.ini (absent: slotd's defaults), fleets from /etc/slotd/fleets.d" <<<"$out"
+assert_eq "$(tail -n 1 <<<"$out")" ok "the absent default config: ok"
 # An unknown admin group and an unknown proxy user: both reported in one run, no ok.
 cp "$T/etc/slotd.ini" "$T/etc/slotd.ini.good"
 sed -i "s/^bus = .*/&\nadmin_group = no-such-group-$$/" "$T/etc/slotd.ini"
