@@ -94,6 +94,9 @@ bool proxy_listen_overlaps(const ProxyListen *a, const ProxyListen *b);
 
 /* config.c: messages, the INI reader and the dispatch of keys to their parsers. */
 const char *config_quote(const char *s, char buf[static QUOTE_BUF]);
+void config_errors_add(char **all, char **error);
+int config_load_keep(const char *config_file, const char *fleets_dir, bool keep, Config **ret,
+                     char **ret_error);
 _printf_(5, 6)
 int config_set_error(char **ret_error, int r, const char *file, unsigned line, const char *fmt,
                      ...);

@@ -54,6 +54,19 @@ static int validate_fleet_builds(const FleetConfig *f, char **ret_error) {
         return 0;
 }
 
+/* One check's result: its message (taken from *error) added to the run's, and the first
+ * error's code kept. Only ENOMEM stops the run. */
+static int validate_add(int r, char **error, char **all, int *first) {
+        if (r == -ENOMEM) {
+                *error = mfree_str(*error);
+                return r;
+        }
+        if (r < 0 && *first == 0)
+                *first = r;
+        config_errors_add(all, error);
+        return 0;
+}
+
 typedef struct PortRange {
         const FleetConfig *fleet;
         const char *key;
@@ -75,49 +88,57 @@ static PortRange port_range(const FleetConfig *f, bool query) {
         };
 }
 
-static int validate_ports(const Config *c, char **ret_error) {
+/* A range's first overlap with one before it. */
+static int validate_range(const PortRange *ranges, size_t i, char **ret_error) {
+        const PortRange *b = &ranges[i];
+
+        if (b->last > UINT16_MAX)
+                return config_set_error(ret_error, -ERANGE, b->fleet->file, b->line,
+                                        "%s: %u slots from port %u run past port 65535",
+                                        b->key, MAX(b->fleet->slots, 1u), b->first);
+        for (size_t j = 0; j < i; j++) {
+                const PortRange *a = &ranges[j];
+
+                if (b->first > a->last || a->first > b->last)
+                        continue;
+                if (a->fleet == b->fleet)
+                        return config_set_error(ret_error, -EADDRINUSE, b->fleet->file,
+                                                b->line,
+                                                "%s: ports %u-%u overlap %s %u-%u of the "
+                                                "same fleet",
+                                                b->key, b->first, b->last, a->key, a->first,
+                                                a->last);
+                if (a->line > 0)
+                        return config_set_error(ret_error, -EADDRINUSE, b->fleet->file,
+                                                b->line,
+                                                "%s: ports %u-%u of fleet %s overlap %s "
+                                                "%u-%u of fleet %s (%s:%u)",
+                                                b->key, b->first, b->last, b->fleet->name,
+                                                a->key, a->first, a->last, a->fleet->name,
+                                                a->fleet->file, a->line);
+                return config_set_error(ret_error, -EADDRINUSE, b->fleet->file, b->line,
+                                        "%s: ports %u-%u of fleet %s overlap %s %u-%u of "
+                                        "fleet %s (%s)",
+                                        b->key, b->first, b->last, b->fleet->name, a->key,
+                                        a->first, a->last, a->fleet->name, a->fleet->file);
+        }
+        return 0;
+}
+
+/* Every range: one error for each that runs past 65535 or overlaps one before it. */
+static int validate_ports(const Config *c, char **all, int *first) {
         _cleanup_free_ PortRange *ranges = NULL;
         size_t n = c->n_fleets * 2;
 
         ranges = calloc(MAX(n, (size_t) 1), sizeof(PortRange));
         if (!ranges)
                 return -ENOMEM;
-
         for (size_t i = 0; i < n; i++) {
-                PortRange *b = &ranges[i];
+                char *e = NULL;
 
-                *b = port_range(&c->fleets[i / 2], i % 2 == 1);
-                if (b->last > UINT16_MAX)
-                        return config_set_error(ret_error, -ERANGE, b->fleet->file, b->line,
-                                                "%s: %u slots from port %u run past port 65535",
-                                                b->key, MAX(b->fleet->slots, 1u), b->first);
-
-                for (size_t j = 0; j < i; j++) {
-                        const PortRange *a = &ranges[j];
-
-                        if (b->first > a->last || a->first > b->last)
-                                continue;
-                        if (a->fleet == b->fleet)
-                                return config_set_error(ret_error, -EADDRINUSE, b->fleet->file,
-                                                        b->line,
-                                                        "%s: ports %u-%u overlap %s %u-%u of the "
-                                                        "same fleet",
-                                                        b->key, b->first, b->last, a->key, a->first,
-                                                        a->last);
-                        if (a->line > 0)
-                                return config_set_error(ret_error, -EADDRINUSE, b->fleet->file,
-                                                        b->line,
-                                                        "%s: ports %u-%u of fleet %s overlap %s "
-                                                        "%u-%u of fleet %s (%s:%u)",
-                                                        b->key, b->first, b->last, b->fleet->name,
-                                                        a->key, a->first, a->last, a->fleet->name,
-                                                        a->fleet->file, a->line);
-                        return config_set_error(ret_error, -EADDRINUSE, b->fleet->file, b->line,
-                                                "%s: ports %u-%u of fleet %s overlap %s %u-%u of "
-                                                "fleet %s (%s)",
-                                                b->key, b->first, b->last, b->fleet->name, a->key,
-                                                a->first, a->last, a->fleet->name, a->fleet->file);
-                }
+                ranges[i] = port_range(&c->fleets[i / 2], i % 2 == 1);
+                if (validate_add(validate_range(ranges, i, &e), &e, all, first) < 0)
+                        return -ENOMEM;
         }
         return 0;
 }
@@ -200,34 +221,46 @@ static int validate_metrics_port(Config *c, char **ret_error) {
         return 0;
 }
 
-int config_validate(Config *c, char **ret_error) {
-        int r;
+static int validate_fleet_name(const Config *c, size_t i, char **ret_error) {
+        const FleetConfig *f = &c->fleets[i];
 
+        if (!f->name || !fleet_name_is_valid(f->name))
+                return config_set_error(ret_error, -EINVAL, f->file, 0, "fleet.name: expected %s",
+                                        FLEET_NAME_RULE);
+        for (size_t j = 0; j < i; j++)
+                if (streq_ptr(c->fleets[j].name, f->name))
+                        return config_set_error(ret_error, -EEXIST, f->file, 0,
+                                                "fleet.name: fleet %s is already defined by %s",
+                                                f->name, c->fleets[j].file);
+        return 0;
+}
+
+/* Each fleet's name and builds: what needs no slot count (so also after a failed density). */
+static int validate_fleets(const Config *c, char **all, int *first) {
         for (size_t i = 0; i < c->n_fleets; i++) {
-                const FleetConfig *f = &c->fleets[i];
+                char *e = NULL;
 
-                if (!f->name || !fleet_name_is_valid(f->name))
-                        return config_set_error(ret_error, -EINVAL, f->file, 0,
-                                                "fleet.name: expected %s", FLEET_NAME_RULE);
-                for (size_t j = 0; j < i; j++)
-                        if (streq(c->fleets[j].name, f->name))
-                                return config_set_error(ret_error, -EEXIST, f->file, 0,
-                                                        "fleet.name: fleet %s is already "
-                                                        "defined by %s",
-                                                        f->name, c->fleets[j].file);
-
-                r = validate_fleet_builds(f, ret_error);
-                if (r < 0)
-                        return r;
+                if (validate_add(validate_fleet_name(c, i, &e), &e, all, first) < 0 ||
+                    validate_add(validate_fleet_builds(&c->fleets[i], &e), &e, all, first) < 0)
+                        return -ENOMEM;
         }
+        return 0;
+}
 
-        r = validate_ports(c, ret_error);
-        if (r < 0)
-                return r;
-        r = validate_metrics_port(c, ret_error);
-        if (r < 0)
-                return r;
-        return validate_proxy_ports(c, ret_error);
+/* Every check is made: the error of each is told, one a line. */
+int config_validate(Config *c, char **ret_error) {
+        _cleanup_free_ char *all = NULL;
+        char *e = NULL;
+        int first = 0;
+
+        if (validate_fleets(c, &all, &first) < 0 ||
+            validate_ports(c, &all, &first) < 0 ||
+            validate_add(validate_metrics_port(c, &e), &e, &all, &first) < 0 ||
+            validate_add(validate_proxy_ports(c, &e), &e, &all, &first) < 0)
+                return -ENOMEM;
+        if (first < 0 && ret_error)
+                *ret_error = TAKE_PTR(all);
+        return first;
 }
 
 /* Whether [first, last] meets a port taken by a fleet with fixed ports (or already placed),
@@ -275,15 +308,32 @@ static void config_assign_ports(Config *c) {
         }
 }
 
-int config_load_full(const char *config_file, const char *fleets_dir,
-                     const MachineResources *detected, Config **ret, char **ret_error) {
+/* The density failed, or a file had errors: the fleets read are still checked on their own,
+ * their errors added to *ret_error, for --check to tell every error of the run. */
+static int load_failed(Config *c, int r, char **ret_error) {
+        _cleanup_free_ char *all = NULL;
+        int first = 0;
+
+        if (r == -ENOMEM || !c || !ret_error)
+                return r;
+        all = TAKE_PTR(*ret_error);
+        if (validate_fleets(c, &all, &first) < 0)
+                return -ENOMEM;
+        *ret_error = TAKE_PTR(all);
+        return r;
+}
+
+static int load_full(const char *config_file, const char *fleets_dir,
+                     const MachineResources *detected, bool keep, Config **ret, char **ret_error) {
         _cleanup_(config_freep) Config *c = NULL;
         MachineResources m = {};
         int r;
 
-        r = config_load(config_file, fleets_dir, &c, ret_error);
-        if (r < 0)
-                return r;
+        r = config_load_keep(config_file, fleets_dir, keep, &c, ret_error);
+        if (r < 0) {
+                r = keep ? load_failed(c, r, ret_error) : r;
+                goto finish;
+        }
 
         if (detected)
                 m = *detected;
@@ -297,15 +347,26 @@ int config_load_full(const char *config_file, const char *fleets_dir,
         }
 
         r = density_compute(c, &m, ret_error);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                r = keep ? load_failed(c, r, ret_error) : r;
+                goto finish;
+        }
         config_assign_ports(c);
 
         r = config_validate(c, ret_error);
-        if (r < 0)
-                return r;
+finish:
+        if (r >= 0 || (keep && r != -ENOMEM))
+                *ret = TAKE_PTR(c);
+        return r;
+}
 
-        *ret = TAKE_PTR(c);
-        return 0;
+int config_load_full(const char *config_file, const char *fleets_dir,
+                     const MachineResources *detected, Config **ret, char **ret_error) {
+        return load_full(config_file, fleets_dir, detected, false, ret, ret_error);
+}
+
+int config_load_for_check(const char *config_file, const char *fleets_dir,
+                          const MachineResources *detected, Config **ret, char **ret_error) {
+        return load_full(config_file, fleets_dir, detected, true, ret, ret_error);
 }
 

@@ -546,8 +546,9 @@ static int list_fleet_files(const char *dir, char ***ret, char **ret_error) {
         return 0;
 }
 
-/* Adds one file's errors (taken from *error) to what the run has told so far. */
-static void errors_add(char **all, char **error) {
+/* Adds one file's (or check's) errors, taken from *error, to what the run has told so far. */
+void config_errors_add(char **all, char **error) {
+        size_t a, e;
         char *joined;
 
         if (!*error)
@@ -556,16 +557,22 @@ static void errors_add(char **all, char **error) {
                 *all = TAKE_PTR(*error);
                 return;
         }
-        if (asprintf(&joined, "%s\n%s", *all, *error) >= 0) {
-                free(*all);
+        a = strlen(*all);
+        e = strlen(*error);
+        joined = realloc(*all, a + 1 + e + 1);
+        if (joined) {
+                joined[a] = '\n';
+                memcpy(joined + a + 1, *error, e + 1);
                 *all = joined;
         }
         *error = mfree_str(*error);
 }
 
 /* slotd.ini (absent: every default), then every fleet file: each file's errors are told,
- * and the files after one with errors are read too, so that a run tells them all. */
-int config_load(const char *config_file, const char *fleets_dir, Config **ret, char **ret_error) {
+ * and the files after one with errors are read too, so that a run tells them all. With
+ * 'keep', *ret is what was read even then (config_load_for_check()). */
+int config_load_keep(const char *config_file, const char *fleets_dir, bool keep, Config **ret,
+                     char **ret_error) {
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ char *errors = NULL;
@@ -590,7 +597,7 @@ int config_load(const char *config_file, const char *fleets_dir, Config **ret, c
                         return r;
                 if (r < 0)
                         first = r;
-                errors_add(&errors, &error);
+                config_errors_add(&errors, &error);
         }
 
         if (fleets_dir) {
@@ -623,15 +630,21 @@ int config_load(const char *config_file, const char *fleets_dir, Config **ret, c
                         return r;
                 if (r < 0 && first == 0)
                         first = r;
-                errors_add(&errors, &error);
+                config_errors_add(&errors, &error);
         }
 
         if (first < 0) {
                 if (ret_error)
                         *ret_error = TAKE_PTR(errors);
+                if (keep)
+                        *ret = TAKE_PTR(c);
                 return first;
         }
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+int config_load(const char *config_file, const char *fleets_dir, Config **ret, char **ret_error) {
+        return config_load_keep(config_file, fleets_dir, false, ret, ret_error);
 }
 

@@ -374,3 +374,9 @@ int machine_resources_detect(MachineResources *ret);
  * machine resources + density + config_validate. 'detected' NULL = machine_resources_detect(). */
 int config_load_full(const char *config_file, const char *fleets_dir, const MachineResources *detected,
                      Config **ret, char **ret_error);
+/* The same for --check: on an error (but ENOMEM) *ret is still what could be read (every file
+ * without an error of its own, its fleets' names and builds checked too), so that the checks
+ * of users, groups and builds can go on and a run tells every error; *ret_error has every
+ * error found so far, one a line. *ret may be NULL then (a fleets directory unreadable). */
+int config_load_for_check(const char *config_file, const char *fleets_dir,
+                          const MachineResources *detected, Config **ret, char **ret_error);

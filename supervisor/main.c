@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "cgroup.h"
@@ -138,8 +139,16 @@ static bool check_build(const FleetConfig *f, const char *bc_id, const char *pat
         return false;
 }
 
-/* Every build of every fleet (SPEC §2): the number that cannot be executed. */
-static unsigned check_builds(const Config *c) {
+static bool runs_at_all(const char *path) {
+        struct stat st;
+
+        return path && stat(path, &st) >= 0 && S_ISREG(st.st_mode) && access(path, X_OK) >= 0;
+}
+
+/* Every build of every fleet (SPEC §2): the number that cannot be executed. With 'told', a
+ * build that cannot run at all (missing, not a regular file, no execute bit) was told by the
+ * configuration's own checks (config_load_for_check()) and is not told again. */
+static unsigned check_builds(const Config *c, bool told) {
         bool warned = false;
         unsigned bad = 0;
 
@@ -156,7 +165,7 @@ static unsigned check_builds(const Config *c) {
                 }
                 for (size_t j = 0; j < f->n_build_configs; j++) {
                         const BuildConfig *bc = &f->build_configs[j];
-                        bool seen = false;
+                        bool seen = told && !runs_at_all(bc->build);
 
                         for (size_t k = 0; k < j; k++)
                                 seen = seen || streq(f->build_configs[k].build, bc->build);
@@ -419,22 +428,25 @@ static unsigned check_identities(const Config *c) {
 
 /* --check: the plan, and every problem of it (builds the fleets' users cannot execute, names
  * of users and groups that do not exist, files slotd-registry cannot read); "ok" only when
- * there are none. */
-static int run_check(const Config *config, const MachineResources *detected) {
+ * there are none. With load_errors (already told) the configuration has no plan: what could
+ * be read is checked all the same, so that one run tells every error. */
+static int run_check(const Config *config, const MachineResources *detected,
+                     unsigned load_errors) {
         MachineResources res = {
                 .cpus = config->cpus > 0 ? config->cpus : detected->cpus,
                 .memory = config->memory > 0 ? config->memory : detected->memory,
         };
-        unsigned bad = check_builds(config), bad_files = check_fleet_files(&config->fleet);
+        unsigned bad = check_builds(config, load_errors > 0);
+        unsigned bad_files = check_fleet_files(&config->fleet);
         unsigned bad_ids = check_identities(config);
-        int r = print_plan(config, &res);
+        int r = load_errors > 0 ? -EINVAL : print_plan(config, &res);
         _cleanup_free_ char *density = NULL;
 
         /* The density's arithmetic, fleet by fleet (it succeeded at load: the same again). */
         if (r >= 0 && density_format(config, detected, &density, NULL) >= 0)
                 fputs(density, stdout);
 
-        if (r < 0)
+        if (r < 0 && load_errors == 0)
                 return r;
         if (bad_files > 0)
                 log_error("slotd-registry cannot read %u of [fleet]'s TLS files (fleet.etcd_*)",
@@ -443,10 +455,11 @@ static int run_check(const Config *config, const MachineResources *detected) {
                 log_error("%u build%s cannot be executed by %s fleet's user: slotd would "
                           "start no server of %s", bad, bad == 1 ? "" : "s",
                           bad == 1 ? "its" : "their", bad == 1 ? "it" : "them");
-        if (bad + bad_files + bad_ids > 0) {
-                log_error("%u error%s: the configuration is not ok", bad + bad_files + bad_ids,
-                          bad + bad_files + bad_ids == 1 ? "" : "s");
-                return bad > 0 ? -ENOEXEC : bad_files > 0 ? -EACCES : -ESRCH;
+        if (load_errors + bad + bad_files + bad_ids > 0) {
+                unsigned n = load_errors + bad + bad_files + bad_ids;
+
+                log_error("%u error%s: the configuration is not ok", n, n == 1 ? "" : "s");
+                return load_errors > 0 ? r : bad > 0 ? -ENOEXEC : bad_files > 0 ? -EACCES : -ESRCH;
         }
         printf("ok\n");
         return 0;
@@ -494,7 +507,7 @@ static void setup_signals(void) {
 }
 
 /* The machine as detected, and the configuration that fits it. */
-static int load_config(MachineResources *ret_detected, Config **ret_config) {
+static int load_config(MachineResources *ret_detected, Config **ret_config, unsigned *ret_errors) {
         _cleanup_free_ char *error = NULL;
         int r;
 
@@ -506,9 +519,14 @@ static int load_config(MachineResources *ret_detected, Config **ret_config) {
         r = machine_resources_detect(ret_detected);
         if (r < 0)
                 return log_error_errno(r, "Failed to read this machine's CPUs and memory: %m");
-        r = config_load_full(arg_config, arg_fleets, ret_detected, ret_config, &error);
+        r = arg_check ? config_load_for_check(arg_config, arg_fleets, ret_detected, ret_config, &error)
+                      : config_load_full(arg_config, arg_fleets, ret_detected, ret_config, &error);
         if (r < 0) {
                 log_error("%s", error ?: "Failed to load the configuration");
+                /* One error a line (--check goes on with what could be read). */
+                *ret_errors = 1;
+                for (const char *p = error; p && (p = strchr(p, '\n')); p++)
+                        ++*ret_errors;
                 return r;
         }
         /* .gsh fleets of other regions: not an error, but no slot either (--check prints
@@ -626,6 +644,7 @@ int main(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         Config *config = NULL;
         MachineResources detected;
+        unsigned load_errors = 0;
         int r;
 
         r = spawn_reserve_fds();
@@ -638,11 +657,11 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 goto finish;
 
-        r = load_config(&detected, &config);
-        if (r < 0)
+        r = load_config(&detected, &config, &load_errors);
+        if (r < 0 && !(arg_check && config))
                 goto finish;
         if (arg_check) {
-                r = run_check(config, &detected);
+                r = run_check(config, &detected, load_errors);
                 config_free(config);
                 goto finish;
         }

@@ -39,7 +39,9 @@
  * ends as without a restart), and goes on. slotd arms a restart only when its crash policy would restart the
  * server anyway and takes it back (a read of its own) before anything that changes that, such
  * as an allocation: whoever reads first wins, so a server that ends after slotd took it back
- * is never restarted here. Starting the next server needs no round trip through slotd, which
+ * is never restarted here, and so is one the keeper was sent SIGTERM for (by anyone: at
+ * shutdown systemd stops the slots' scope with no slotd left to take a restart back): after a
+ * SIGTERM the keeper restarts nothing. Starting the next server needs no round trip through slotd, which
  * is what makes a restart as fast as a fork and an exec (docs/performance.md). Offset 64 of
  * fd 3 is slotd's own (its READY=1 mark, spawn.h): the keeper never writes there. Offset 96
  * holds "exec ERRNO" from a server whose exec failed; a server that exits 203 (SPAWN_EXIT_SETUP:
@@ -194,7 +196,7 @@ __asm__(".text\n"
 #define SA_RESTORER_FLAG 0x04000000UL
 #endif
 
-enum { SIG_SETMASK_HOW = 2, SIGKILL_NR = 9, SIGCHLD_NR = 17, SIGSTOP_NR = 19, NSIG_NR = 64,
+enum { SIG_SETMASK_HOW = 2, SIGKILL_NR = 9, SIGTERM_NR = 15, SIGCHLD_NR = 17, SIGSTOP_NR = 19, NSIG_NR = 64,
        WNOHANG_FLAG = 1, WALL_FLAG = 0x40000000, SIGSET_SIZE = 8, ECHILD_NR = 10,
        F_SETFD_CMD = 2, FD_CLOEXEC_FLAG = 1, PR_SET_DUMPABLE_OPT = 4, EAGAIN_NR = 11,
        POLLIN_EV = 1, POLLNVAL_EV = 0x20, SEEK_END_WHENCE = 2, SPLICE_FLAGS = 1 | 2 /* MOVE, NONBLOCK */ };
@@ -513,7 +515,8 @@ static long keeper_parse_number(const char *c, long max) {
         return v <= max ? v : -1;
 }
 
-/* Every signal that is pending: SIGCHLD reaps, the others go to the server. */
+/* Every signal that is pending: SIGCHLD reaps, the others go to the server (a SIGTERM ends
+ * the keeper's restarts first). */
 static void keeper_take_signals(Keeper *k) {
         unsigned long all = ~0UL;
         long zero[2] = { 0, 0 };
@@ -530,10 +533,18 @@ static void keeper_take_signals(Keeper *k) {
                                    SIGSET_SIZE);
                 if (sig <= 0)
                         return;
-                if (sig == SIGCHLD_NR)
+                if (sig == SIGCHLD_NR) {
                         keeper_reap(k);
-                else
-                        (void) sys4(NR_kill, k->server, sig, 0, 0);
+                        continue;
+                }
+                /* A SIGTERM (systemd stopping slotd-slots.scope at shutdown, an operator's
+                 * kill) ends the server for good: no restart here, even one armed. slotd
+                 * takes its token back before it signals anyway; without slotd, a server
+                 * started now would be signalled by no one, and the scope's stop would wait
+                 * for its timeout. */
+                if (sig == SIGTERM_NR)
+                        k->build_argv = 0;
+                (void) sys4(NR_kill, k->server, sig, 0, 0);
         }
 }
 

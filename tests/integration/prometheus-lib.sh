@@ -7,7 +7,8 @@
 #   prom_start TARGET...          TARGET: HOST:PORT (job "slotd") or JOB=HOST:PORT; every
 #                                 target scraped at GET /metrics every PROM_SCRAPE_INTERVAL
 #                                 (default TIME_SCALE seconds); returns once Prometheus is
-#                                 ready. PROM_URL is then its base URL.
+#                                 ready. PROM_URL is then its base URL. PROM_RULES=FILE loads
+#                                 that rule file, evaluated at the same interval.
 #   prom_query EXPR               the value of each series of an instant query, one a line
 #                                 (nothing for an empty result); a scalar's value
 #   prom_wait_value EXPR VALUE [TIMEOUT]
@@ -48,6 +49,8 @@ prom_config() {
         echo "global:"
         echo "  scrape_interval: $interval"
         echo "  scrape_timeout: $interval"
+        echo "  evaluation_interval: $interval"
+        [ -z "${PROM_RULES:-}" ] || echo "rule_files: ['$PROM_RULES']"
         echo "scrape_configs:"
         for job in "${jobs[@]}"; do
                 echo "  - job_name: '$job'"

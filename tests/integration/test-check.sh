@@ -27,7 +27,19 @@ rc=$?
 set -e
 assert_ok "--config of a missing file exits non-zero" test $rc -ne 0
 assert_ok "--config of a missing file names it" grep -q "$T/etc/nonexistent.ini (--config): No such file" <<<"$out"
-assert_ok "--config of a missing file prints no ok" bash -c "! grep -qx ok <<<'$out'"
+assert_ok "--config of a missing file prints no ok" bash -c '! grep -qx ok <<<"$1"' _ "$out"
+# The default path absent (an empty /etc/slotd in a mount namespace of its own, if there is
+# one): every default, and said so.
+set +e
+out=$(unshare -m --propagation private sh -c \
+        '[ ! -d /etc/slotd ] || mount -t tmpfs -o size=1M slotd-test /etc/slotd; exec "$0" --check' "$SLOTD" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_eq "$rc" 0 "--check with the default config absent exits 0"
+assert_ok "the absent default config said" grep -qx \
+        "configuration: /etc/slotd/slotd.ini (absent: slotd's defaults), fleets from /etc/slotd/fleets.d" <<<"$out"
+assert_eq "$(tail -n 1 <<<"$out")" ok "the absent default config: ok"
 # An unknown admin group and an unknown proxy user: both reported in one run, no ok.
 cp "$T/etc/slotd.ini" "$T/etc/slotd.ini.good"
 sed -i "s/^bus = .*/&\nadmin_group = no-such-group-$$/" "$T/etc/slotd.ini"
@@ -42,7 +54,40 @@ assert_ok "unknown admin_group and proxy user: non-zero" test $rc -ne 0
 assert_ok "unknown admin_group named" grep -q "supervisor.admin_group: no such group 'no-such-group-$$'" <<<"$out"
 assert_ok "unknown localproxy.user named in the same run" grep -q "localproxy.user: no such user 'no-such-user-$$'" <<<"$out"
 assert_ok "2 errors counted" grep -q "2 errors: the configuration is not ok" <<<"$out"
-assert_ok "no ok printed" bash -c "! grep -qx ok <<<'$out'"
+assert_ok "no ok printed" bash -c '! grep -qx ok <<<"$1"' _ "$out"
+# The same with a fleet file of a bad key and one of an unknown user beside them: the bad key
+# does not hide the rest of the run (every file, the users and groups are still checked).
+write_fleet typo "no_such_key = 1" "[ports]" "game_base = 31000" "query_base = 31100"
+write_fleet stranger "[ports]" "game_base = 32000" "query_base = 32100"
+sed -i "s/^\[fleet\]\$/&\nuser = no-such-fleet-user-$$/" "$T/etc/fleets.d/stranger.ini"
+set +e
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_ok "a bad key and unknown names: non-zero" test $rc -ne 0
+assert_ok "the bad key named" grep -q "typo.ini:[0-9]*: usage.no_such_key: unknown key" <<<"$out"
+assert_ok "the unknown fleet user named in the same run" \
+        grep -q "stranger.ini: fleet.user: no such user 'no-such-fleet-user-$$'" <<<"$out"
+assert_ok "the unknown admin_group named in the same run" grep -q "supervisor.admin_group: no such group 'no-such-group-$$'" <<<"$out"
+assert_ok "the unknown localproxy.user named in the same run" grep -q "localproxy.user: no such user 'no-such-user-$$'" <<<"$out"
+assert_ok "4 errors counted" grep -q "4 errors: the configuration is not ok" <<<"$out"
+assert_ok "no plan printed for a configuration with errors" bash -c '! grep -q "^fleet shooter" <<<"$1"' _ "$out"
+assert_ok "no ok printed" bash -c '! grep -qx ok <<<"$1"' _ "$out"
+rm "$T/etc/fleets.d/typo.ini" "$T/etc/fleets.d/stranger.ini"
+# Two fleets on the same ports (each range's clash told) beside the unknown names.
+write_fleet clash "[ports]" "game_base = 30000" "query_base = 30100"
+set +e
+out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
+rc=$?
+set -e
+note "$out"
+assert_ok "clashing ports: non-zero" test $rc -ne 0
+assert_ok "the game ports' clash named" grep -q "shooter.ini:[0-9]*: ports.game_base: ports .* overlap ports.game_base" <<<"$out"
+assert_ok "the query ports' clash named in the same run" grep -q "shooter.ini:[0-9]*: ports.query_base: ports .* overlap ports.query_base" <<<"$out"
+assert_ok "the unknown admin_group named beside them" grep -q "supervisor.admin_group: no such group 'no-such-group-$$'" <<<"$out"
+assert_ok "4 errors counted (2 clashes, 2 names)" grep -q "4 errors: the configuration is not ok" <<<"$out"
+rm "$T/etc/fleets.d/clash.ini"
 cp "$T/etc/slotd.ini.good" "$T/etc/slotd.ini"
 
 # machine.number: set, it is the number; a value Unity's SDKs cannot read is refused with

@@ -107,7 +107,8 @@ entry "^Reserved for $R" "$b" FLEET=game RESERVATION_ID="$R" ALLOCATION_ID=-
 entry "^Reservation for $R expired" "$b" RESERVATION_ID="$R"
 wait_prop "$b" State online
 hold "$b" 60000000 >/dev/null
-entry "^Held until " "$b" SLOT_ID="$b" FLEET=game RESERVATION_ID=- ALLOCATION_ID=-
+# Its deadline as people read it (issue 27 point 5): UTC, RFC 3339 (ISO 8601), not µs.
+entry "^Held until $LOG_TIME\$" "$b" SLOT_ID="$b" FLEET=game RESERVATION_ID=- ALLOCATION_ID=-
 # The allocation is over on slot a too: its entries since name it no more.
 after=$(journalctl --no-pager -o json _PID="$SLOTD_PID" SLOT_ID="$a" |
         jq -r --arg u "$U" 'select(.MESSAGE | test("^Deallocated ")) as $d | .__CURSOR' | tail -n 1)

@@ -91,7 +91,8 @@ assert_eq "$(proxy_pid)" "$P" "the proxy after a Reload"
 assert_eq "$(grep -c "metrics.listen: " "$T/slotd.log")" 0 "metrics.listen moves in the log"
 wait_until 20 "GET /metrics answered after the Reload" scrape_ok
 
-prom_start "127.0.0.1:$MPORT"
+# With the shipped rules (config/prometheus/), evaluated on slotd's real series.
+PROM_RULES=$(cd "$(dirname "$0")/../../config/prometheus" && pwd)/slotd.rules.yml prom_start "127.0.0.1:$MPORT"
 wait_until $((30 * TIME_SCALE)) "prometheus scraped slotd" prom_targets_up
 prom_wait_value 'sum(slotd_slots{fleet="game"})' 3
 prom_wait_value 'slotd_slots{fleet="game",state="online",process_state="running"}' 3
@@ -121,6 +122,10 @@ assert_eq "$(prom_query 'slotd_allocations_total{fleet="nosuch"}')" "" "series o
 prom_wait_value 'slotd_allocate_duration_seconds_count{door="dbus",request="allocate"}' 2
 prom_wait_value 'slotd_allocate_duration_seconds_bucket{door="dbus",request="allocate",le="+Inf"}' 2
 prom_wait_value 'slotd_draining' 0
+# The shipped recording rules on these series: slots, and the share taken (one of three).
+prom_wait_value 'slotd:slots:sum{fleet="game"}' 3
+prom_wait_value 'slotd:slots_taken:sum{fleet="game"}' 1
+prom_wait_value 'slotd:slots_taken:ratio{fleet="game"} * 3' 1
 # Per slot (issue 27.4): its states, its CPU and memory as D-Bus shows them, its players.
 prom_wait_value 'slotd_slot_info{fleet="game",slot="2",state="allocated",process_state="running"}' 1
 prom_wait_value 'count(slotd_slot_info{fleet="game"})' 3
@@ -162,6 +167,8 @@ STRIKES=$(sig_count "$SIGS" Misbehaved 0)
 assert_eq "$STRIKES" 3 "Misbehaved signals of slot 0"
 prom_wait_value 'slotd_strikes_total{fleet="game",check="query"}' "$STRIKES"
 prom_wait_value 'slotd_strikes_total{fleet="game",check="cpu"}' 0
+# ... which the shipped alert SlotdStrikesRising (3 in 30 minutes, at once) fires on.
+prom_wait_value 'ALERTS{alertname="SlotdStrikesRising",alertstate="firing",fleet="game",check="query"}' 1
 # Each by its cause and the signal that ended it: checks.signal, and the server's own SIGSEGV.
 prom_wait_value 'slotd_crashes_total{fleet="game",cause="misbehaviour",signal="SIGSEGV"}' 1
 prom_wait_value 'slotd_crashes_total{fleet="game",cause="exit",signal="SIGSEGV"}' 1

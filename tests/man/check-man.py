@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Checks the built man pages (man/): each renders without a warning of man(1), and the
-configuration pages name every key, so that they cannot drift from the contract:
+configuration pages name every key and slotd(8) every name of the D-Bus API, so that they
+cannot drift from the contract:
 slotd.ini(5) every key of SPEC.md §2's two tables, slotd-allocator.ini(5) every key of
 config/allocator.ini (the example that lists each with its default).
 
@@ -78,6 +79,16 @@ def spec_names(spec):
     return sorted(names)
 
 
+def spec_dbus_names(spec):
+    """The D-Bus API of SPEC §8: every method and signal (`Name(`) and every property
+    (`Name t`, `Name a(su)`...) named there."""
+    text = open(spec, encoding='utf-8').read()
+    sec = text[text.index('\n## 8. '):text.index('\n## 9. ')]
+    names = set(re.findall(r'`([A-Z][A-Za-z0-9]+)\(', sec))
+    names |= set(re.findall(r'`([A-Z][A-Za-z0-9]+) [a-z(){}]+`', sec))
+    return sorted(names)
+
+
 def ini_keys(path):
     """section.key of every key of an example INI file, commented ones included."""
     keys, section = [], None
@@ -127,6 +138,14 @@ def main():
         check(len(names) >= 20, f'slotd.ini.5: only {len(names)} names found to check: {names}')
         for name in names:
             check(name in text, f'slotd.ini.5 does not name {name} (SPEC §2)')
+    if 'slotd.8' in by_name:
+        # slotd(8) carries the D-Bus API (issue 27.2): every name of SPEC §8.
+        text = roff_text(by_name['slotd.8'])
+        names = spec_dbus_names(os.path.join(root, 'SPEC.md'))
+        check(len(names) >= 50, f'slotd.8: only {len(names)} D-Bus names found to check: {names}')
+        for name in names:
+            check(re.search(r'\b' + name + r'\b', text) is not None,
+                  f'slotd.8 does not name {name} (SPEC §8, the D-Bus API)')
     for f in failures:
         print('FAIL: ' + f, file=sys.stderr)
     print(f'{assertions - len(failures)} passed, {len(failures)} failed')

@@ -10,10 +10,13 @@ static void test_validate_ports(_unused_ void **state) {
                 int r;
                 const char *expect;
         } cases[] = {
-                /* defaults: 9000.. and 9600.. */
+                /* defaults: 9000.. and 9600..; every overlap told, one a line (SPEC §2: a
+                 * run tells every error) */
                 { "", "", 10, 10, -EADDRINUSE,
                   "/d/b.ini: ports.game_base: ports 9000-9009 of fleet b overlap ports.game_base "
-                  "9000-9009 of fleet a (/d/a.ini)" },
+                  "9000-9009 of fleet a (/d/a.ini)\n"
+                  "/d/b.ini: ports.query_base: ports 9600-9609 of fleet b overlap "
+                  "ports.query_base 9600-9609 of fleet a (/d/a.ini)" },
                 { "", "[ports]\ngame_base = 9010\nquery_base = 9610\n", 10, 10, 0, NULL },
                 { "", "[ports]\ngame_base = 9009\nquery_base = 9610\n", 10, 10, -EADDRINUSE,
                   "/d/b.ini:7: ports.game_base: ports 9009-9018 of fleet b overlap "

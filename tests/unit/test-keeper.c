@@ -406,6 +406,53 @@ static void test_failed_exec_not_restarted(void **state) {
         log_done();
 }
 
+/* Polls (deadline 20 s) until 'path' holds 'n' lines 'line'. */
+static void wait_lines(const char *path, const char *line, int n) {
+        for (int i = 0; i < 2000 && count_lines(path, line) < n; i++)
+                usleep(10000);
+        assert_int_equal(count_lines(path, line), n);
+}
+
+/* A SIGTERM to the keeper ends its restarts, though two are armed (systemd stopping
+ * slotd-slots.scope at shutdown, with no slotd left to take them back): the server gets it
+ * and is not started again. Any other signal is only passed on: a SIGHUP's exit before it
+ * is restarted. Without the rule the third run exits 9. */
+static void test_sigterm_ends_restarts(void **state) {
+        char out[] = "/tmp/slotd-test-keeper-out.XXXXXX", script[512], buf[64];
+        int token = eventfd(2, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE), status, o = mkstemp(out);
+        uint64_t v;
+        pid_t pid;
+
+        assert_true(token >= 0 && o >= 0);
+        close(o);
+        snprintf(script, sizeof(script),
+                 "echo run >> %s; [ $(wc -l < %s) -gt 2 ] && exit 9; exec sleep 30", out, out);
+        pid = start_restarting_keeper(script, token, &status);
+        if (pid == 0) {
+                unlink(out);
+                close(token);
+                skip();
+        }
+        wait_lines(out, "run\n", 1);
+        assert_int_equal(kill(pid, SIGHUP), 0);
+        wait_lines(out, "run\n", 2);
+        assert_int_equal(kill(pid, SIGTERM), 0);
+        assert_int_equal(wait_exit(pid), 0);
+        assert_int_equal(count_lines(out, "run\n"), 2);
+        read_status(status, buf, sizeof(buf));
+        assert_string_equal(buf, "killed 15\n");
+        read_at(status, 32, buf, sizeof(buf));
+        assert_true(strncmp(buf, "restart 1 killed 1 ", 19) == 0);
+        /* The SIGHUP's restart took one; the other is still there, for no one. */
+        assert_int_equal(read(token, &v, sizeof(v)), sizeof(v));
+        assert_int_equal(v, 1);
+        assert_int_equal(read(token, &v, sizeof(v)), -1);
+        unlink(out);
+        close(token);
+        close(status);
+        log_done();
+}
+
 /* Output through the pipe into server.log, rotated at max_size with 'keep' older files: a
  * server writing 10,000 bytes, max 1,000, keep 2: server.log.1 and .2 full, the newest last
  * (the output is "0123456789" a thousand times, so that what each file holds can be told
@@ -614,6 +661,7 @@ int main(void) {
                 cmocka_unit_test(test_restarts_once_when_armed),
                 cmocka_unit_test(test_no_restart_unarmed_or_orphans),
                 cmocka_unit_test(test_failed_exec_not_restarted),
+                cmocka_unit_test(test_sigterm_ends_restarts),
                 cmocka_unit_test(test_log_rotates),
                 cmocka_unit_test(test_log_drained_at_exit),
                 cmocka_unit_test(test_log_lost_counted),
