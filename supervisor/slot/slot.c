@@ -284,10 +284,20 @@ static int slot_provision_populated(Slot *s) {
 
 /* It ran when slotd went away and ended since: its keeper left the status. */
 static void slot_provision_ended(Slot *s) {
+        int code, sig;
+
         (void) slot_open_status(s, false);
         s->main_pid = s->restored_keeper;
         slot_set_process_state(s, s->restored_ready ? PROCESS_RUNNING : PROCESS_STARTING);
         log_slot_info(s, "Its server ended while slotd was not running");
+        /* A keeper ends after it wrote how its server ended and moved its last output; one
+         * killed outright wrote nothing, and the pipe it alone read (slotd's read end ended
+         * with slotd) took what it held along. Not counted, as its size is unknown: told. */
+        if (s->status_fd < 0 || spawn_read_status(s->status_fd, &code, &sig, NULL) <= 0)
+                log_slot_warning(s, "Its keeper was killed while slotd was not running: what "
+                                 "its server had written and the keeper had not yet moved "
+                                 "to logs/server.log is lost (at most a pipe's capacity, "
+                                 "not counted in LogBytesLost)");
         s->keeper_restarts = s->restored_keeper_restarts;
         slot_keeper_exited(s, 0, SIGKILL);
 }

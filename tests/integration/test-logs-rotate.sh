@@ -198,4 +198,29 @@ assert_ok "LogBytesLost at least that" test "$(sprop 0 LogBytesLost)" -ge $((bef
 metric_is_prop() { metric_is "$(sprop 0 LogBytesLost)"; }
 wait_until 20 "slotd_log_bytes_lost_total = LogBytesLost" metric_is_prop
 PASSED=$((PASSED + 1))
+
+# 8. The keeper killed with m's lines in the pipe while no slotd runs: the keeper held the
+# pipe's only read end left, so the lines are lost, and slotd, back, says so (not counted: how
+# much was in the pipe is unknown).
+rm -f "$T/slots/filler" "$T/slots/pin.1" "$T/slots/pin.2"
+# The server slotd started on a full disk could not write its state file: a new one.
+wait_new_pid 0 "$pid"
+pid=$(sprop 0 MainPID)
+scall 0 Restart >/dev/null
+wait_new_pid 0 "$pid"
+wait_server 0
+pid=$(sprop 0 MainPID)
+cg=$(sprop 0 Cgroup)
+kill_slotd() { kill -KILL "$SLOTD_PID"; wait "$SLOTD_PID" 2>/dev/null || true; SLOTD_PID=; }
+kill_keeper_with m kill_slotd
+slot_empty() { grep -q '^populated 0' "$cg/cgroup.events"; }
+wait_until 20 "slot 0's cgroup empty (the keeper and its namespace ended)" slot_empty
+start_slotd
+wait_until 20 "slotd tells the loss it cannot count" grep -q \
+        "slot 0 (game): Its keeper was killed while slotd was not running: what its server had written and the keeper had not yet moved to logs/server.log is lost" \
+        "$T/slotd.log"
+assert_ok "m's lines are in no file (they went with the pipe)" \
+        eval '! grep -q "^m " "$LOGS"/server.log*'
+wait_new_pid 0 "$pid"
+wait_server 0
 finish
