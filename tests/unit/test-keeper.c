@@ -106,10 +106,15 @@ static int status_file_and_block(sigset_t *old) {
         return fd;
 }
 
-/* The server, in the keeper's child: a clean signal mask, no descriptor above 2. */
+/* The server, in the keeper's child: a clean signal mask, default dispositions (what slotd
+ * gives it: it undoes what its own parent ignored, main.c; a test run under nohup has SIGHUP
+ * ignored, which the first server would otherwise keep), no descriptor above 2. */
 _Noreturn static void exec_server(char *const argv[], char *const envp[]) {
         sigset_t none;
 
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) sigaction(sig, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (klog.pipe[1] >= 0 && (dup2(klog.pipe[1], 1) < 0 || dup2(klog.pipe[1], 2) < 0))
