@@ -50,8 +50,20 @@ wait_until() { # SECONDS WHAT COMMAND...
                 sleep 0.05
         done
 }
+# free_udp_port: a UDP port free now, from 10000-19999 as lib.sh's free_port picks (not the
+# kernel's ephemeral range, where the other tests' sockets bound to port 0 land: a port seen
+# free there was taken by one of them before unity-sgs bound it, seen in CI).
 free_udp_port() {
-        python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'
+        python3 -c 'import random, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(1000):
+    p = random.randrange(10000, 20000)
+    try:
+        s.bind(("0.0.0.0", p))
+    except OSError:
+        continue
+    print(p)
+    break'
 }
 HAVE_PEERS=
 [ -x "$PEERS/unity-sgs" ] && [ -x "$PEERS/unity-peer" ] && HAVE_PEERS=1
@@ -92,7 +104,8 @@ double_start() {
 sdk_start() {
         local home="$T/sgs" rc=0 error
         rm -rf "$home" && mkdir -p "$home/logs"
-        printf '%s' "$1" > "$home/server.json"
+        # a query port free now: QP, picked at the test's start, may be taken since
+        printf '%s' "${1//\"queryPort\": \"$QP\"/\"queryPort\": \"$(free_udp_port)\"}" > "$home/server.json"
         (cd "$home" && HOME=$home timeout 10 "$PEERS/unity-sgs" -port 9000 -queryport 0 \
                 -log "$home/logs" > "$home/out" 2>&1) || rc=$?
         error=$(python3 -c 'import json, sys
