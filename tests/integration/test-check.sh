@@ -19,12 +19,18 @@ assert_eq "$TEST_MACHINE_NUMBER" "$(machine_number_of "$TEST_MACHINE_ID")" \
 assert_ok "--check created no cgroup" test ! -e "$CG"
 assert_eq "$(tail -n 1 <<<"$out")" ok "the last line says ok when nothing is wrong"
 
+# check_config [FILE]: slotd --check of FILE (slotd.ini), its output (stderr too) in out, its
+# status in rc, the output noted.
+check_config() {
+        set +e
+        out=$("$SLOTD" --check --config "${1:-$T/etc/slotd.ini}" 2>&1)
+        rc=$?
+        set -e
+        note "$out"
+}
 # Issue 27.7: --check tells the truth.
 # A --config path that does not exist is an error (the default path may be absent).
-set +e
-out=$("$SLOTD" --check --config "$T/etc/nonexistent.ini" 2>&1)
-rc=$?
-set -e
+check_config "$T/etc/nonexistent.ini"
 assert_ok "--config of a missing file exits non-zero" test $rc -ne 0
 assert_ok "--config of a missing file names it" grep -q "$T/etc/nonexistent.ini (--config): No such file" <<<"$out"
 assert_ok "--config of a missing file prints no ok" bash -c '! grep -qx ok <<<"$1"' _ "$out"
@@ -45,11 +51,7 @@ cp "$T/etc/slotd.ini" "$T/etc/slotd.ini.good"
 sed -i "s/^bus = .*/&\nadmin_group = no-such-group-$$/" "$T/etc/slotd.ini"
 sed -i "/^\[localproxy\]/,/^\[/ s/^listen = off$/listen = 127.0.0.1:$(free_port)/" "$T/etc/slotd.ini"
 sed -i "/^\[localproxy\]/a user = no-such-user-$$" "$T/etc/slotd.ini"
-set +e
-out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
-rc=$?
-set -e
-note "$out"
+check_config
 assert_ok "unknown admin_group and proxy user: non-zero" test $rc -ne 0
 assert_ok "unknown admin_group named" grep -q "supervisor.admin_group: no such group 'no-such-group-$$'" <<<"$out"
 assert_ok "unknown localproxy.user named in the same run" grep -q "localproxy.user: no such user 'no-such-user-$$'" <<<"$out"
@@ -60,11 +62,7 @@ assert_ok "no ok printed" bash -c '! grep -qx ok <<<"$1"' _ "$out"
 write_fleet typo "no_such_key = 1" "[ports]" "game_base = 31000" "query_base = 31100"
 write_fleet stranger "[ports]" "game_base = 32000" "query_base = 32100"
 sed -i "s/^\[fleet\]\$/&\nuser = no-such-fleet-user-$$/" "$T/etc/fleets.d/stranger.ini"
-set +e
-out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
-rc=$?
-set -e
-note "$out"
+check_config
 assert_ok "a bad key and unknown names: non-zero" test $rc -ne 0
 assert_ok "the bad key named" grep -q "typo.ini:[0-9]*: usage.no_such_key: unknown key" <<<"$out"
 assert_ok "the unknown fleet user named in the same run" \
@@ -77,11 +75,7 @@ assert_ok "no ok printed" bash -c '! grep -qx ok <<<"$1"' _ "$out"
 rm "$T/etc/fleets.d/typo.ini" "$T/etc/fleets.d/stranger.ini"
 # Two fleets on the same ports (each range's clash told) beside the unknown names.
 write_fleet clash "[ports]" "game_base = 30000" "query_base = 30100"
-set +e
-out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
-rc=$?
-set -e
-note "$out"
+check_config
 assert_ok "clashing ports: non-zero" test $rc -ne 0
 assert_ok "the game ports' clash named" grep -q "shooter.ini:[0-9]*: ports.game_base: ports .* overlap ports.game_base" <<<"$out"
 assert_ok "the query ports' clash named in the same run" grep -q "shooter.ini:[0-9]*: ports.query_base: ports .* overlap ports.query_base" <<<"$out"
@@ -101,11 +95,7 @@ for bad in 0123 9223372036854775808 0 -7 3d1219c7; do
         cp "$T/etc/slotd.ini.good" "$T/etc/slotd.ini"
         sed -i "/^id = /a number = $bad" "$T/etc/slotd.ini"
         line=$(grep -n "^number = " "$T/etc/slotd.ini" | cut -d: -f1)
-        set +e
-        out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
-        rc=$?
-        set -e
-        note "$out"
+        check_config
         assert_ok "machine.number $bad refused" test $rc -ne 0
         assert_ok "machine.number $bad: file:line, key and value" grep -Eq \
                 "^$LOG_TIME slotd\[error\]: $T/etc/slotd.ini:$line: machine.number: (expected|must be) .*\(got '$bad'\)$" \
@@ -120,11 +110,7 @@ cat >> "$T/etc/fleets.d/shooter.ini" <<EOC
 interval = soon
 EOC
 line=$(grep -n "interval = soon" "$T/etc/fleets.d/shooter.ini" | cut -d: -f1)
-set +e
-out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
-rc=$?
-set -e
-note "$out"
+check_config
 assert_ok "bad config exits non-zero" test $rc -ne 0
 assert_ok "error names file:line and key" grep -q "$T/etc/fleets.d/shooter.ini:$line: checks.interval" <<<"$out"
 
@@ -139,11 +125,7 @@ assert_ok "daemon names the key" grep -q "checks.interval" "$T/start.log"
 # A fleet that does not fit: 99 servers of 1 core on 4 cores.
 printf '[fleet]\nbuild = %s\n[usage]\ncpu = 1\nmemory = 512M\nservers = 99\n' "$TEST_SERVER" \
         > "$T/etc/fleets.d/shooter.ini"
-set +e
-out=$("$SLOTD" --check --config "$T/etc/slotd.ini" 2>&1)
-rc=$?
-set -e
-note "$out"
+check_config
 assert_ok "oversized fleet refused" test $rc -ne 0
 assert_ok "oversized fleet names its file" grep -q "shooter.ini" <<<"$out"
 
