@@ -267,12 +267,18 @@ STOPPED_PID=
 # A test that failed with member 2 stopped leaves no stopped etcd (before etcd_cleanup's kill).
 cont_stopped() { [ -z "$STOPPED_PID" ] || kill -CONT "$STOPPED_PID" 2>/dev/null; return 0; }
 CLEANUP_HOOKS=(cont_stopped "${CLEANUP_HOOKS[@]}")
-mkfifo "$T/s.in"
-ETCD_TIMEOUT_MS=$TIMEOUT_MS ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[2]}") \
-        "$ETCD_DRIVE" <"$T/s.in" >"$T/s.out" 2>&1 &
-s_pid=$!
-bg_track "$s_pid"
-exec {S_IN}>"$T/s.in"
+# drive_on I NAME: an etcd-drive on member I alone, fed through the fifo $T/NAME.in (its
+# descriptor ON_FD), answering into $T/NAME.out; its PID ON_PID, tracked.
+drive_on() {
+        mkfifo "$T/$2.in"
+        ETCD_TIMEOUT_MS=$TIMEOUT_MS ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[$1]}") \
+                "$ETCD_DRIVE" <"$T/$2.in" >"$T/$2.out" 2>&1 &
+        ON_PID=$!
+        bg_track "$ON_PID"
+        exec {ON_FD}>"$T/$2.in"
+}
+drive_on 2 s
+s_pid=$ON_PID S_IN=$ON_FD
 echo "watch s prefix:/it/s/" >&"$S_IN"
 wait_until $((10 * TIME_SCALE)) "the watch on member 2 created" grep -q "^watch s created" "$T/s.out"
 echo "wait s 1 $((60 * TIME_SCALE))" >&"$S_IN"
@@ -468,12 +474,8 @@ assert_ok "on a new stream to member $victim, restarted ($(ka_metric started "$v
 # A client on that member alone: its keepalive times out while the member is stopped; etcd's
 # late answer to it, once the member runs again, is dropped (no second callback), and each of
 # the next two keepalives gets an answer of its own.
-mkfifo "$T/c.in"
-ETCD_ENDPOINTS=$(etcd_url "${ETCD_CLIENT_PORT[victim]}") ETCD_TIMEOUT_MS=$TIMEOUT_MS \
-        "$ETCD_DRIVE" <"$T/c.in" >"$T/c.out" 2>&1 &
-c_pid=$!
-bg_track "$c_pid"
-exec {C_IN}>"$T/c.in"
+drive_on "$victim" c
+c_pid=$ON_PID C_IN=$ON_FD
 echo "grant $((10 * TIME_SCALE))" >&"$C_IN"
 wait_until $((10 * TIME_SCALE)) "a lease for the late answer" grep -q "^lease id=" "$T/c.out"
 STOPPED_PID=${ETCD_PID[victim]}
