@@ -421,7 +421,9 @@ static void wait_lines(const char *path, const char *line, int n) {
 /* A SIGTERM to the keeper ends its restarts, though two are armed (systemd stopping
  * slotd-slots.scope at shutdown, with no slotd left to take them back): the server gets it
  * and is not started again. Any other signal is only passed on: a SIGHUP's exit before it
- * is restarted. Without the rule the third run exits 9. */
+ * is restarted. Without the rule the third run exits 9. The script counts its runs before it
+ * writes "run": once the test sees that line, the server forks nothing more before its exec,
+ * so the SIGHUP leaves no orphan (the keeper restarts only into an empty namespace). */
 static void test_sigterm_ends_restarts(void **state) {
         char out[] = "/tmp/slotd-test-keeper-out.XXXXXX", script[512], buf[64];
         int token = eventfd(2, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE), status, o = mkstemp(out);
@@ -431,7 +433,7 @@ static void test_sigterm_ends_restarts(void **state) {
         assert_true(token >= 0 && o >= 0);
         close(o);
         snprintf(script, sizeof(script),
-                 "echo run >> %s; [ $(wc -l < %s) -gt 2 ] && exit 9; exec sleep 30", out, out);
+                 "n=$(wc -l < %s); echo run >> %s; [ $n -ge 2 ] && exit 9; exec sleep 30", out, out);
         pid = start_restarting_keeper(script, token, &status);
         if (pid == 0) {
                 unlink(out);
