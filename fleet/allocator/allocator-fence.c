@@ -318,7 +318,7 @@ static int record_copy(AllocationRecord *to, const AllocationRecord *from) {
 }
 
 int fence_start(Allocator *a, const AllocationRecord *rec, const char *claim_key,
-                const char *claim_value) {
+                const char *claim_value, const char *why) {
         Fence *f = fence_new(a, rec->machine_id, rec->slot_id);
 
         if (!f)
@@ -334,9 +334,8 @@ int fence_start(Allocator *a, const AllocationRecord *rec, const char *claim_key
         f->rec.requested = rec->requested;
         f->rec.claimed = rec->claimed;
         a->metrics.fences++;
-        log_info("Allocation %s: etcd did not answer its claim of slot %" PRIu32 " of %s; "
-                 "answered 503, fencing the slot", rec->allocation_id, rec->slot_id,
-                 rec->machine_id);
+        log_info("Allocation %s: %s of slot %" PRIu32 " of %s; fencing the slot",
+                 rec->allocation_id, why, rec->slot_id, rec->machine_id);
         fence_grant(f);
         return 0;
 }

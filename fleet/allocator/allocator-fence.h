@@ -18,9 +18,10 @@ typedef struct Allocator Allocator;
 
 /* The claim of rec (its machine, slot, times and IDs), as claim_value under claim_key, sent
  * and its outcome unknown: fenced and, if it was applied, undone. The slot is not placed
- * until then (and, once fenced, until the fence's lease ends). */
+ * until then (and, once fenced, until the fence's lease ends). why, for the log, ends in
+ * "its claim" ("etcd did not answer its claim"). */
 int fence_start(Allocator *a, const AllocationRecord *rec, const char *claim_key,
-                const char *claim_value);
+                const char *claim_value, const char *why);
 /* A fence found on machine_id's slot_id by a claim's transaction (another replica's): the
  * slot is not placed for a few seconds (then tried again: found again while it lasts). */
 void fence_seen(Allocator *a, const char *machine_id, uint32_t slot_id);

@@ -468,6 +468,10 @@ void etcd_batch_txn_cancel(EtcdBatchTxn *t) {
         txn_free(t);
 }
 
+bool etcd_batch_txn_sent(const EtcdBatchTxn *t) {
+        return t && t->flight;
+}
+
 void etcd_batch_counts(const EtcdBatch *b, uint64_t *ret_batches, uint64_t *ret_txns) {
         if (ret_batches)
                 *ret_batches = b ? b->n_batches : 0;

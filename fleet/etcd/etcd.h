@@ -234,6 +234,8 @@ int etcd_batch_range(EtcdBatch *b, const char *key, const char *range_end, int64
                      etcd_callback_t cb, void *userdata, EtcdBatchTxn **ret);
 /* No callback. A txn already sent may still be applied. */
 void etcd_batch_txn_cancel(EtcdBatchTxn *t);
+/* Whether t has left the queue in a request (etcd may apply it, answered or not). */
+bool etcd_batch_txn_sent(const EtcdBatchTxn *t);
 /* Requests sent, and txns answered through them (with or without an error), so far. */
 void etcd_batch_counts(const EtcdBatch *b, uint64_t *ret_batches, uint64_t *ret_txns);
 

@@ -13,6 +13,11 @@ closed, COUNT lowered (FILE removed at 0), and one line written to the log file:
 
     dropped MARKER after N bytes of etcd's answer
 
+With a third word, "MARKER COUNT close", the relay also stops listening when it loses that
+answer, before it resets the client's connection: the member is gone for good, and the
+client's next connection to it is refused (ECONNREFUSED: a request sent again then sends
+nothing). It writes "closed" to the log.
+
 Two kinds of connection: the gRPC calls' HTTP/2 (it starts with HTTP/2's preface): the frames
 are read (a 9-byte header each: length, type, flags, stream), the request is the stream whose
 DATA frame holds MARKER, and its answer is that stream's first HEADERS frame from etcd, while
@@ -64,6 +69,8 @@ class H2Frames:
 class Relay:
     def __init__(self, args):
         self.args = args
+        self.close_after = False
+        self.server = None
 
     def armed(self):
         try:
@@ -73,12 +80,13 @@ class Relay:
             return b"", 0
         if not words:
             return b"", 0
+        self.close_after = len(words) > 2 and words[2] == b"close"
         return words[0], int(words[1]) if len(words) > 1 else 1
 
     def disarm_one(self, marker, count):
         if count > 1:
             with open(self.args.arm + ".new", "wb") as f:
-                f.write(b"%s %d\n" % (marker, count - 1))
+                f.write(b"%s %d%s\n" % (marker, count - 1, b" close" if self.close_after else b""))
             os.rename(self.args.arm + ".new", self.args.arm)
         else:
             try:
@@ -98,10 +106,12 @@ class Relay:
             return
         doomed = asyncio.Event()
         marker = [b""]
+        close = [False]  # the relay stops listening once this answer is lost
         seen = bytearray()  # HTTP/1.1: what the client sent since etcd last answered
         h2 = {"up": None, "down": None, "stream": None}  # HTTP/2: the frames, the doomed stream
 
         def mark(m, count, stream=None):
+            close[0] = self.close_after and count == 1
             self.disarm_one(m, count)
             marker[0] = m
             h2["stream"] = stream
@@ -167,6 +177,9 @@ class Relay:
                 pass
             finally:
                 sock = cwriter.get_extra_info("socket")
+                if doomed.is_set() and close[0]:
+                    self.server.close()  # no longer listening: connections are refused
+                    self.note("closed")
                 if doomed.is_set() and sock is not None:
                     # a reset, not an orderly close: the member is gone
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
@@ -186,6 +199,7 @@ async def main():
     args = p.parse_args()
     relay = Relay(args)
     server = await asyncio.start_server(relay.client, "127.0.0.1", args.listen)
+    relay.server = server
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

@@ -17,10 +17,13 @@
 #     claims anew (200, counted as claimed), on another slot than the fenced one.
 #  4. The registry's confirmation applied, its answer lost: the registry does the work again
 #     from its claim, which is gone: the record is written once by it, and nothing is left.
+#  5. A claim applied, its answer lost, and the member then gone (its relay stops listening):
+#     the claim sent again is refused before it leaves, which says nothing of the first send.
+#     503, and the fence behind it finds the first send applied and deletes it, as in 3.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd-lib.sh"
 FLEET_PORT_BASE=44000 # not test-allocator's (41000-42999) or test-etcd-tls's (43000-)
-FLEET_SLOTS=3 # part 3 leaves one fenced for a minute
+FLEET_SLOTS=4 # parts 3 and 5 leave one fenced each for a minute
 . "$(dirname "$0")/fleet-lib.sh"
 : "${SLOTD_REGISTRY:?SLOTD_REGISTRY must name the slotd-registry binary}"
 : "${SLOTD_ALLOCATOR:?SLOTD_ALLOCATOR must name the slotd-allocator binary}"
@@ -162,5 +165,45 @@ assert_eq "$(record_version "$C")" 2 "versions of $C's record (the claim, one co
 slot=$(fleet_get 0 "$COLL/$C" | cut -d' ' -f2- | json serverId)
 assert_eq "$(on_host 0 sprop "$slot" AllocationUUID)" "$C" "slot $slot of the host holds $C"
 assert_eq "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" 2 "allocated slots on the host ($B, $C)"
+
+# ---- 5. an answer lost, then the member gone ----
+# A second relay, replica 3's only endpoint, loses the claim's answer and stops listening: the
+# claim sent again is refused (nothing sent), and the outcome of the first is unknown still.
+# A relay started again on its port then stands for the member back, for the fence.
+relay2() {
+        python3 "$(dirname "$0")/answer-drop-proxy.py" --listen "$PROXY2_PORT" \
+                --upstream "${ETCD_CLIENT_PORT[1]}" --arm "$T/drop2" --log "$T/proxy2.log" &
+        bg_track $!
+        RELAY2=$!
+}
+# 3.'s fence has done its work; deleted by hand, so that the fresh replica 3 (which does not
+# know it) does not send its claim to that slot, where the fence's compare would refuse it.
+fleet_etcdctl del --prefix "$FLEET_PREFIX/fences/" >/dev/null
+PROXY2_PORT=$(free_port)
+relay2
+wait_until $((10 * TIME_SCALE)) "the second relay listening" grep -q "^listening" "$T/proxy2.log"
+start_allocator 3 "http://127.0.0.1:$PROXY2_PORT"
+D=$(cat /proc/sys/kernel/random/uuid)
+printf '/claims/ 1 close\n' > "$T/drop2"
+out=$(fleet_post 3 "$COLL" "$(body "$D")")
+assert_ok "the second relay lost the claim's answer and closed ($(cat "$T/proxy2.log"))" \
+        grep -q "^closed" "$T/proxy2.log"
+assert_eq "${out%% *}" 503 "POST whose claim's answer was lost, sent again and refused ($out)"
+assert_eq "$(metric 3 slotd_allocator_etcd_in_doubt_total)" 1 "repeats of the claim (refused)"
+assert_eq "$(metric 3 slotd_allocator_fences_total)" 1 \
+        "claims in doubt fenced (the first send's outcome unknown, the second refused)"
+kill "$RELAY2"
+wait "$RELAY2" || true
+bg_untrack "$RELAY2"
+relay2
+relay2_back() { [ "$(grep -c "^listening" "$T/proxy2.log")" = 2 ]; }
+wait_until $((10 * TIME_SCALE)) "the second relay listening again" relay2_back
+undone3() { [ "$(metric 3 slotd_allocator_fence_undone_total)" = 1 ]; }
+wait_until $((20 * TIME_SCALE)) "the applied claim of $D undone" undone3
+assert_eq "$(record_version "$D")" 0 "versions of $D's record (deleted again)"
+assert_eq "$(fleet_etcd_count "allocation-ids/$D")" 0 "$D's index (deleted with its record)"
+two_allocated() { [ "$(fleet_slots 0 | awk '$5 != "-"' | wc -l)" = 2 ]; }
+wait_until $((20 * TIME_SCALE)) "the host's slots: $B's and $C's alone allocated" two_allocated
+assert_eq "$(fleet_get 0 "$COLL/$D" | cut -d' ' -f1)" 404 "GET of $D after its 503"
 
 finish
