@@ -64,22 +64,26 @@ static void claim_op_free(ClaimOp *op) {
         free(op);
 }
 
+/* The slot of op's claim, whose outcome is unknown, fenced (allocator-fence.c); why ends in
+ * "its claim", for the log. */
+static void claim_op_fence(ClaimOp *op, const char *why) {
+        int r = fence_start(op->allocator, &op->rec, op->claim_key, op->claim_value, why);
+
+        if (r < 0)
+                log_error_errno(r, "Allocation %s: cannot fence slot %" PRIu32 " of %s, whose "
+                                "claim is in doubt: %m", op->rec.allocation_id, op->rec.slot_id,
+                                op->rec.machine_id);
+}
+
 /* The POST ended before its claim was answered (the door's deadline passed, or its client
  * left): a claim that left for etcd, or one sent again after a copy whose answer was lost,
  * may apply yet, with no one told. Fenced as for a 503 (allocator-fence.c), so that no
  * allocation comes of it. A claim still queued never leaves. */
 void alloc_claim_cancel(ClaimOp *op) {
-        int r;
-
         if (op->pending && op->claim_txn &&
             (etcd_batch_txn_sent(op->claim_txn) || op->in_doubt > 0)) {
                 claim_op_unpend(op); /* the fence's own pending mark, not the claim's */
-                r = fence_start(op->allocator, &op->rec, op->claim_key, op->claim_value,
-                                "its request ended before etcd answered its claim");
-                if (r < 0)
-                        log_error_errno(r, "Allocation %s: cannot fence slot %" PRIu32 " of %s, "
-                                        "whose claim is in doubt: %m", op->rec.allocation_id,
-                                        op->rec.slot_id, op->rec.machine_id);
+                claim_op_fence(op, "its request ended before etcd answered its claim");
         }
         claim_op_free(op);
 }
@@ -121,16 +125,8 @@ static void claim_op_etcd_failed(ClaimOp *op, const EtcdResponse *resp) {
  * with its member (claim_in_doubt), may apply yet): 503 now, and the doubt resolved behind
  * it (allocator-fence.c), so that a 503 is never an allocation (SPEC §13). */
 static void claim_op_in_doubt(ClaimOp *op, const EtcdResponse *resp) {
-        int r;
-
-        if (resp->error != -ECONNREFUSED || op->in_doubt > 0) {
-                r = fence_start(op->allocator, &op->rec, op->claim_key, op->claim_value,
-                                "answered 503: etcd did not answer its claim");
-                if (r < 0)
-                        log_error_errno(r, "Allocation %s: cannot fence slot %" PRIu32 " of %s, "
-                                        "whose claim is in doubt: %m", op->rec.allocation_id,
-                                        op->rec.slot_id, op->rec.machine_id);
-        }
+        if (resp->error != -ECONNREFUSED || op->in_doubt > 0)
+                claim_op_fence(op, "answered 503: etcd did not answer its claim");
         claim_op_etcd_failed(op, resp);
 }
 
