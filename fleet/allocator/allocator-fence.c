@@ -24,6 +24,7 @@
 
 #include "allocator-fence.h"
 #include "allocator-ops.h"
+#include "allocator-stop.h"
 #include "allocator.h"
 #include "list.h"
 #include "log.h"
@@ -46,6 +47,7 @@ struct Fence {
         usec_t backoff;
         unsigned tries;
         bool kept; /* its record found marked answered (fence_kept) */
+        bool held; /* settled: in etcd (or only seen), the slot left out until its end */
         EtcdRequest *etcd;
         RecordOp *undo;
         sd_event_source *timer;
@@ -53,8 +55,11 @@ struct Fence {
 };
 
 static void fence_free(Fence *f) {
+        Allocator *a;
+
         if (!f)
                 return;
+        a = f->allocator;
         placement_slot_set_pending(f->allocator->placement, f->machine_id, f->slot_id, false);
         etcd_request_cancel(f->etcd);
         if (f->undo)
@@ -68,6 +73,7 @@ static void fence_free(Fence *f) {
         free(f->claim_value);
         free(f->record_key);
         free(f);
+        allocator_stop_check(a);
 }
 
 static Fence *fence_new(Allocator *a, const char *machine_id, uint32_t slot_id) {
@@ -98,8 +104,12 @@ static int on_fence_expired(sd_event_source *s, uint64_t usec, void *userdata) {
 static void fence_hold(Fence *f, usec_t usec) {
         f->timer = sd_event_source_disable_unref(f->timer);
         if (sd_event_add_time_relative(f->allocator->event, &f->timer, CLOCK_MONOTONIC, usec,
-                                       USEC_PER_SEC, on_fence_expired, f) < 0)
+                                       USEC_PER_SEC, on_fence_expired, f) < 0) {
                 fence_free(f);
+                return;
+        }
+        f->held = true;
+        allocator_stop_check(f->allocator);
 }
 
 static void fence_grant(Fence *f);
@@ -356,6 +366,14 @@ size_t fence_count(const Allocator *a) {
 
         for (const Fence *f = a->fences; f; f = f->fences_next)
                 n++;
+        return n;
+}
+
+size_t fence_unresolved(const Allocator *a) {
+        size_t n = 0;
+
+        for (const Fence *f = a->fences; f; f = f->fences_next)
+                n += !f->held;
         return n;
 }
 

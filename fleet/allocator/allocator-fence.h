@@ -27,4 +27,6 @@ int fence_start(Allocator *a, const AllocationRecord *rec, const char *claim_key
 void fence_seen(Allocator *a, const char *machine_id, uint32_t slot_id);
 /* The slots this replica leaves out of placement for a fence: in doubt, fenced, or seen. */
 size_t fence_count(const Allocator *a);
+/* The claims in doubt not yet settled: neither fenced nor undone (a stop waits for them). */
+size_t fence_unresolved(const Allocator *a);
 void fence_done(Allocator *a);

@@ -12,6 +12,7 @@
 
 #include "allocator-answer.h"
 #include "allocator-http.h"
+#include "allocator-stop.h"
 #include "allocator.h"
 #include "log.h"
 #include "mhd-event.h"
@@ -240,6 +241,10 @@ static enum MHD_Result request_dispatch(ApiRequest *req) {
 
         if (req->route_r < 0)
                 return request_route_error(req);
+        if (a->stopping && req->route.op != API_METRICS && req->route.op != API_STATUS) {
+                api_request_error(req, 503, "slotd-allocator is stopping");
+                return queue_answer(req);
+        }
         req->state = REQUEST_WAITING;
         a->api_dispatch(a, req);
         if (req->state == REQUEST_ANSWERED)
@@ -357,17 +362,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
         ApiRequest *req = *con_cls;
+        Allocator *a;
 
         if (!req)
                 return;
+        a = req->allocator;
         request_cancel_op(req);
         sd_event_source_disable_unref(req->deadline);
-        req->allocator->requests_in_flight--;
-        LIST_REMOVE(requests, req->allocator->requests, req);
+        a->requests_in_flight--;
+        LIST_REMOVE(requests, a->requests, req);
         free(req->answer);
         free(req->body);
         free(req);
         *con_cls = NULL;
+        allocator_stop_check(a); /* a stop waits for the answers it gave to leave */
 }
 
 /* The API's paths have no escapes: a path with one then matches no route instead of being
@@ -424,13 +432,17 @@ int http_start(Allocator *a, int listen_fd, ApiDispatch dispatch) {
         return 0;
 }
 
-void http_stop(Allocator *a) {
-        /* microhttpd refuses to stop with connections suspended: answer them first. */
+void http_answer_waiting(Allocator *a, const char *why) {
         for (ApiRequest *req = a->requests; req; req = req->requests_next)
                 if (req->state == REQUEST_WAITING) {
                         request_cancel_op(req);
-                        api_request_error(req, 503, "slotd-allocator is stopping");
+                        api_request_error(req, 503, "%s", why);
                 }
+}
+
+void http_stop(Allocator *a) {
+        /* microhttpd refuses to stop with connections suspended: answer them first. */
+        http_answer_waiting(a, "slotd-allocator is stopping");
         a->mhd_event = mhd_event_free(a->mhd_event);
         if (a->mhd) {
                 MHD_quiesce_daemon(a->mhd);

@@ -31,4 +31,6 @@ void api_request_clear_op(ApiRequest *req);
  * which answers it, at once or later. */
 typedef void (*ApiDispatch)(Allocator *a, ApiRequest *req);
 int http_start(Allocator *a, int listen_fd, ApiDispatch dispatch);
+/* Every request still waiting answered 503 with why, its op cancelled (a stop). */
+void http_answer_waiting(Allocator *a, const char *why);
 void http_stop(Allocator *a);

@@ -17,6 +17,7 @@
 #include "allocator-replace.h"
 #include "allocator-scaler.h"
 #include "allocator-scan.h"
+#include "allocator-stop.h"
 #include "allocator.h"
 #include "fileio.h"
 #include "log.h"
@@ -163,9 +164,7 @@ static int listen_socket(const ProxyListen *l) {
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Allocator *a = userdata;
 
-        log_info("Stopping on %s", strsignal((int) si->ssi_signo));
-        if (scaler_resign(a) <= 0)
-                (void) sd_event_exit(a->event, 0);
+        allocator_stop(a, (int) si->ssi_signo);
         return 0;
 }
 
@@ -221,6 +220,7 @@ static int allocator_setup(Allocator *a, int listen_fd) {
 }
 
 static void allocator_done(Allocator *a) {
+        allocator_stop_done(a);
         http_stop(a);
         scaler_done(a);
         scan_done(a);

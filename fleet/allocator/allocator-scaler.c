@@ -9,6 +9,7 @@
 
 #include "allocator-cache.h"
 #include "allocator-scaler.h"
+#include "allocator-stop.h"
 #include "allocator.h"
 #include "list.h"
 #include "log.h"
@@ -43,6 +44,7 @@ struct Scaler {
         usec_t backoff;
         EtcdLeaderKey leader; /* while leading */
         bool leading;
+        bool resigning; /* its lease's revocation asked, on a stop */
         /* acting on the plan, while leading */
         sd_event_source *plan_timer;
         usec_t last_plan;     /* CLOCK_MONOTONIC */
@@ -227,13 +229,23 @@ int scaler_start(Allocator *a) {
         return 0;
 }
 
+static void resigned(Scaler *s) {
+        s->resigning = false;
+        s->retry = sd_event_source_disable_unref(s->retry);
+        allocator_stop_check(s->a);
+}
+
 static void on_revoked(Etcd *e, const EtcdResponse *r, void *userdata) {
-        Scaler *s = userdata;
-        (void) sd_event_exit(s->a->event, 0);
+        resigned(userdata);
 }
 
 static int on_revoke_timeout(sd_event_source *es, uint64_t usec, void *userdata) {
-        return sd_event_exit(sd_event_source_get_event(es), 0);
+        resigned(userdata);
+        return 0;
+}
+
+bool scaler_resigning(const Allocator *a) {
+        return a->scaler && a->scaler->resigning;
 }
 
 int scaler_resign(Allocator *a) {
@@ -248,9 +260,10 @@ int scaler_resign(Allocator *a) {
         s->leading = false;
         if (etcd_lease_revoke(a->etcd, s->lease, on_revoked, s, NULL) < 0 ||
             sd_event_add_time_relative(a->event, &s->retry, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
-                                       on_revoke_timeout, NULL) < 0)
+                                       on_revoke_timeout, s) < 0)
                 return 0;
         s->lease = 0;
+        s->resigning = true;
         return 1;
 }
 

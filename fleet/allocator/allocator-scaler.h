@@ -16,9 +16,11 @@ typedef struct Allocator Allocator;
 #define SCALER_LEASE_TTL 5 /* seconds */
 
 int scaler_start(Allocator *a);
-/* On SIGTERM: the lease revoked, so that the next campaigner leads at once; 1: the loop is
- * left once etcd answered, or 1 s later; 0: nothing to wait for (leave it now). */
+/* On a stop: the lease revoked, so that the next campaigner leads at once; 1: asked, and
+ * scaler_resigning() until etcd answered, or 1 s later (allocator_stop_check() is told);
+ * 0: nothing to wait for. */
 int scaler_resign(Allocator *a);
+bool scaler_resigning(const Allocator *a);
 void scaler_done(Allocator *a);
 bool scaler_leading(const Allocator *a);
 /* The fleet view changed: while leading, a plan is made (at most one an interval) and its

@@ -95,6 +95,9 @@ struct Allocator {
         RecordScan scan;
         Scaler *scaler; /* the scaler's election (allocator-scaler.h) */
         Fence *fences;  /* claims in doubt, and fenced slots (allocator-fence.h) */
+        /* stopping (allocator-stop.h): the wait's bound, and whether the loop was left */
+        bool stopping, stop_done;
+        sd_event_source *stop_timer;
 };
 
 /* The record's key of an allocation: <prefix>/allocations/<fleet>/<allocationId>. */

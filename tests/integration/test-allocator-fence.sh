@@ -222,4 +222,48 @@ assert_eq "${out%% *}" 200 "GET of $A3 ($out)"
 wait_until $((20 * TIME_SCALE)) "$A3 allocated by its host" allocated_on_host "$A3"
 wait_until $((10 * TIME_SCALE)) "$A3 fulfilled" status_is 3 "$A3" fulfilled
 
+# ---- 5. a stop while a claim is on its way ----
+# Replica 4's only endpoint is relay 4, which holds its claim until the test lets it go. A
+# SIGTERM then answers the POST 503 (stopping) and leaves its claim in doubt; the allocator
+# stays until the claim's fence is settled (allocator-stop.c): released, the claim applies,
+# the fence finds it and deletes it again, and only then does the allocator exit. Before, it
+# left at once, and the claim applied after it stood as an allocation no client was answered.
+# The fences of 3. and 4. have done their work; deleted by hand, so that the fresh replica 4
+# (which does not know them) does not claim a fenced slot, whose fence would refuse it.
+fleet_etcdctl del --prefix "$FLEET_PREFIX/fences/" >/dev/null
+relay_start 4
+FLEET_ALLOCATOR_EXTRA="timeout = $((2 * TIME_SCALE))s"
+ETCD_ENDPOINTS=http://127.0.0.1:${RELAY_PORT[4]}
+fleet_allocator_start 4
+ETCD_ENDPOINTS=$ETCD_REAL
+A5=$(cat /proc/sys/kernel/random/uuid)
+printf '/claims/ release' > "$T/hold-4"
+FLEET_HTTP_TIMEOUT=$((60 * TIME_SCALE)) fleet_post 4 "$COLL" "$(body "$A5")" > "$T/post-A5" &
+post=$!
+wait_until $((10 * TIME_SCALE)) "relay 4 holding the claim of $A5" relay_logged 4 '^held /claims/'
+kill -TERM "${FA_PID[4]}"
+wait "$post"
+out=$(cat "$T/post-A5")
+assert_eq "${out%% *}" 503 "POST of $A5 when its replica stops ($out)"
+assert_ok "answered: stopping ($out)" grep -q "slotd-allocator is stopping" <<<"$out"
+wait_until $((10 * TIME_SCALE)) "replica 4 waiting for its claim in doubt" \
+        grep -q "Stopping once 1 claim(s) in doubt are fenced" "$T/allocator-4.log"
+assert_ok "replica 4 still runs, its claim in doubt not settled" kill -0 "${FA_PID[4]}"
+touch "$T/hold-4.release"
+s=$(relay_held_stream 4 /claims/)
+wait_until $((15 * TIME_SCALE)) "etcd answered the held claim of $A5" relay_logged 4 "^answered stream $s: succeeded="
+assert_ok "$A5's claim applied after its 503: $(grep "^answered stream $s:" "$T/proxy-4.log")" \
+        relay_logged 4 "^answered stream $s: succeeded=true"
+exited() { ! kill -0 "${FA_PID[4]}" 2>/dev/null; }
+wait_until $((20 * TIME_SCALE)) "replica 4 exited, its claim in doubt settled" exited
+wait "${FA_PID[4]}" 2>/dev/null || true
+FA_PID[4]=
+assert_ok "replica 4 deleted the claim applied late ($(tail -n 4 "$T/allocator-4.log"))" \
+        grep -q "Allocation $A5: its claim of slot .* was applied after its POST was answered 503; deleted again" \
+        "$T/allocator-4.log"
+assert_eq "$(fleet_etcd_count "allocations/$FLEET_NAME/$A5")" 0 "records of $A5"
+assert_eq "$(fleet_etcd_count "allocation-ids/$A5")" 0 "index of $A5"
+not_allocated() { ! allocated_on_host "$1"; }
+wait_until $((20 * TIME_SCALE)) "$A5 allocated on no host" not_allocated "$A5"
+
 finish
