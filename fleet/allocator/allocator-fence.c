@@ -24,7 +24,6 @@
 
 #include "allocator-fence.h"
 #include "allocator-ops.h"
-#include "allocator-stop.h"
 #include "allocator.h"
 #include "list.h"
 #include "log.h"
@@ -73,7 +72,7 @@ static void fence_free(Fence *f) {
         free(f->claim_value);
         free(f->record_key);
         free(f);
-        allocator_stop_check(a);
+        allocator_settled(a);
 }
 
 static Fence *fence_new(Allocator *a, const char *machine_id, uint32_t slot_id) {
@@ -109,7 +108,7 @@ static void fence_hold(Fence *f, usec_t usec) {
                 return;
         }
         f->held = true;
-        allocator_stop_check(f->allocator);
+        allocator_settled(f->allocator);
 }
 
 static void fence_grant(Fence *f);

@@ -12,7 +12,6 @@
 
 #include "allocator-answer.h"
 #include "allocator-http.h"
-#include "allocator-stop.h"
 #include "allocator.h"
 #include "log.h"
 #include "mhd-event.h"
@@ -375,7 +374,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         free(req->body);
         free(req);
         *con_cls = NULL;
-        allocator_stop_check(a); /* a stop waits for the answers it gave to leave */
+        allocator_settled(a); /* a stop waits for the answers it gave to leave */
 }
 
 /* The API's paths have no escapes: a path with one then matches no route instead of being

@@ -9,7 +9,6 @@
 
 #include "allocator-cache.h"
 #include "allocator-scaler.h"
-#include "allocator-stop.h"
 #include "allocator.h"
 #include "list.h"
 #include "log.h"
@@ -232,7 +231,7 @@ int scaler_start(Allocator *a) {
 static void resigned(Scaler *s) {
         s->resigning = false;
         s->retry = sd_event_source_disable_unref(s->retry);
-        allocator_stop_check(s->a);
+        allocator_settled(s->a);
 }
 
 static void on_revoked(Etcd *e, const EtcdResponse *r, void *userdata) {

@@ -29,7 +29,9 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-void allocator_stop_check(Allocator *a) {
+/* Something the stop waits for has ended (allocator_settled()): the loop ends if nothing is
+ * left. */
+static void allocator_stop_check(Allocator *a) {
         if (!a->stopping || a->stop_done)
                 return;
         if (fence_unresolved(a) == 0 && !scaler_resigning(a) && a->requests_in_flight == 0)
@@ -37,7 +39,8 @@ void allocator_stop_check(Allocator *a) {
 }
 
 void allocator_stop(Allocator *a, int signo) {
-        usec_t wait = MAX(4 * a->config->etcd_timeout, STOP_WAIT_MIN_SEC * USEC_PER_SEC);
+        usec_t wait = MIN(MAX(4 * a->config->etcd_timeout, STOP_WAIT_MIN_SEC * USEC_PER_SEC),
+                          STOP_WAIT_MAX_SEC * USEC_PER_SEC);
         size_t n;
 
         if (a->stopping) {
@@ -47,6 +50,7 @@ void allocator_stop(Allocator *a, int signo) {
                 return;
         }
         a->stopping = true;
+        a->on_settled = allocator_stop_check;
         log_info("Stopping on %s", strsignal(signo));
         http_answer_waiting(a, "slotd-allocator is stopping");
         (void) scaler_resign(a);

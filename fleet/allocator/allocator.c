@@ -14,3 +14,8 @@ bool allocator_etcd_failed(Allocator *a, const EtcdResponse *resp) {
         log_debug("etcd: %s", resp->message);
         return true;
 }
+
+void allocator_settled(Allocator *a) {
+        if (a->on_settled)
+                a->on_settled(a);
+}

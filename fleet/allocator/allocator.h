@@ -98,9 +98,13 @@ struct Allocator {
         /* stopping (allocator-stop.h): the wait's bound, and whether the loop was left */
         bool stopping, stop_done;
         sd_event_source *stop_timer;
+        void (*on_settled)(Allocator *a); /* allocator_settled()'s, while stopping */
 };
 
 /* The record's key of an allocation: <prefix>/allocations/<fleet>/<allocationId>. */
 char *allocator_record_key(const Allocator *a, const char *fleet, const char *allocation_id);
 /* Whether etcd's answer is an error; counts it. */
 bool allocator_etcd_failed(Allocator *a, const EtcdResponse *resp);
+/* Something a stop waits for has ended (a claim in doubt fenced or undone, the scaler's lease
+ * revoked, an answer gone): the stop (allocator-stop.c, which sets on_settled) is told. */
+void allocator_settled(Allocator *a);
