@@ -17,7 +17,7 @@ typedef struct Allocator Allocator;
 
 int scaler_start(Allocator *a);
 /* On a stop: the lease revoked, so that the next campaigner leads at once; 1: asked, and
- * scaler_resigning() until etcd answered, or 1 s later (allocator_stop_check() is told);
+ * scaler_resigning() until etcd answered, or 1 s later (allocator_settled() tells the stop);
  * 0: nothing to wait for. */
 int scaler_resign(Allocator *a);
 bool scaler_resigning(const Allocator *a);
